@@ -1,0 +1,1 @@
+// Anchor for the shared MLIR precompiled header (see MlirPch.h).

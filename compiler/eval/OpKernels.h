@@ -1,0 +1,54 @@
+//===- OpKernels.h - fp32 Eigen implementations of kiln ops ---------------===//
+//
+// One function per op of the reference executor, kept free of MLIR so each can be read
+// (and tested) as plain math. Activations are row-major [tokens, features].
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_EVAL_OPKERNELS_H
+#define KILN_COMPILER_EVAL_OPKERNELS_H
+
+#include <string>
+#include <vector>
+
+#include "compiler/eval/RefExecutor.h"
+
+namespace kiln {
+
+// out.row(t) = table.row(ids[t]); fails on an id outside the table.
+bool embedRows(const Matrix &table, const std::vector<int32_t> &ids, Matrix &out,
+               std::string &error);
+
+// out = x / sqrt(mean(x^2) + eps) * weight, per row; the sum of squares is accumulated in
+// double as ggml does.
+void rmsNorm(const Matrix &x, const Matrix &weight, float eps, Matrix &out);
+
+struct RopeParams {
+  int32_t headDim;
+  int32_t rotaryDims;
+  float theta;
+  bool rotateHalf; // pairs (i, i + rotaryDims/2) instead of (2i, 2i+1)
+};
+// Rotates every head of every token by its position, as llama.cpp's rope does.
+void applyRope(const Matrix &x, const std::vector<int32_t> &positions, const RopeParams &p,
+               Matrix &out);
+
+struct AttentionParams {
+  int32_t heads;
+  int32_t kvHeads;
+  int32_t headDim;
+  float scale;
+  std::vector<int32_t> kvHeadOf; // query head -> KV head
+};
+
+struct KvCache {
+  Matrix k, v;         // [maxCtx, kvHeads * headDim]
+  uint32_t length = 0; // positions 0..length-1 are valid
+};
+
+// Appends k/v at `positions`, then causal softmax(scale * q K^T) V per head.
+bool attention(const Matrix &q, const Matrix &k, const Matrix &v,
+               const std::vector<int32_t> &positions, const AttentionParams &p,
+               KvCache &cache, Matrix &out, std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_EVAL_OPKERNELS_H

@@ -1,0 +1,305 @@
+#include "compiler/eval/RefExecutor.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include "compiler/eval/OpKernels.h"
+#include "compiler/weights/WeightStore.h"
+#include "dialects/kiln/IR/KilnOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+// Values of one forward call: fp32 activations by slot, plus the two i32 arguments.
+struct Frame {
+  std::vector<Matrix> act;
+  const std::vector<int32_t> *tokens = nullptr;
+  std::vector<int32_t> positions;
+};
+
+using Step = std::function<bool(Frame &, std::string &)>;
+
+} // namespace
+
+struct RefExecutor::Impl {
+  uint32_t vocab = 0, maxCtx = 0; // vocab: features of @forward's result
+  std::map<std::string, std::shared_ptr<Matrix>> weights; // decoded once, by name
+  std::map<int32_t, KvCache> cache;                       // by attention layer
+  std::vector<Step> steps;
+  size_t numSlots = 0;
+  int resultSlot = -1;
+
+  const WeightStore *store = nullptr;
+  llvm::DenseMap<Value, int> slots;
+  enum class IntArg { Tokens, Positions };
+  llvm::DenseMap<Value, IntArg> intArgs;
+
+  // Decoded weight with the expected [rows, cols]; cols is the stored row length.
+  std::shared_ptr<Matrix> weight(Operation *op, StringRef name, int64_t rows, int64_t cols,
+                                 std::string &error);
+  int slotOf(Value v) { return slots.lookup(v); }
+  int newSlot(Value v) { return slots[v] = int(numSlots++); }
+  bool compile(func::FuncOp fn, std::string &error);
+  bool compileOp(Operation *op, std::string &error);
+};
+
+std::shared_ptr<Matrix> RefExecutor::Impl::weight(Operation *op, StringRef nameRef,
+                                                  int64_t rows, int64_t cols,
+                                                  std::string &error) {
+  std::string name = nameRef.str();
+  const WeightView *w = store->find(name);
+  std::string where = op->getName().getStringRef().str() + " weight '" + name + "'";
+  if (!w) {
+    error = where + " is not in the weight store";
+    return nullptr;
+  }
+  bool vector = rows == 1 && w->dims.size() == 1;
+  if (int64_t(w->rowLength()) != cols || int64_t(w->numRows()) != rows ||
+      (!vector && w->dims.size() != 2)) {
+    error = where + " has " + std::to_string(w->numRows()) + " rows of " +
+            std::to_string(w->rowLength()) + " but the op needs " + std::to_string(rows) +
+            " rows of " + std::to_string(cols);
+    return nullptr;
+  }
+  auto it = weights.find(name);
+  if (it != weights.end())
+    return it->second;
+  std::vector<float> data;
+  if (!store->dequantize(name, data, error))
+    return nullptr;
+  auto m = std::make_shared<Matrix>(rows, cols);
+  std::copy(data.begin(), data.end(), m->data());
+  weights[name] = m;
+  return m;
+}
+
+bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
+  auto features = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); };
+  auto floatIn = [&](Value v, int &slot) {
+    if (!slots.count(v)) {
+      error = "operand of " + op->getName().getStringRef().str() +
+              " is not an fp32 activation the executor produced";
+      return false;
+    }
+    slot = slotOf(v);
+    return true;
+  };
+  auto positionsIn = [&](Value v) {
+    if (!intArgs.count(v) || intArgs.lookup(v) != IntArg::Positions) {
+      error = op->getName().getStringRef().str() + " positions must be the function's "
+              "positions argument";
+      return false;
+    }
+    return true;
+  };
+
+  if (auto e = dyn_cast<EmbedOp>(op)) {
+    if (!intArgs.count(e.getTokens()) || intArgs.lookup(e.getTokens()) != IntArg::Tokens) {
+      error = "kiln.embed must read the function's token argument";
+      return false;
+    }
+    // The table's own row count is the id range; ids are checked when they arrive.
+    const WeightView *table = store->find(e.getWeight().str());
+    int64_t rows = table ? int64_t(table->numRows()) : 0;
+    auto w = weight(op, e.getWeight(), rows, features(e), error);
+    if (!w)
+      return false;
+    int out = newSlot(e);
+    steps.push_back([w, out](Frame &f, std::string &err) {
+      return embedRows(*w, *f.tokens, f.act[out], err);
+    });
+    return true;
+  }
+  if (auto n = dyn_cast<RmsNormOp>(op)) {
+    int in;
+    auto w = weight(op, n.getWeight(), 1, features(n), error);
+    if (!w || !floatIn(n.getInput(), in))
+      return false;
+    int out = newSlot(n);
+    float eps = n.getEps().convertToFloat();
+    steps.push_back([w, in, out, eps](Frame &f, std::string &) {
+      rmsNorm(f.act[in], *w, eps, f.act[out]);
+      return true;
+    });
+    return true;
+  }
+  if (isa<LinearOp, LogitsOp>(op)) {
+    Value input = op->getOperand(0), result = op->getResult(0);
+    StringRef name = op->getAttrOfType<StringAttr>("weight").getValue();
+    int in;
+    auto w = weight(op, name, features(result), features(input), error);
+    if (!w || !floatIn(input, in))
+      return false;
+    int out = newSlot(result);
+    steps.push_back([w, in, out](Frame &f, std::string &) {
+      f.act[out].noalias() = f.act[in] * w->transpose();
+      return true;
+    });
+    return true;
+  }
+  if (auto r = dyn_cast<RopeOp>(op)) {
+    int in;
+    if (!floatIn(r.getInput(), in) || !positionsIn(r.getPositions()))
+      return false;
+    int out = newSlot(r);
+    RopeParams p{r.getHeadDim(), r.getRotaryDims(), r.getTheta().convertToFloat(),
+                 r.getStyle() == RopeStyle::rotate_half};
+    steps.push_back([p, in, out](Frame &f, std::string &) {
+      applyRope(f.act[in], f.positions, p, f.act[out]);
+      return true;
+    });
+    return true;
+  }
+  if (auto a = dyn_cast<AttentionOp>(op)) {
+    int q, k, v;
+    if (!floatIn(a.getQ(), q) || !floatIn(a.getK(), k) || !floatIn(a.getV(), v) ||
+        !positionsIn(a.getPositions()))
+      return false;
+    AttentionParams p{a.getNumHeads(), a.getNumKvHeads(), a.getHeadDim(),
+                      a.getScale().convertToFloat(), {}};
+    for (int32_t h = 0; h < p.heads; ++h)
+      p.kvHeadOf.push_back(a.getKvHeadMap() ? (*a.getKvHeadMap())[h]
+                                            : h / (p.heads / p.kvHeads));
+    int64_t kvDim = features(a.getK());
+    auto [it, fresh] = cache.try_emplace(a.getLayer());
+    if (!fresh && it->second.k.cols() != kvDim) {
+      error = "two kiln.attention ops share KV cache layer " + std::to_string(a.getLayer()) +
+              " with different widths";
+      return false;
+    }
+    it->second.k = Matrix::Zero(maxCtx, kvDim);
+    it->second.v = Matrix::Zero(maxCtx, kvDim);
+    KvCache *kv = &it->second;
+    int out = newSlot(a);
+    steps.push_back([p, kv, q, k, v, out](Frame &f, std::string &err) {
+      return attention(f.act[q], f.act[k], f.act[v], f.positions, p, *kv, f.act[out], err);
+    });
+    return true;
+  }
+  if (auto s = dyn_cast<SiluOp>(op)) {
+    int in;
+    if (!floatIn(s.getInput(), in))
+      return false;
+    int out = newSlot(s);
+    steps.push_back([in, out](Frame &f, std::string &) {
+      f.act[out] = f.act[in].unaryExpr([](float x) { return x / (1.0f + std::exp(-x)); });
+      return true;
+    });
+    return true;
+  }
+  if (isa<MulOp, AddOp>(op)) {
+    int l, r;
+    if (!floatIn(op->getOperand(0), l) || !floatIn(op->getOperand(1), r))
+      return false;
+    int out = newSlot(op->getResult(0));
+    bool mul = isa<MulOp>(op);
+    steps.push_back([l, r, out, mul](Frame &f, std::string &) {
+      if (mul)
+        f.act[out] = f.act[l].cwiseProduct(f.act[r]);
+      else
+        f.act[out] = f.act[l] + f.act[r];
+      return true;
+    });
+    return true;
+  }
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    if (ret.getNumOperands() != 1 || !floatIn(ret.getOperand(0), resultSlot))
+      return false;
+    return true;
+  }
+  error = "the reference executor does not run op '" + op->getName().getStringRef().str() + "'";
+  return false;
+}
+
+bool RefExecutor::Impl::compile(func::FuncOp fn, std::string &error) {
+  if (fn.getNumArguments() != 2) {
+    error = "@forward must take (tokens, positions)";
+    return false;
+  }
+  intArgs[fn.getArgument(0)] = IntArg::Tokens;
+  intArgs[fn.getArgument(1)] = IntArg::Positions;
+  for (Operation &op : fn.getBody().front())
+    if (!compileOp(&op, error))
+      return false;
+  if (resultSlot < 0) {
+    error = "@forward returns nothing";
+    return false;
+  }
+  return true;
+}
+
+RefExecutor::RefExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RefExecutor::~RefExecutor() = default;
+
+std::unique_ptr<RefExecutor> RefExecutor::create(ModuleOp module, const WeightStore &weights,
+                                                 uint32_t maxCtx, std::string &error) {
+  if (maxCtx == 0 || maxCtx > (1u << 20)) {
+    error = "context size " + std::to_string(maxCtx) + " is out of range [1, 1048576]";
+    return nullptr;
+  }
+  auto fn = module.lookupSymbol<func::FuncOp>("forward");
+  if (!fn || fn.getBody().empty()) {
+    error = "module has no @forward function";
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->store = &weights;
+  impl->maxCtx = maxCtx;
+  if (!impl->compile(fn, error))
+    return nullptr;
+  auto resultType = cast<RankedTensorType>(fn.getResultTypes()[0]);
+  impl->vocab = uint32_t(resultType.getDimSize(1));
+  impl->slots.clear();
+  impl->intArgs.clear();
+  return std::unique_ptr<RefExecutor>(new RefExecutor(std::move(impl)));
+}
+
+uint32_t RefExecutor::vocabSize() const { return impl_->vocab; }
+uint32_t RefExecutor::maxCtx() const { return impl_->maxCtx; }
+
+void RefExecutor::resetCache() {
+  for (auto &[layer, kv] : impl_->cache)
+    kv.length = 0;
+}
+
+bool RefExecutor::forward(const std::vector<int32_t> &tokens, uint32_t startPos,
+                          Matrix &logits, std::string &error) {
+  if (tokens.empty()) {
+    error = "forward needs at least one token";
+    return false;
+  }
+  if (uint64_t(startPos) + tokens.size() > impl_->maxCtx) {
+    error = "positions " + std::to_string(startPos) + ".." +
+            std::to_string(startPos + tokens.size() - 1) + " exceed the context size " +
+            std::to_string(impl_->maxCtx);
+    return false;
+  }
+  Frame f;
+  f.act.resize(impl_->numSlots);
+  f.tokens = &tokens;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    f.positions.push_back(int32_t(startPos + i));
+  for (auto &[layer, kv] : impl_->cache)
+    if (kv.length < startPos) {
+      error = "KV cache layer " + std::to_string(layer) + " holds " +
+              std::to_string(kv.length) + " positions but decoding starts at " +
+              std::to_string(startPos);
+      return false;
+    }
+  for (Step &s : impl_->steps)
+    if (!s(f, error))
+      return false;
+  logits = std::move(f.act[impl_->resultSlot]);
+  return true;
+}
+
+} // namespace kiln

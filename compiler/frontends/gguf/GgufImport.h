@@ -1,0 +1,29 @@
+//===- GgufImport.h - GGUF file -> weight store + kiln IR -----------------===//
+#ifndef KILN_FRONTENDS_GGUF_GGUFIMPORT_H
+#define KILN_FRONTENDS_GGUF_GGUFIMPORT_H
+
+#include <memory>
+#include <string>
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include "compiler/frontends/gguf/GgufFile.h"
+#include "compiler/weights/WeightStore.h"
+
+namespace kiln::gguf {
+
+struct ImportedModel {
+  std::unique_ptr<GgufFile> file; // owns the mapping that `weights` views
+  WeightStore weights;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+// Parses `path`, fills the weight store with views of every tensor and asks the model
+// family named by general.architecture to build the IR. One-line error on failure.
+bool importGguf(const std::string &path, mlir::MLIRContext &ctx, ImportedModel &out,
+                std::string &error);
+
+} // namespace kiln::gguf
+
+#endif // KILN_FRONTENDS_GGUF_GGUFIMPORT_H

@@ -1,0 +1,154 @@
+#include "compiler/tools/kiln/Commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "compiler/eval/Perplexity.h"
+#include "compiler/tools/kiln/ModelSession.h"
+
+namespace kiln::tool {
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "kiln: error: %s\n", message.c_str());
+  return 1;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Prints the k largest logits of a row, largest first.
+void printTopLogits(const ModelSession &s, const float *row, int32_t vocab, int32_t k) {
+  std::vector<int32_t> ids(static_cast<size_t>(vocab));
+  for (int32_t i = 0; i < vocab; ++i)
+    ids[size_t(i)] = i;
+  k = std::min(k, vocab);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+  std::fprintf(stderr, "top %d logits at the last prompt position:\n", k);
+  for (int32_t i = 0; i < k; ++i)
+    std::fprintf(stderr, "  %5d %-16s %.4f\n", ids[size_t(i)],
+                 ("'" + s.tokenizer->decode(ids[size_t(i)]) + "'").c_str(), row[ids[size_t(i)]]);
+}
+
+} // namespace
+
+int runImport(const ImportOptions &opts) {
+  ModelSession s;
+  std::string error;
+  if (!s.load(opts.model, error))
+    return fail(error);
+  mlir::OpPrintingFlags flags;
+  if (opts.emit == "generic")
+    flags.printGenericOpForm();
+  (*s.model.module)->print(llvm::outs(), flags);
+  llvm::outs() << "\n";
+  return 0;
+}
+
+int runEval(const EvalOptions &opts) {
+  ModelSession s;
+  std::string error;
+  if (!s.load(opts.model, error))
+    return fail(error);
+  uint32_t ctx = opts.ctx ? opts.ctx : s.declaredContext();
+  std::vector<int32_t> prompt = s.tokenizer->encode(opts.prompt, !opts.noBos);
+  if (prompt.empty())
+    return fail("the prompt is empty and --no-bos leaves nothing to start from");
+  if (prompt.size() + size_t(opts.numTokens) > ctx)
+    return fail("prompt (" + std::to_string(prompt.size()) + " tokens) + " +
+                std::to_string(opts.numTokens) + " generated exceed the context of " +
+                std::to_string(ctx) + " (set --ctx)");
+  if (!s.prepareExecutor(ctx, error))
+    return fail(error);
+  const int32_t vocab = int32_t(s.executor->vocabSize());
+
+  auto t0 = std::chrono::steady_clock::now();
+  Matrix logits;
+  if (!s.executor->forward(prompt, 0, logits, error))
+    return fail(error);
+  double prefillSeconds = secondsSince(t0);
+  if (opts.showTop > 0)
+    printTopLogits(s, logits.row(logits.rows() - 1).data(), vocab, opts.showTop);
+
+  std::fputs(opts.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  Sampler sampler(opts.sampler);
+  uint32_t pos = uint32_t(prompt.size());
+  int32_t generated = 0;
+  auto t1 = std::chrono::steady_clock::now();
+  while (generated < opts.numTokens) {
+    int32_t next = sampler.sample(logits.row(logits.rows() - 1).data(), vocab);
+    if (next == s.tokenizer->eos())
+      break;
+    std::fputs(s.tokenizer->decode(next).c_str(), stdout);
+    std::fflush(stdout);
+    if (++generated == opts.numTokens)
+      break; // the last token needs no forward pass
+    if (!s.executor->forward({next}, pos++, logits, error))
+      return fail(error);
+  }
+  std::fputs("\n", stdout);
+  double decodeSeconds = secondsSince(t1);
+  std::fprintf(stderr, "prefill: %zu tokens in %.3f s; decode: %d tokens in %.3f s (%.1f tok/s)\n",
+               prompt.size(), prefillSeconds, generated, decodeSeconds, decodeSeconds > 0 ? generated / decodeSeconds : 0.0);
+  return 0;
+}
+
+int runPpl(const PplOptions &opts) {
+  std::ifstream in(opts.text, std::ios::binary);
+  if (!in)
+    return fail("cannot read text file '" + opts.text + "'");
+  std::stringstream buf;
+  buf << in.rdbuf();
+
+  ModelSession s;
+  std::string error;
+  if (!s.load(opts.model, error))
+    return fail(error);
+  uint32_t ctx = opts.ctx ? opts.ctx : s.declaredContext();
+  if (ctx > s.declaredContext())
+    std::fprintf(stderr, "kiln: warning: --ctx %u exceeds the model's declared context %u\n",
+                 ctx, s.declaredContext());
+  if (!s.prepareExecutor(ctx, error))
+    return fail(error);
+
+  ModelSession cmp;
+  if (!opts.compare.empty()) {
+    if (!cmp.load(opts.compare, error) || !cmp.prepareExecutor(ctx, error))
+      return fail("comparison model: " + error);
+  }
+
+  std::vector<int32_t> tokens = s.tokenizer->encode(buf.str(), true);
+  std::fprintf(stderr, "%s: %zu tokens, %zu chunks of %u\n", opts.text.c_str(), tokens.size(),
+               tokens.size() / ctx, ctx);
+  PerplexityResult r;
+  auto t0 = std::chrono::steady_clock::now();
+  bool ok = perplexity(*s.executor, cmp.executor.get(), tokens, s.tokenizer->bos(), ctx,
+                       opts.chunks, r, error, [](size_t c, double p) {
+                         std::fprintf(stderr, "[%zu]%.4f ", c + 1, p);
+                       });
+  std::fprintf(stderr, "\n");
+  if (!ok)
+    return fail(error);
+  std::printf("chunks: %zu (ctx %u), scored tokens: %zu, %.2f s\n", r.chunks, ctx, r.scored,
+              secondsSince(t0));
+  std::printf("PPL = %.4f +/- %.4f\n", r.ppl, r.pplStderr);
+  std::printf("top-1 accuracy = %.4f\n", r.top1Accuracy);
+  if (!opts.compare.empty()) {
+    std::printf("compare PPL = %.4f\n", r.comparePpl);
+    std::printf("mean KLD = %.6f\n", r.meanKld);
+    std::printf("top-1 agreement = %.4f\n", r.top1Agreement);
+  }
+  return 0;
+}
+
+} // namespace kiln::tool

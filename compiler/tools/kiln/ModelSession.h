@@ -1,0 +1,32 @@
+//===- ModelSession.h - a model loaded for the kiln commands --------------===//
+#ifndef KILN_TOOLS_KILN_MODELSESSION_H
+#define KILN_TOOLS_KILN_MODELSESSION_H
+
+#include <memory>
+#include <string>
+
+#include "mlir/IR/MLIRContext.h"
+
+#include "compiler/eval/RefExecutor.h"
+#include "compiler/frontends/gguf/GgufImport.h"
+#include "compiler/frontends/gguf/GgufVocab.h"
+
+namespace kiln::tool {
+
+// A GGUF model imported to kiln IR, with its tokenizer and, on request, a reference
+// executor. Every step reports one line on failure.
+struct ModelSession {
+  mlir::MLIRContext ctx;
+  gguf::ImportedModel model;
+  std::unique_ptr<gguf::Tokenizer> tokenizer;
+  std::unique_ptr<RefExecutor> executor;
+
+  bool load(const std::string &path, std::string &error);
+  // maxCtx 0: the model's declared context length.
+  bool prepareExecutor(uint32_t maxCtx, std::string &error);
+  uint32_t declaredContext() const;
+};
+
+} // namespace kiln::tool
+
+#endif // KILN_TOOLS_KILN_MODELSESSION_H

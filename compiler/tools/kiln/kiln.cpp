@@ -1,0 +1,59 @@
+//===- kiln.cpp - the kiln command-line driver -----------------------------===//
+//
+//   kiln import MODEL [--emit=mlir|generic]    print the kiln IR of a GGUF model
+//   kiln eval MODEL --prompt P -n N            generate with the fp32 reference executor
+//   kiln ppl MODEL TEXT --ctx C [--compare M]  llama.cpp-compatible perplexity
+//===----------------------------------------------------------------------===//
+#include <CLI/CLI.hpp>
+
+#include "compiler/tools/kiln/Commands.h"
+
+using namespace kiln::tool;
+
+int main(int argc, char **argv) {
+  CLI::App app{"kiln: ahead-of-time compiler for Llama-family models on edge SoCs"};
+  app.require_subcommand(1);
+
+  ImportOptions imp;
+  auto *importCmd = app.add_subcommand("import", "import a model and print its kiln IR");
+  importCmd->add_option("model", imp.model, "GGUF model file")->required();
+  importCmd->add_option("--emit", imp.emit, "mlir (kiln assembly) or generic (generic op form)")
+      ->check(CLI::IsMember({"mlir", "kiln", "generic"}));
+
+  EvalOptions ev;
+  auto *evalCmd = app.add_subcommand("eval", "generate text with the fp32 reference executor");
+  evalCmd->add_option("model", ev.model, "GGUF model file")->required();
+  evalCmd->add_option("-p,--prompt", ev.prompt, "prompt text");
+  evalCmd->add_option("-n,--n-predict", ev.numTokens, "tokens to generate")
+      ->check(CLI::Range(0, 1 << 20));
+  evalCmd->add_option("--ctx", ev.ctx, "context size (default: the model's)")
+      ->check(CLI::Range(1u, 1u << 20));
+  evalCmd->add_option("--temp", ev.sampler.temperature, "temperature; 0 = greedy")
+      ->check(CLI::Range(0.0f, 100.0f));
+  evalCmd->add_option("--top-k", ev.sampler.topK, "keep the k most likely tokens; 0 = all")
+      ->check(CLI::Range(0, 1 << 24));
+  evalCmd->add_option("--top-p", ev.sampler.topP, "nucleus probability mass")
+      ->check(CLI::Range(1e-6f, 1.0f));
+  evalCmd->add_option("--seed", ev.sampler.seed, "sampling seed");
+  evalCmd->add_option("--show-top", ev.showTop,
+                      "print the K largest logits at the last prompt position")
+      ->check(CLI::Range(0, 1 << 24));
+  evalCmd->add_flag("--no-bos", ev.noBos, "do not start the prompt with BOS");
+
+  PplOptions ppl;
+  auto *pplCmd = app.add_subcommand("ppl", "perplexity on a text file (llama.cpp's method)");
+  pplCmd->add_option("model", ppl.model, "GGUF model file")->required();
+  pplCmd->add_option("text", ppl.text, "text file")->required();
+  pplCmd->add_option("--ctx", ppl.ctx, "chunk size in tokens (default: the model's context)")
+      ->check(CLI::Range(4u, 1u << 20));
+  pplCmd->add_option("--chunks", ppl.chunks, "score at most this many chunks (0 = all)");
+  pplCmd->add_option("--compare", ppl.compare,
+                     "second model: report top-1 agreement and mean KL divergence from it");
+
+  CLI11_PARSE(app, argc, argv);
+  if (importCmd->parsed())
+    return runImport(imp);
+  if (evalCmd->parsed())
+    return runEval(ev);
+  return runPpl(ppl);
+}

@@ -1,0 +1,44 @@
+//===- WeightStore.h - named weights referenced by kiln IR ----------------===//
+//
+// kiln IR never embeds weights; ops name them and the store resolves the name to a
+// storage format, a shape and bytes. Frontends fill the store with views into the
+// mapped model file (no copies). No LLVM/MLIR dependency.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_WEIGHTS_WEIGHTSTORE_H
+#define KILN_COMPILER_WEIGHTS_WEIGHTSTORE_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct WeightView {
+  std::string name;
+  uint32_t format = 0;          // ggml type id (kiln/quant.h)
+  std::vector<uint64_t> dims;   // ggml order: dims[0] is the row length
+  const uint8_t *data = nullptr;
+  uint64_t nbytes = 0;
+
+  uint64_t rowLength() const { return dims.empty() ? 0 : dims[0]; }
+  uint64_t numRows() const;     // product of dims[1..]
+};
+
+class WeightStore {
+public:
+  void add(WeightView view) { views_[view.name] = std::move(view); }
+  const WeightView *find(const std::string &name) const;
+  const std::map<std::string, WeightView> &all() const { return views_; }
+
+  // Decodes a whole tensor to fp32, row-major [numRows, rowLength]. One-line error
+  // naming the tensor on failure.
+  bool dequantize(const std::string &name, std::vector<float> &out, std::string &error) const;
+
+private:
+  std::map<std::string, WeightView> views_;
+};
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_WEIGHTS_WEIGHTSTORE_H

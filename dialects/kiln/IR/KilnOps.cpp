@@ -1,0 +1,158 @@
+//===- KilnOps.cpp - kiln op verifiers ------------------------------------===//
+//
+// Verifiers reject IR whose shapes cannot describe a Llama-family decoder: every
+// activation is rank 2 [tokens, features] with static features, token counts agree where
+// they are both static, and head counts divide the feature widths.
+//===----------------------------------------------------------------------===//
+#include "dialects/kiln/IR/KilnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#include "dialects/kiln/IR/KilnEnums.cpp.inc"
+
+namespace {
+
+// Checks an activation is [tokens, features] with a static, positive feature count.
+LogicalResult checkActivation(Operation *op, Type type, StringRef what) {
+  auto t = cast<RankedTensorType>(type);
+  if (t.getRank() != 2)
+    return op->emitOpError() << what << " must be rank 2 [tokens, features], got " << t;
+  if (t.isDynamicDim(1) || t.getDimSize(1) <= 0)
+    return op->emitOpError() << what << " must have a static positive feature dimension, got "
+                             << t;
+  return success();
+}
+
+LogicalResult checkTokenVector(Operation *op, Type type, StringRef what) {
+  auto t = cast<RankedTensorType>(type);
+  if (t.getRank() != 1)
+    return op->emitOpError() << what << " must be rank 1 [tokens], got " << t;
+  return success();
+}
+
+// Token (row) counts must agree unless one side is dynamic.
+LogicalResult checkSameTokens(Operation *op, Type a, Type b, StringRef whatA,
+                              StringRef whatB) {
+  int64_t ta = cast<RankedTensorType>(a).getDimSize(0);
+  int64_t tb = cast<RankedTensorType>(b).getDimSize(0);
+  if (!ShapedType::isDynamic(ta) && !ShapedType::isDynamic(tb) && ta != tb)
+    return op->emitOpError() << whatA << " has " << ta << " tokens but " << whatB << " has "
+                             << tb;
+  return success();
+}
+
+int64_t features(Type t) { return cast<RankedTensorType>(t).getDimSize(1); }
+
+LogicalResult checkWeightName(Operation *op, StringRef name) {
+  if (name.empty())
+    return op->emitOpError("weight name must not be empty");
+  return success();
+}
+
+// Shared by linear and logits: rank-2 in/out with matching token counts.
+LogicalResult verifyProjection(Operation *op, Type in, Type out, StringRef weight) {
+  if (failed(checkWeightName(op, weight)) || failed(checkActivation(op, in, "input")) ||
+      failed(checkActivation(op, out, "result")) ||
+      failed(checkSameTokens(op, in, out, "input", "result")))
+    return failure();
+  return success();
+}
+
+} // namespace
+
+LogicalResult EmbedOp::verify() {
+  if (failed(checkWeightName(*this, getWeight())) ||
+      failed(checkTokenVector(*this, getTokens().getType(), "tokens")) ||
+      failed(checkActivation(*this, getType(), "result")))
+    return failure();
+  int64_t n = getTokens().getType().getDimSize(0);
+  int64_t m = getType().getDimSize(0);
+  if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(m) && n != m)
+    return emitOpError() << "has " << n << " token ids but " << m << " result rows";
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(checkWeightName(*this, getWeight())) ||
+      failed(checkActivation(*this, getType(), "input")))
+    return failure();
+  float eps = getEps().convertToFloat();
+  if (!(eps > 0.0f) || eps > 1.0f)
+    return emitOpError() << "eps must be in (0, 1], got " << eps;
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  return verifyProjection(*this, getInput().getType(), getType(), getWeight());
+}
+
+LogicalResult LogitsOp::verify() {
+  return verifyProjection(*this, getInput().getType(), getType(), getWeight());
+}
+
+LogicalResult RopeOp::verify() {
+  if (failed(checkActivation(*this, getType(), "input")) ||
+      failed(checkTokenVector(*this, getPositions().getType(), "positions")) ||
+      failed(checkSameTokens(*this, getInput().getType(), getPositions().getType(), "input",
+                             "positions")))
+    return failure();
+  int64_t width = features(getType());
+  int64_t headDim = getHeadDimAttr().getInt(), rot = getRotaryDimsAttr().getInt();
+  if (headDim <= 0 || width % headDim != 0)
+    return emitOpError() << "head_dim " << headDim << " must be positive and divide the "
+                         << width << " features";
+  if (rot <= 0 || rot > headDim || rot % 2 != 0)
+    return emitOpError() << "rotary_dims " << rot
+                         << " must be even and in [2, head_dim = " << headDim << "]";
+  if (!(getTheta().convertToFloat() > 0.0f))
+    return emitOpError("theta must be positive");
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  Type qt = getQ().getType(), kt = getK().getType();
+  if (failed(checkActivation(*this, qt, "q")) || failed(checkActivation(*this, kt, "k")) ||
+      failed(checkActivation(*this, getType(), "result")) ||
+      failed(checkTokenVector(*this, getPositions().getType(), "positions")) ||
+      failed(checkSameTokens(*this, qt, kt, "q", "k")) ||
+      failed(checkSameTokens(*this, qt, getPositions().getType(), "q", "positions")) ||
+      failed(checkSameTokens(*this, qt, getType(), "q", "result")))
+    return failure();
+  // I32Attr getters are unsigned; read the signed value so negatives are caught.
+  int64_t heads = getNumHeadsAttr().getInt(), kvHeads = getNumKvHeadsAttr().getInt(),
+          headDim = getHeadDimAttr().getInt();
+  if (getLayerAttr().getInt() < 0)
+    return emitOpError() << "layer must be non-negative, got " << getLayerAttr().getInt();
+  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
+    return emitOpError("heads, kv_heads and head_dim must be positive");
+  if (features(qt) != int64_t(heads) * headDim)
+    return emitOpError() << "q has " << features(qt) << " features but heads * head_dim = "
+                         << heads * headDim;
+  if (features(kt) != int64_t(kvHeads) * headDim)
+    return emitOpError() << "k/v have " << features(kt)
+                         << " features but kv_heads * head_dim = " << kvHeads * headDim;
+  if (features(getType()) != features(qt))
+    return emitOpError("result must have as many features as q");
+  if (!(getScale().convertToFloat() > 0.0f))
+    return emitOpError("scale must be positive");
+  if (auto map = getKvHeadMap()) {
+    if (int64_t(map->size()) != heads)
+      return emitOpError() << "kv_head_map has " << map->size() << " entries for " << heads
+                           << " heads";
+    for (int32_t g : *map)
+      if (g < 0 || g >= kvHeads)
+        return emitOpError() << "kv_head_map entry " << g << " is not a KV head in [0, "
+                             << kvHeads << ")";
+  } else if (heads % kvHeads != 0) {
+    return emitOpError() << "heads (" << heads << ") must be a multiple of kv_heads ("
+                         << kvHeads << ") unless kv_head_map is given";
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/kiln/IR/KilnOps.cpp.inc"

@@ -1,0 +1,175 @@
+//===- KilnOps.td - kiln dialect operations ------------------*- tablegen -*-===//
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "dialects/kiln/IR/KilnBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Kiln_EmbedOp : Kiln_Op<"embed", [Pure]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    Row `tokens[t]` of the `[vocab, dim]` table named `weight`. Out-of-range ids are an
+    execution error, not undefined behaviour.
+
+    ```mlir
+    %x = kiln.embed %tokens weight "token_embd.weight" format f32
+        : tensor<?xi32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_TokenIds:$tokens, StrAttr:$weight,
+                       Kiln_StorageFormat:$format);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = [{
+    $tokens `weight` $weight `format` $format attr-dict `:` type($tokens) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, SameOperandsAndResultType]> {
+  let summary = "RMS normalisation with a learned per-feature scale";
+  let description = [{
+    `y = x / sqrt(mean(x^2) + eps) * weight`, per token (row).
+
+    ```mlir
+    %y = kiln.rms_norm %x weight "blk.0.attn_norm.weight" eps 1.0e-05 : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$input, StrAttr:$weight, F32Attr:$eps);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = [{
+    $input `weight` $weight `eps` $eps attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_LinearOp : Kiln_Op<"linear", [Pure]> {
+  let summary = "x times the transpose of a stored [out, in] weight";
+  let description = [{
+    `y[t, o] = sum_i x[t, i] * W[o, i]` with `W` read from the weight store in the given
+    storage format.
+
+    ```mlir
+    %q = kiln.linear %x weight "blk.0.attn_q.weight" format f32
+        : tensor<?x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$input, StrAttr:$weight,
+                       Kiln_StorageFormat:$format);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = [{
+    $input `weight` $weight `format` $format attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding of every head";
+  let description = [{
+    Rotates the first `rotary_dims` elements of each `head_dim`-wide head of token `t` by
+    angles `positions[t] * theta^(-2i/rotary_dims)`; `style` chooses which elements form a
+    pair. The remaining `head_dim - rotary_dims` elements pass through.
+
+    ```mlir
+    %qr = kiln.rope %q, %pos head_dim 8 rotary_dims 8 theta 1.0e+04 style adjacent
+        : tensor<?x64xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$input, Kiln_TokenIds:$positions,
+                       I32Attr:$head_dim, I32Attr:$rotary_dims, F32Attr:$theta,
+                       Kiln_RopeStyle:$style);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = [{
+    $input `,` $positions `head_dim` $head_dim `rotary_dims` $rotary_dims `theta` $theta
+    `style` $style attr-dict `:` type($input) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_AttentionOp : Kiln_Op<"attention", [
+    MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["k", "v"]>]> {
+  let summary = "causal grouped-query attention over a per-layer KV cache";
+  let description = [{
+    Appends `k` and `v` of each token to the KV cache slot `layer` at `positions[t]`, then
+    for every query head `h` of token `t` computes softmax(scale * q_h . K_g^T) V_g over
+    cache positions `0..positions[t]`, where `g` is the KV head of `h`: `h / (num_heads /
+    num_kv_heads)` by default, or `kv_head_map[h]` when given (for pruned, uneven groups).
+    Writes the cache, so it has memory effects and is never reordered or removed.
+
+    ```mlir
+    %o = kiln.attention %q, %k, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8
+        scale 0.353553385 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>
+        -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$q, Kiln_Activations:$k, Kiln_Activations:$v,
+                       Kiln_TokenIds:$positions, I32Attr:$layer, I32Attr:$num_heads,
+                       I32Attr:$num_kv_heads, I32Attr:$head_dim, F32Attr:$scale,
+                       OptionalAttr<DenseI32ArrayAttr>:$kv_head_map);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $positions `layer` $layer `heads` $num_heads
+    `kv_heads` $num_kv_heads `head_dim` $head_dim `scale` $scale
+    (`kv_head_map` $kv_head_map^)? attr-dict
+    `:` type($q) `,` type($k) `,` type($positions) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_SiluOp : Kiln_Op<"silu", [Pure, SameOperandsAndResultType]> {
+  let summary = "x * sigmoid(x)";
+  let description = [{
+    ```mlir
+    %s = kiln.silu %g : tensor<?x172xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$input);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_MulOp : Kiln_Op<"mul", [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise product";
+  let description = [{
+    ```mlir
+    %p = kiln.mul %a, %b : tensor<?x172xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$lhs, Kiln_Activations:$rhs);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Kiln_AddOp : Kiln_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise sum (residual connections)";
+  let description = [{
+    ```mlir
+    %r = kiln.add %x, %o : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$lhs, Kiln_Activations:$rhs);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Kiln_LogitsOp : Kiln_Op<"logits", [Pure]> {
+  let summary = "final projection of hidden states to vocabulary logits";
+  let description = [{
+    A linear with the `[vocab, dim]` output (or tied embedding) weight, kept as its own op
+    so passes can treat the classifier apart (e.g. compute it for the last token only).
+
+    ```mlir
+    %l = kiln.logits %h weight "output.weight" format f32
+        : tensor<?x64xf32> -> tensor<?x512xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$input, StrAttr:$weight,
+                       Kiln_StorageFormat:$format);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = [{
+    $input `weight` $weight `format` $format attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KILN_OPS_TD

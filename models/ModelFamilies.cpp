@@ -1,0 +1,39 @@
+#include "models/ModelFamilies.h"
+
+#include "models/llama/LlamaBuilder.h"
+#include "models/llama/LlamaGguf.h"
+
+namespace kiln::models {
+
+namespace {
+
+mlir::OwningOpRef<mlir::ModuleOp> llamaFromGguf(const gguf::GgufFile &file,
+                                                const WeightStore &weights,
+                                                mlir::MLIRContext &ctx, std::string &error) {
+  llama::LlamaConfig config;
+  if (!llama::configFromGguf(file, config, error))
+    return nullptr;
+  return llama::buildLlama(ctx, config, weights, error);
+}
+
+const ModelFamily kFamilies[] = {
+    {"llama", llamaFromGguf},
+};
+
+} // namespace
+
+const ModelFamily *findModelFamily(const std::string &arch) {
+  for (const ModelFamily &f : kFamilies)
+    if (arch == f.arch)
+      return &f;
+  return nullptr;
+}
+
+std::string supportedArchitectures() {
+  std::string s;
+  for (const ModelFamily &f : kFamilies)
+    s += (s.empty() ? "" : ", ") + std::string(f.arch);
+  return s;
+}
+
+} // namespace kiln::models

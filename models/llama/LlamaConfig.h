@@ -1,0 +1,40 @@
+//===- LlamaConfig.h - hyper-parameters of a Llama-family decoder ---------===//
+#ifndef KILN_MODELS_LLAMA_LLAMACONFIG_H
+#define KILN_MODELS_LLAMA_LLAMACONFIG_H
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::llama {
+
+enum class RopePairing { Adjacent, RotateHalf };
+
+struct LlamaConfig {
+  uint32_t vocabSize = 0;
+  uint32_t dim = 0;          // embedding length
+  uint32_t numLayers = 0;
+  uint32_t numHeads = 0;
+  uint32_t numKvHeads = 0;
+  uint32_t headDim = 0;      // dim / numHeads
+  uint32_t ffnDim = 0;
+  uint32_t contextLength = 0; // as declared by the model file
+  uint32_t ropeDims = 0;     // rotated elements per head
+  float ropeTheta = 10000.0f;
+  float rmsEps = 1e-5f;
+  RopePairing ropePairing = RopePairing::Adjacent;
+  bool tiedOutput = false;   // classifier reuses the token embedding
+
+  // Name of the classifier weight (the embedding when tied).
+  std::string outputWeight() const {
+    return tiedOutput ? "token_embd.weight" : "output.weight";
+  }
+  // Checks internal consistency and sane bounds; one-line error.
+  bool validate(std::string &error) const;
+};
+
+// GGUF tensor names of layer `layer` (llama.cpp's naming).
+std::string layerTensor(uint32_t layer, const char *suffix);
+
+} // namespace kiln::llama
+
+#endif // KILN_MODELS_LLAMA_LLAMACONFIG_H

@@ -1,0 +1,66 @@
+/* kiln runtime-min: Llama SentencePiece-BPE tokenizer (llama.cpp's "spm" vocabulary type).
+ *
+ * Ownership: kiln_tokenizer_create copies everything it needs out of the descriptor, so the
+ * caller may free the descriptor's arrays afterwards; kiln_tokenizer_destroy frees it all.
+ * Outputs go to caller-sized buffers; encode allocates scratch proportional to the text
+ * and frees it before returning (tokenizing is not on the decode path).
+ */
+#ifndef KILN_TOKENIZER_H_
+#define KILN_TOKENIZER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* SentencePiece token types, as stored in tokenizer.ggml.token_type. */
+typedef enum kiln_token_type_e {
+  KILN_TOKEN_TYPE_UNDEFINED = 0,
+  KILN_TOKEN_TYPE_NORMAL = 1,
+  KILN_TOKEN_TYPE_UNKNOWN = 2,
+  KILN_TOKEN_TYPE_CONTROL = 3,
+  KILN_TOKEN_TYPE_USER_DEFINED = 4,
+  KILN_TOKEN_TYPE_UNUSED = 5,
+  KILN_TOKEN_TYPE_BYTE = 6,
+} kiln_token_type_t;
+
+typedef struct kiln_vocab_desc_s {
+  uint32_t n_tokens;
+  const char *const *texts;    /* n_tokens UTF-8 strings (not necessarily NUL-terminated) */
+  const uint32_t *text_lens;   /* n_tokens lengths in bytes */
+  const float *scores;         /* n_tokens merge scores, or NULL (all 0) */
+  const int32_t *types;        /* n_tokens kiln_token_type_t values, or NULL (all NORMAL) */
+  int32_t bos_id;              /* -1 when absent */
+  int32_t eos_id;
+  int32_t unk_id;
+  int add_space_prefix;        /* prepend U+2581 to the text, as llama.cpp does for SPM */
+} kiln_vocab_desc_t;
+
+typedef struct kiln_tokenizer_s kiln_tokenizer_t;
+
+kiln_status_t kiln_tokenizer_create(const kiln_vocab_desc_t *desc, kiln_tokenizer_t **out_tok);
+void kiln_tokenizer_destroy(kiln_tokenizer_t *tok);
+
+uint32_t kiln_tokenizer_vocab_size(const kiln_tokenizer_t *tok);
+int32_t kiln_tokenizer_bos(const kiln_tokenizer_t *tok);
+int32_t kiln_tokenizer_eos(const kiln_tokenizer_t *tok);
+
+/* Encodes text[0..len) into ids. Writes at most cap ids; *out_n receives the number the
+ * full encoding needs, and KILN_STATUS_BUFFER_TOO_SMALL is returned if that exceeds cap. */
+kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *text, size_t len,
+                                    int add_bos, int32_t *out_ids, size_t cap, size_t *out_n);
+
+/* The bytes one token stands for when detokenised: U+2581 becomes a space, <0xNN> becomes
+ * byte NN, control tokens give nothing. Same size contract as encode. */
+kiln_status_t kiln_tokenizer_piece(const kiln_tokenizer_t *tok, int32_t id, char *out_buf,
+                                   size_t cap, size_t *out_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_TOKENIZER_H_ */

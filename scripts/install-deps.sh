@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package kiln's build and tests need; skips what is present.
+# Idempotent: safe to run on every README command and in CI.
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build ccache pkg-config g++ python3
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 lld-19
+  libclang-rt-19-dev
+  libflatbuffers-dev flatbuffers-compiler
+  libeigen3-dev libcli11-dev libgtest-dev libgmock-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
