@@ -251,15 +251,16 @@ TEST_P(GgufBadCorpus, Rejected) {
   std::string path = dir_ + "/" + c.name + ".gguf", fileErr;
   FILE *f = std::fopen(path.c_str(), "wb");
   ASSERT_TRUE(f);
-  if (!c.bytes.empty()) // fwrite's buffer must not be null, even for 0 bytes
+  if (!c.bytes.empty()) { // fwrite's buffer must not be null, even for 0 bytes
     ASSERT_EQ(std::fwrite(c.bytes.data(), 1, c.bytes.size(), f), c.bytes.size());
+  }
   ASSERT_EQ(std::fclose(f), 0);
   EXPECT_FALSE(GgufFile::open(path, fileErr));
   EXPECT_EQ(fileErr, err);
 }
 
 INSTANTIATE_TEST_SUITE_P(Gguf, GgufBadCorpus, ::testing::ValuesIn(corpus()),
-                         [](const auto &info) { return info.param.name; });
+                         [](const auto &p) { return p.param.name; });
 
 TEST(GgufBadCorpusMeta, BaseFileIsValidAndCorpusIsLarge) {
   Bytes ok = valid();
@@ -304,15 +305,6 @@ TEST(GgufBadCorpusMeta, BitFlipsNeverCrash) {
   std::cout << rejected << " of " << dataStart * 4 << " header bit flips rejected\n";
 }
 
-//===----------------------------------------------------------------------===//
-// Model-level cases (to be added by the lead, using models/llama/LlamaGguf.h).
-//
-// Files that are valid GGUF but not a model kiln can import - tensor shapes that
-// disagree with llama.* metadata, a missing tensor, an unsupported general.architecture -
-// are rejected by the llama importer, not by GgufFile. Build them from baseWriter() /
-// addTensors() like the cases above and assert on the importer's one-line error. The
-// LlamaGguf sources must then also be added to kiln-gguf-corpus-asan in
-// tests/unit/CMakeLists.txt.
-//===----------------------------------------------------------------------===//
+// Model-level cases (valid GGUF, wrong model) are in LlamaGgufCorpusTest.cpp.
 
 } // namespace

@@ -221,7 +221,7 @@ TEST_P(GgufAlignment, TensorRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Gguf, GgufAlignment, ::testing::Values(32u, 64u, 1u),
-                         [](const auto &info) { return "align" + std::to_string(info.param); });
+                         [](const auto &p) { return "align" + std::to_string(p.param); });
 
 TEST(GgufReader, OpenMissingFile) {
   std::string err;

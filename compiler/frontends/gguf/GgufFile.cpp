@@ -286,7 +286,11 @@ const TensorInfo *GgufFile::findTensor(const std::string &name) const {
 
 std::unique_ptr<GgufFile> GgufFile::parse(const uint8_t *bytes, size_t size,
                                           std::string &error) {
-  std::unique_ptr<GgufFile> f(new GgufFile());
+  std::unique_ptr<GgufFile> f(new (std::nothrow) GgufFile());
+  if (!f) {
+    error = "out of memory";
+    return nullptr;
+  }
   f->base_ = (bytes && size) ? bytes : kEmpty;
   f->size_ = (bytes && size) ? size : 0;
   if (!f->parseImpl(error))
@@ -295,31 +299,42 @@ std::unique_ptr<GgufFile> GgufFile::parse(const uint8_t *bytes, size_t size,
 }
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::string &path, std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = "cannot open " + quote(path) + ": " + std::strerror(errno);
+  struct Fd { // closes on every path; the mapping keeps the file alive after that
+    int fd;
+    ~Fd() { if (fd >= 0) ::close(fd); }
+  };
+  std::unique_ptr<GgufFile> f(new (std::nothrow) GgufFile());
+  if (!f) {
+    error = "out of memory";
     return nullptr;
   }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error = "not a regular file: " + quote(path);
-    ::close(fd);
-    return nullptr;
-  }
-  std::unique_ptr<GgufFile> f(new GgufFile());
-  f->base_ = kEmpty;
-  if (st.st_size > 0) { // mmap rejects length 0; an empty file fails as truncated below
-    void *m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      error = "cannot map " + quote(path) + ": " + std::strerror(errno);
-      ::close(fd);
+  try { // only the error messages below can throw (out of memory)
+    Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (fd.fd < 0) {
+      error = "cannot open " + quote(path) + ": " + std::strerror(errno);
       return nullptr;
     }
-    f->mapping_ = m;
-    f->base_ = static_cast<const uint8_t *>(m);
-    f->size_ = static_cast<size_t>(st.st_size);
+    struct stat st;
+    if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      error = "not a regular file: " + quote(path);
+      return nullptr;
+    }
+    f->base_ = kEmpty;
+    if (st.st_size > 0) { // mmap rejects length 0; an empty file fails as truncated below
+      void *m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE,
+                       fd.fd, 0);
+      if (m == MAP_FAILED) {
+        error = "cannot map " + quote(path) + ": " + std::strerror(errno);
+        return nullptr;
+      }
+      f->mapping_ = m;
+      f->base_ = static_cast<const uint8_t *>(m);
+      f->size_ = static_cast<size_t>(st.st_size);
+    }
+  } catch (const std::exception &) {
+    error = "out of memory";
+    return nullptr;
   }
-  ::close(fd); // the mapping keeps the file alive
   if (!f->parseImpl(error))
     return nullptr;
   return f;
@@ -335,10 +350,7 @@ bool GgufFile::parseImpl(std::string &error) {
   } catch (const std::exception &e) {
     error = std::string("internal error while reading GGUF: ") + e.what();
   }
-  kv_.clear();
-  tensors_.clear();
-  tensorIndex_.clear();
-  return false;
+  return false; // the caller discards the half-filled object
 }
 
 bool GgufFile::parseHeaderAndMetadata(std::string &error) {

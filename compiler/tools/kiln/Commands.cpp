@@ -11,6 +11,7 @@
 
 #include "compiler/eval/Perplexity.h"
 #include "compiler/tools/kiln/ModelSession.h"
+#include "models/llama/SyntheticLlama.h"
 
 namespace kiln::tool {
 
@@ -148,6 +149,29 @@ int runPpl(const PplOptions &opts) {
     std::printf("mean KLD = %.6f\n", r.meanKld);
     std::printf("top-1 agreement = %.4f\n", r.top1Agreement);
   }
+  return 0;
+}
+
+int runSynth(const SynthOptions &opts) {
+  llama::SyntheticOptions o;
+  llama::LlamaConfig &c = o.config;
+  c.vocabSize = opts.vocab;
+  c.dim = opts.dim;
+  c.numLayers = opts.layers;
+  c.numHeads = opts.heads;
+  c.numKvHeads = opts.kvHeads;
+  c.headDim = opts.heads ? opts.dim / opts.heads : 0;
+  c.ffnDim = opts.ffn;
+  c.contextLength = opts.ctx;
+  c.ropeDims = c.headDim;
+  c.ropeTheta = opts.ropeTheta;
+  c.tiedOutput = opts.tied;
+  o.seed = opts.seed;
+  o.weightType = opts.type == "f16" ? 1 : 0;
+  o.architecture = opts.arch;
+  std::string error;
+  if (!llama::writeSyntheticLlama(o, opts.output, error))
+    return fail(error);
   return 0;
 }
 

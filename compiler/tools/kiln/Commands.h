@@ -32,10 +32,21 @@ struct PplOptions {
   size_t chunks = 0;
 };
 
+struct SynthOptions {
+  std::string output;
+  std::string arch = "llama";
+  std::string type = "f32";
+  uint32_t dim = 64, layers = 2, heads = 4, kvHeads = 2, ffn = 96, vocab = 320, ctx = 64;
+  float ropeTheta = 10000.0f;
+  uint64_t seed = 1;
+  bool tied = false;
+};
+
 // Each returns the process exit code; errors go to stderr as one line.
 int runImport(const ImportOptions &opts);
 int runEval(const EvalOptions &opts);
 int runPpl(const PplOptions &opts);
+int runSynth(const SynthOptions &opts);
 
 } // namespace kiln::tool
 

@@ -3,6 +3,7 @@
 //   kiln import MODEL [--emit=mlir|generic]    print the kiln IR of a GGUF model
 //   kiln eval MODEL --prompt P -n N            generate with the fp32 reference executor
 //   kiln ppl MODEL TEXT --ctx C [--compare M]  llama.cpp-compatible perplexity
+//   kiln synth -o OUT.gguf [--dim ...]         deterministic random-weight model
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
 
@@ -50,7 +51,28 @@ int main(int argc, char **argv) {
   pplCmd->add_option("--compare", ppl.compare,
                      "second model: report top-1 agreement and mean KL divergence from it");
 
+  SynthOptions syn;
+  auto *synthCmd = app.add_subcommand("synth", "write a deterministic random-weight Llama GGUF");
+  synthCmd->add_option("-o,--output", syn.output, "output .gguf path")->required();
+  synthCmd->add_option("--dim", syn.dim, "embedding length")->check(CLI::Range(1u, 65536u));
+  synthCmd->add_option("--layers", syn.layers, "decoder layers")->check(CLI::Range(1u, 1024u));
+  synthCmd->add_option("--heads", syn.heads, "attention heads")->check(CLI::Range(1u, 1024u));
+  synthCmd->add_option("--kv-heads", syn.kvHeads, "KV heads")->check(CLI::Range(1u, 1024u));
+  synthCmd->add_option("--ffn", syn.ffn, "feed-forward length")->check(CLI::Range(1u, 1u << 20));
+  synthCmd->add_option("--vocab", syn.vocab, "vocabulary size (>= 259)")
+      ->check(CLI::Range(259u, 1u << 22));
+  synthCmd->add_option("--ctx", syn.ctx, "declared context length")->check(CLI::Range(1u, 1u << 20));
+  synthCmd->add_option("--rope-theta", syn.ropeTheta, "RoPE base")->check(CLI::PositiveNumber);
+  synthCmd->add_option("--seed", syn.seed, "generator seed");
+  synthCmd->add_option("--type", syn.type, "matrix storage: f32 or f16")
+      ->check(CLI::IsMember({"f32", "f16"}));
+  synthCmd->add_flag("--tied", syn.tied, "tie the classifier to the token embedding");
+  synthCmd->add_option("--arch", syn.arch,
+                       "general.architecture to write (other values test the importer's error)");
+
   CLI11_PARSE(app, argc, argv);
+  if (synthCmd->parsed())
+    return runSynth(syn);
   if (importCmd->parsed())
     return runImport(imp);
   if (evalCmd->parsed())

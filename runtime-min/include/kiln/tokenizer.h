@@ -42,6 +42,9 @@ typedef struct kiln_vocab_desc_s {
 
 typedef struct kiln_tokenizer_s kiln_tokenizer_t;
 
+/* KILN_STATUS_INVALID_ARGUMENT for NULL pointers, n_tokens 0 or over INT32_MAX, a NULL text
+ * of nonzero length, a type outside 0..6, an id outside [-1, n_tokens) or two tokens with
+ * the same text (an empty text counts as "[EMPTY_<id>]", as in llama.cpp). */
 kiln_status_t kiln_tokenizer_create(const kiln_vocab_desc_t *desc, kiln_tokenizer_t **out_tok);
 void kiln_tokenizer_destroy(kiln_tokenizer_t *tok);
 
@@ -50,12 +53,21 @@ int32_t kiln_tokenizer_bos(const kiln_tokenizer_t *tok);
 int32_t kiln_tokenizer_eos(const kiln_tokenizer_t *tok);
 
 /* Encodes text[0..len) into ids. Writes at most cap ids; *out_n receives the number the
- * full encoding needs, and KILN_STATUS_BUFFER_TOO_SMALL is returned if that exceeds cap. */
+ * full encoding needs, and KILN_STATUS_BUFFER_TOO_SMALL is returned if that exceeds cap.
+ * As llama.cpp with parse_special = false: USER_DEFINED tokens are cut out of the text
+ * first; every other piece of text gets U+2581 for spaces (and one in front when
+ * add_space_prefix) and is merged by score; control and unused tokens are never formed.
+ * Any bytes are accepted. KILN_STATUS_INVALID_ARGUMENT for add_bos without a BOS token,
+ * KILN_STATUS_UNSUPPORTED for a byte with no <0xNN>, one-byte or unknown token, and
+ * KILN_STATUS_OUT_OF_RANGE for a text over (INT32_MAX - 3) / 3 bytes. */
 kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *text, size_t len,
                                     int add_bos, int32_t *out_ids, size_t cap, size_t *out_n);
 
-/* The bytes one token stands for when detokenised: U+2581 becomes a space, <0xNN> becomes
- * byte NN, control tokens give nothing. Same size contract as encode. */
+/* The bytes one token stands for when detokenised (llama.cpp's token_to_piece with
+ * special = false): U+2581 becomes a space, <0xNN> becomes byte NN, user-defined tokens
+ * give their text as is, and control, unknown, unused and undefined tokens give nothing.
+ * Same size contract as encode, except that nothing is written when cap is too small.
+ * KILN_STATUS_OUT_OF_RANGE for an id outside the vocabulary. */
 kiln_status_t kiln_tokenizer_piece(const kiln_tokenizer_t *tok, int32_t id, char *out_buf,
                                    size_t cap, size_t *out_len);
 

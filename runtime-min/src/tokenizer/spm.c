@@ -1,8 +1,11 @@
 /* Llama SentencePiece-BPE tokenizer, following llama.cpp's "spm" vocabulary
  * (llm_tokenizer_spm_session, tokenizer_st_partition, token_to_piece in llama-vocab.cpp)
- * with parse_special = false. Deliberate differences, all on inputs llama.cpp aborts on:
- * duplicate token texts and unknown token types are rejected at create time, and a byte with
- * no <0xNN>, single-byte or unk token makes encode return KILN_STATUS_UNSUPPORTED.
+ * with parse_special = false. Deliberate differences:
+ * - control and unused tokens are never formed by merges (llama.cpp would form one whose
+ *   text two adjacent symbols happen to spell; SentencePiece never does);
+ * - where llama.cpp aborts or throws: duplicate texts and token types outside 0..6 are
+ *   rejected at create time, a byte with no <0xNN> or one-byte token falls back to unk,
+ *   and with no unk either encode returns KILN_STATUS_UNSUPPORTED.
  */
 #include "kiln/tokenizer.h"
 

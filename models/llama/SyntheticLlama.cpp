@@ -1,0 +1,165 @@
+#include "models/llama/SyntheticLlama.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace kiln::llama {
+
+namespace {
+
+// splitmix64: tiny, fast and identical on every platform.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
+  // Box-Muller; deterministic because it uses only IEEE double ops.
+  float normal(float stddev) {
+    double u1 = uniform(), u2 = uniform();
+    if (u1 < 1e-300)
+      u1 = 1e-300;
+    return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2)) * stddev;
+  }
+};
+
+// fp32 -> IEEE half, round to nearest even (normal range only: weights are small).
+uint16_t toHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp <= 0)
+    return uint16_t(sign); // flush tiny values to zero
+  if (exp >= 31)
+    return uint16_t(sign | 0x7c00u);
+  uint32_t h = sign | (uint32_t(exp) << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;
+  return uint16_t(h);
+}
+
+void addMatrix(gguf::GgufWriter &w, Rng &rng, const std::string &name, uint64_t cols,
+               uint64_t rows, uint32_t type, float stddev) {
+  std::vector<float> v(cols * rows);
+  for (float &x : v)
+    x = rng.normal(stddev);
+  if (type == 1) {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      h[i] = toHalf(v[i]);
+    w.addTensor(name, 1, {cols, rows}, h.data(), h.size() * 2);
+  } else {
+    w.addTensor(name, 0, {cols, rows}, v.data(), v.size() * 4);
+  }
+}
+
+void addNorm(gguf::GgufWriter &w, Rng &rng, const std::string &name, uint64_t n) {
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = 1.0f + rng.normal(0.1f);
+  w.addTensor(name, 0, {n}, v.data(), v.size() * 4);
+}
+
+// <unk>, <s>, </s>, the 256 byte tokens, then "▁a".."▁z", "a".."z", pairs "aa".. as
+// normal pieces until the vocabulary is full. Scores favour shorter pieces less.
+void addVocab(gguf::GgufWriter &w, uint32_t n) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};
+  char buf[8];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    tokens.push_back(buf);
+    types.push_back(6);
+  }
+  std::vector<std::string> pieces;
+  for (char c = 'a'; c <= 'z'; ++c)
+    pieces.push_back("\xe2\x96\x81" + std::string(1, c));
+  for (char c = 'a'; c <= 'z'; ++c)
+    pieces.push_back(std::string(1, c));
+  for (char a = 'a'; a <= 'z'; ++a)
+    for (char b = 'a'; b <= 'z'; ++b)
+      pieces.push_back(std::string(1, a) + b);
+  std::vector<float> scores(tokens.size(), 0.0f);
+  for (size_t i = 0; tokens.size() < n; ++i) {
+    if (i < pieces.size())
+      tokens.push_back(pieces[i]);
+    else
+      tokens.push_back("<extra_" + std::to_string(i) + ">");
+    types.push_back(i < pieces.size() ? 1 : 4);
+    scores.push_back(-float(i));
+  }
+  w.addString("tokenizer.ggml.model", "llama");
+  w.addStringArray("tokenizer.ggml.tokens", tokens);
+  w.addF32Array("tokenizer.ggml.scores", scores);
+  w.addI32Array("tokenizer.ggml.token_type", types);
+  w.addU32("tokenizer.ggml.unknown_token_id", 0);
+  w.addU32("tokenizer.ggml.bos_token_id", 1);
+  w.addU32("tokenizer.ggml.eos_token_id", 2);
+}
+
+} // namespace
+
+bool addSyntheticLlama(gguf::GgufWriter &w, const SyntheticOptions &opts, std::string &error) {
+  const LlamaConfig &c = opts.config;
+  if (!c.validate(error))
+    return false;
+  if (c.vocabSize < 259) {
+    error = "synthetic vocabulary needs at least 259 tokens (3 special + 256 bytes)";
+    return false;
+  }
+  if (opts.weightType != 0 && opts.weightType != 1) {
+    error = "synthetic weights can be f32 or f16";
+    return false;
+  }
+  const std::string a = opts.architecture;
+  w.addString("general.architecture", a);
+  w.addString("general.name", "kiln-synthetic");
+  w.addU32(a + ".context_length", c.contextLength);
+  w.addU32(a + ".embedding_length", c.dim);
+  w.addU32(a + ".block_count", c.numLayers);
+  w.addU32(a + ".feed_forward_length", c.ffnDim);
+  w.addU32(a + ".attention.head_count", c.numHeads);
+  w.addU32(a + ".attention.head_count_kv", c.numKvHeads);
+  w.addU32(a + ".rope.dimension_count", c.ropeDims);
+  w.addF32(a + ".rope.freq_base", c.ropeTheta);
+  w.addF32(a + ".attention.layer_norm_rms_epsilon", c.rmsEps);
+  addVocab(w, c.vocabSize);
+
+  Rng rng{opts.seed};
+  const uint64_t dim = c.dim, kv = uint64_t(c.numKvHeads) * c.headDim;
+  const float sd = 1.0f / std::sqrt(float(c.dim));
+  addMatrix(w, rng, "token_embd.weight", dim, c.vocabSize, opts.weightType, 1.0f);
+  addNorm(w, rng, "output_norm.weight", dim);
+  if (!c.tiedOutput)
+    addMatrix(w, rng, "output.weight", dim, c.vocabSize, opts.weightType, sd);
+  for (uint32_t l = 0; l < c.numLayers; ++l) {
+    auto t = [&](const char *s) { return layerTensor(l, s); };
+    addNorm(w, rng, t("attn_norm.weight"), dim);
+    addMatrix(w, rng, t("attn_q.weight"), dim, dim, opts.weightType, sd);
+    addMatrix(w, rng, t("attn_k.weight"), dim, kv, opts.weightType, sd);
+    addMatrix(w, rng, t("attn_v.weight"), dim, kv, opts.weightType, sd);
+    addMatrix(w, rng, t("attn_output.weight"), dim, dim, opts.weightType, sd);
+    addNorm(w, rng, t("ffn_norm.weight"), dim);
+    addMatrix(w, rng, t("ffn_gate.weight"), dim, c.ffnDim, opts.weightType, sd);
+    addMatrix(w, rng, t("ffn_up.weight"), dim, c.ffnDim, opts.weightType, sd);
+    addMatrix(w, rng, t("ffn_down.weight"), c.ffnDim, dim, opts.weightType,
+              1.0f / std::sqrt(float(c.ffnDim)));
+  }
+  return true;
+}
+
+bool writeSyntheticLlama(const SyntheticOptions &opts, const std::string &path,
+                         std::string &error) {
+  gguf::GgufWriter w;
+  return addSyntheticLlama(w, opts, error) && w.writeFile(path, error);
+}
+
+} // namespace kiln::llama

@@ -1,0 +1,31 @@
+//===- SyntheticLlama.h - deterministic random-weight Llama GGUF files ----===//
+//
+// For tests (a tiny model the lit tests write themselves) and for performance work on
+// model sizes the shared folder does not hold. Same seed + options => same bytes.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_MODELS_LLAMA_SYNTHETICLLAMA_H
+#define KILN_MODELS_LLAMA_SYNTHETICLLAMA_H
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/frontends/gguf/GgufWriter.h"
+#include "models/llama/LlamaConfig.h"
+
+namespace kiln::llama {
+
+struct SyntheticOptions {
+  LlamaConfig config;          // vocabSize >= 259 (3 specials + 256 byte tokens)
+  uint64_t seed = 1;
+  uint32_t weightType = 0;     // ggml id: 0 (f32) or 1 (f16) for matrices; norms stay f32
+  std::string architecture = "llama"; // written as general.architecture
+};
+
+// Adds metadata, an SPM vocabulary and every tensor to `w` (callers may add more).
+bool addSyntheticLlama(gguf::GgufWriter &w, const SyntheticOptions &opts, std::string &error);
+bool writeSyntheticLlama(const SyntheticOptions &opts, const std::string &path,
+                         std::string &error);
+
+} // namespace kiln::llama
+
+#endif // KILN_MODELS_LLAMA_SYNTHETICLLAMA_H

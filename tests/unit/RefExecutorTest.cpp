@@ -1,0 +1,179 @@
+// The reference executor is the oracle for everything later, so it is checked against
+// itself (prefill == token-by-token decode), against hand-computed math for the ops
+// with conventions (RoPE pairing, grouped-query attention), and for its error paths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <unistd.h>
+
+#include "mlir/IR/MLIRContext.h"
+
+#include "compiler/InitAll.h"
+#include "compiler/eval/OpKernels.h"
+#include "compiler/eval/Perplexity.h"
+#include "compiler/eval/RefExecutor.h"
+#include "compiler/eval/Sampler.h"
+#include "compiler/frontends/gguf/GgufImport.h"
+#include "models/llama/SyntheticLlama.h"
+
+namespace {
+
+using kiln::Matrix;
+
+struct Model {
+  mlir::MLIRContext ctx;
+  kiln::gguf::ImportedModel imported;
+  std::unique_ptr<kiln::RefExecutor> exec;
+};
+
+std::unique_ptr<Model> syntheticModel(uint32_t maxCtx, uint32_t heads = 4, uint32_t kvHeads = 2) {
+  kiln::llama::SyntheticOptions o;
+  auto &c = o.config;
+  c.vocabSize = 300;
+  c.dim = 32;
+  c.numLayers = 2;
+  c.numHeads = heads;
+  c.numKvHeads = kvHeads;
+  c.headDim = 32 / heads;
+  c.ffnDim = 48;
+  c.contextLength = 64;
+  c.ropeDims = c.headDim;
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("kiln-exec-test-" + std::to_string(getpid()) + ".gguf"))
+                         .string();
+  std::string error;
+  EXPECT_TRUE(kiln::llama::writeSyntheticLlama(o, path, error)) << error;
+  auto m = std::make_unique<Model>();
+  mlir::DialectRegistry registry;
+  kiln::registerAllDialects(registry);
+  m->ctx.appendDialectRegistry(registry);
+  EXPECT_TRUE(kiln::gguf::importGguf(path, m->ctx, m->imported, error)) << error;
+  std::filesystem::remove(path); // the mapping stays valid after unlink
+  m->exec = kiln::RefExecutor::create(*m->imported.module, m->imported.weights, maxCtx, error);
+  EXPECT_TRUE(m->exec) << error;
+  return m;
+}
+
+TEST(RefExecutor, PrefillEqualsTokenByTokenDecode) {
+  auto m = syntheticModel(32);
+  std::vector<int32_t> tokens = {1, 260, 270, 281, 5, 299, 100, 42};
+  Matrix all, one;
+  std::string error;
+  ASSERT_TRUE(m->exec->forward(tokens, 0, all, error)) << error;
+  m->exec->resetCache();
+  for (uint32_t i = 0; i < tokens.size(); ++i) {
+    ASSERT_TRUE(m->exec->forward({tokens[i]}, i, one, error)) << error;
+    EXPECT_LT((one.row(0) - all.row(i)).cwiseAbs().maxCoeff(), 1e-5f) << "position " << i;
+  }
+  // Split prefill: 3 tokens, then 5 more on top of the cache.
+  m->exec->resetCache();
+  Matrix a, b;
+  ASSERT_TRUE(m->exec->forward({tokens.begin(), tokens.begin() + 3}, 0, a, error));
+  ASSERT_TRUE(m->exec->forward({tokens.begin() + 3, tokens.end()}, 3, b, error));
+  EXPECT_LT((b.row(4) - all.row(7)).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
+TEST(RefExecutor, RejectsBadPositionsAndIds) {
+  auto m = syntheticModel(8);
+  Matrix out;
+  std::string error;
+  EXPECT_FALSE(m->exec->forward(std::vector<int32_t>(9, 1), 0, out, error));
+  EXPECT_NE(error.find("exceed the context size 8"), std::string::npos) << error;
+  EXPECT_FALSE(m->exec->forward({300}, 0, out, error));
+  EXPECT_NE(error.find("token id 300 is outside the vocabulary"), std::string::npos) << error;
+  m->exec->resetCache();
+  EXPECT_FALSE(m->exec->forward({1}, 5, out, error));
+  EXPECT_NE(error.find("holds 0 positions but decoding starts at 5"), std::string::npos)
+      << error;
+  EXPECT_FALSE(m->exec->forward({}, 0, out, error));
+}
+
+TEST(RefExecutor, RejectsAbsurdContext) {
+  auto m = syntheticModel(8);
+  std::string error;
+  EXPECT_FALSE(kiln::RefExecutor::create(*m->imported.module, m->imported.weights, 0, error));
+  EXPECT_NE(error.find("out of range"), std::string::npos);
+}
+
+TEST(OpKernels, RopePairings) {
+  // One head of 4: adjacent rotates (0,1),(2,3); rotate_half rotates (0,2),(1,3).
+  Matrix x(1, 4);
+  x << 1, 2, 3, 4;
+  std::vector<int32_t> pos = {3};
+  const float theta = 100.0f, a0 = 3.0f, a1 = 3.0f * std::pow(theta, -0.5f);
+  Matrix out;
+  kiln::applyRope(x, pos, {4, 4, theta, false}, out);
+  EXPECT_NEAR(out(0, 0), 1 * std::cos(a0) - 2 * std::sin(a0), 1e-6);
+  EXPECT_NEAR(out(0, 1), 1 * std::sin(a0) + 2 * std::cos(a0), 1e-6);
+  EXPECT_NEAR(out(0, 2), 3 * std::cos(a1) - 4 * std::sin(a1), 1e-6);
+  EXPECT_NEAR(out(0, 3), 3 * std::sin(a1) + 4 * std::cos(a1), 1e-6);
+  kiln::applyRope(x, pos, {4, 4, theta, true}, out);
+  EXPECT_NEAR(out(0, 0), 1 * std::cos(a0) - 3 * std::sin(a0), 1e-6);
+  EXPECT_NEAR(out(0, 2), 1 * std::sin(a0) + 3 * std::cos(a0), 1e-6);
+  EXPECT_NEAR(out(0, 1), 2 * std::cos(a1) - 4 * std::sin(a1), 1e-6);
+  EXPECT_NEAR(out(0, 3), 2 * std::sin(a1) + 4 * std::cos(a1), 1e-6);
+  // Partial rotation leaves the tail alone.
+  kiln::applyRope(x, pos, {4, 2, theta, false}, out);
+  EXPECT_EQ(out(0, 2), 3.0f);
+  EXPECT_EQ(out(0, 3), 4.0f);
+}
+
+TEST(OpKernels, GroupedQueryAttentionMatchesNaive) {
+  // 4 query heads share 2 KV heads of width 2; 3 tokens, causal.
+  const int T = 3, H = 4, G = 2, D = 2;
+  Matrix q = Matrix::Random(T, H * D), k = Matrix::Random(T, G * D), v = Matrix::Random(T, G * D);
+  kiln::KvCache cache{Matrix::Zero(8, G * D), Matrix::Zero(8, G * D), 0};
+  kiln::AttentionParams p{H, G, D, 0.7f, {0, 0, 1, 1}};
+  Matrix out;
+  std::string error;
+  ASSERT_TRUE(kiln::attention(q, k, v, {0, 1, 2}, p, cache, out, error)) << error;
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < H; ++h) {
+      int g = h / 2;
+      std::vector<double> w(t + 1);
+      double sum = 0;
+      for (int j = 0; j <= t; ++j) {
+        double s = 0;
+        for (int d = 0; d < D; ++d)
+          s += q(t, h * D + d) * k(j, g * D + d);
+        sum += w[j] = std::exp(0.7 * s);
+      }
+      for (int d = 0; d < D; ++d) {
+        double o = 0;
+        for (int j = 0; j <= t; ++j)
+          o += w[j] / sum * v(j, g * D + d);
+        EXPECT_NEAR(out(t, h * D + d), o, 1e-5) << "t=" << t << " h=" << h;
+      }
+    }
+  EXPECT_EQ(cache.length, 3u);
+}
+
+TEST(Perplexity, ChunksAndScoredPositionsFollowLlamaCpp) {
+  auto m = syntheticModel(16);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 50; ++i)
+    tokens.push_back(259 + i % 41);
+  kiln::PerplexityResult r;
+  std::string error;
+  ASSERT_TRUE(kiln::perplexity(*m->exec, m->exec.get(), tokens, 1, 16, 0, r, error)) << error;
+  EXPECT_EQ(r.chunks, 3u);                  // floor(50 / 16)
+  EXPECT_EQ(r.scored, 3u * (16 - 1 - 8));   // positions 8..14 of each chunk
+  EXPECT_GT(r.ppl, 1.0);
+  EXPECT_NEAR(r.meanKld, 0.0, 1e-9);        // a model against itself
+  EXPECT_EQ(r.top1Agreement, 1.0);
+  EXPECT_FALSE(kiln::perplexity(*m->exec, nullptr, {1, 2, 3}, 1, 16, 0, r, error));
+}
+
+TEST(Sampler, GreedyTopKAndSeeds) {
+  std::vector<float> logits = {0.1f, 2.0f, 2.0f, -1.0f};
+  EXPECT_EQ(kiln::argmax(logits.data(), 4), 1); // lowest id on ties
+  kiln::Sampler topOne({1.0f, 1, 1.0f, 5});
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(topOne.sample(logits.data(), 4), 1);
+  kiln::Sampler a({1.0f, 0, 1.0f, 42}), b({1.0f, 0, 1.0f, 42});
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(a.sample(logits.data(), 4), b.sample(logits.data(), 4));
+}
+
+} // namespace
