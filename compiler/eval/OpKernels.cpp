@@ -65,8 +65,14 @@ bool attention(const Matrix &q, const Matrix &k, const Matrix &v,
               std::to_string(cache.k.rows()) + " positions";
       return false;
     }
-    cache.k.row(pos) = k.row(Eigen::Index(t));
-    cache.v.row(pos) = v.row(Eigen::Index(t));
+    if (cache.f16) {
+      auto toHalf = [](float x) { return float(Eigen::half(x)); };
+      cache.k.row(pos) = k.row(Eigen::Index(t)).unaryExpr(toHalf);
+      cache.v.row(pos) = v.row(Eigen::Index(t)).unaryExpr(toHalf);
+    } else {
+      cache.k.row(pos) = k.row(Eigen::Index(t));
+      cache.v.row(pos) = v.row(Eigen::Index(t));
+    }
     cache.length = std::max<uint32_t>(cache.length, uint32_t(pos) + 1);
   }
   const int32_t d = p.headDim;

@@ -42,6 +42,7 @@ struct AttentionParams {
 struct KvCache {
   Matrix k, v;         // [maxCtx, kvHeads * headDim]
   uint32_t length = 0; // positions 0..length-1 are valid
+  bool f16 = false;    // round stored K/V to fp16, as llama.cpp's default cache does
 };
 
 // Appends k/v at `positions`, then causal softmax(scale * q K^T) V per head.

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -32,6 +33,7 @@ using Step = std::function<bool(Frame &, std::string &)>;
 
 struct RefExecutor::Impl {
   uint32_t vocab = 0, maxCtx = 0; // vocab: features of @forward's result
+  KvStorage kvStorage = KvStorage::F32;
   std::map<std::string, std::shared_ptr<Matrix>> weights; // decoded once, by name
   std::map<int32_t, KvCache> cache;                       // by attention layer
   std::vector<Step> steps;
@@ -151,7 +153,8 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     if (!floatIn(r.getInput(), in) || !positionsIn(r.getPositions()))
       return false;
     int out = newSlot(r);
-    RopeParams p{r.getHeadDim(), r.getRotaryDims(), r.getTheta().convertToFloat(),
+    RopeParams p{int32_t(r.getHeadDim()), int32_t(r.getRotaryDims()),
+                 r.getTheta().convertToFloat(),
                  r.getStyle() == RopeStyle::rotate_half};
     steps.push_back([p, in, out](Frame &f, std::string &) {
       applyRope(f.act[in], f.positions, p, f.act[out]);
@@ -164,20 +167,21 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     if (!floatIn(a.getQ(), q) || !floatIn(a.getK(), k) || !floatIn(a.getV(), v) ||
         !positionsIn(a.getPositions()))
       return false;
-    AttentionParams p{a.getNumHeads(), a.getNumKvHeads(), a.getHeadDim(),
+    AttentionParams p{int32_t(a.getNumHeads()), int32_t(a.getNumKvHeads()),
+                      int32_t(a.getHeadDim()),
                       a.getScale().convertToFloat(), {}};
     for (int32_t h = 0; h < p.heads; ++h)
       p.kvHeadOf.push_back(a.getKvHeadMap() ? (*a.getKvHeadMap())[h]
                                             : h / (p.heads / p.kvHeads));
     int64_t kvDim = features(a.getK());
     auto [it, fresh] = cache.try_emplace(a.getLayer());
-    if (!fresh && it->second.k.cols() != kvDim) {
-      error = "two kiln.attention ops share KV cache layer " + std::to_string(a.getLayer()) +
-              " with different widths";
+    if (!fresh) {
+      error = "two kiln.attention ops use KV cache layer " + std::to_string(a.getLayer());
       return false;
     }
     it->second.k = Matrix::Zero(maxCtx, kvDim);
     it->second.v = Matrix::Zero(maxCtx, kvDim);
+    it->second.f16 = kvStorage == KvStorage::F16;
     KvCache *kv = &it->second;
     int out = newSlot(a);
     steps.push_back([p, kv, q, k, v, out](Frame &f, std::string &err) {
@@ -241,9 +245,14 @@ RefExecutor::RefExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RefExecutor::~RefExecutor() = default;
 
 std::unique_ptr<RefExecutor> RefExecutor::create(ModuleOp module, const WeightStore &weights,
-                                                 uint32_t maxCtx, std::string &error) {
+                                                 uint32_t maxCtx, std::string &error,
+                                                 KvStorage kv) {
   if (maxCtx == 0 || maxCtx > (1u << 20)) {
     error = "context size " + std::to_string(maxCtx) + " is out of range [1, 1048576]";
+    return nullptr;
+  }
+  if (failed(mlir::verify(module))) {
+    error = "the module does not verify";
     return nullptr;
   }
   auto fn = module.lookupSymbol<func::FuncOp>("forward");
@@ -254,6 +263,7 @@ std::unique_ptr<RefExecutor> RefExecutor::create(ModuleOp module, const WeightSt
   auto impl = std::make_unique<Impl>();
   impl->store = &weights;
   impl->maxCtx = maxCtx;
+  impl->kvStorage = kv;
   if (!impl->compile(fn, error))
     return nullptr;
   auto resultType = cast<RankedTensorType>(fn.getResultTypes()[0]);

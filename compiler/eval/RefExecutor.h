@@ -25,13 +25,18 @@ class WeightStore;
 
 using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// How the KV cache stores K and V. The executor computes in fp32 either way; F16 rounds
+// what is stored, which is what llama.cpp does by default (useful for exact comparisons).
+enum class KvStorage { F32, F16 };
+
 class RefExecutor {
 public:
   // Binds every weight the module names (decoding it to fp32 and checking its shape
   // against the op) and sizes the KV cache to `maxCtx` positions. Null + one-line error
   // when the module or the weights do not fit together.
   static std::unique_ptr<RefExecutor> create(mlir::ModuleOp module, const WeightStore &weights,
-                                             uint32_t maxCtx, std::string &error);
+                                             uint32_t maxCtx, std::string &error,
+                                             KvStorage kv = KvStorage::F32);
   ~RefExecutor();
 
   uint32_t vocabSize() const;

@@ -22,6 +22,10 @@ int fail(const std::string &message) {
   return 1;
 }
 
+KvStorage kvStorage(const std::string &name) {
+  return name == "f16" ? KvStorage::F16 : KvStorage::F32;
+}
+
 double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -68,7 +72,7 @@ int runEval(const EvalOptions &opts) {
     return fail("prompt (" + std::to_string(prompt.size()) + " tokens) + " +
                 std::to_string(opts.numTokens) + " generated exceed the context of " +
                 std::to_string(ctx) + " (set --ctx)");
-  if (!s.prepareExecutor(ctx, error))
+  if (!s.prepareExecutor(ctx, error, kvStorage(opts.kv)))
     return fail(error);
   const int32_t vocab = int32_t(s.executor->vocabSize());
 
@@ -119,12 +123,12 @@ int runPpl(const PplOptions &opts) {
   if (ctx > s.declaredContext())
     std::fprintf(stderr, "kiln: warning: --ctx %u exceeds the model's declared context %u\n",
                  ctx, s.declaredContext());
-  if (!s.prepareExecutor(ctx, error))
+  if (!s.prepareExecutor(ctx, error, kvStorage(opts.kv)))
     return fail(error);
 
   ModelSession cmp;
   if (!opts.compare.empty()) {
-    if (!cmp.load(opts.compare, error) || !cmp.prepareExecutor(ctx, error))
+    if (!cmp.load(opts.compare, error) || !cmp.prepareExecutor(ctx, error, kvStorage(opts.kv)))
       return fail("comparison model: " + error);
   }
 

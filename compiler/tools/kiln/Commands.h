@@ -21,6 +21,7 @@ struct EvalOptions {
   uint32_t ctx = 0; // 0: the model's declared context
   int32_t showTop = 0;
   bool noBos = false;
+  std::string kv = "f32";
   SamplerOptions sampler;
 };
 
@@ -30,6 +31,7 @@ struct PplOptions {
   std::string compare;
   uint32_t ctx = 0;
   size_t chunks = 0;
+  std::string kv = "f32";
 };
 
 struct SynthOptions {

@@ -20,9 +20,9 @@ uint32_t ModelSession::declaredContext() const {
   return attr ? uint32_t(attr.getInt()) : 0;
 }
 
-bool ModelSession::prepareExecutor(uint32_t maxCtx, std::string &error) {
+bool ModelSession::prepareExecutor(uint32_t maxCtx, std::string &error, KvStorage kv) {
   executor = RefExecutor::create(*model.module, model.weights,
-                                 maxCtx ? maxCtx : declaredContext(), error);
+                                 maxCtx ? maxCtx : declaredContext(), error, kv);
   return executor != nullptr;
 }
 

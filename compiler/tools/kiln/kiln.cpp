@@ -40,6 +40,8 @@ int main(int argc, char **argv) {
                       "print the K largest logits at the last prompt position")
       ->check(CLI::Range(0, 1 << 24));
   evalCmd->add_flag("--no-bos", ev.noBos, "do not start the prompt with BOS");
+  evalCmd->add_option("--kv", ev.kv, "KV cache storage: f32, or f16 as llama.cpp's default")
+      ->check(CLI::IsMember({"f32", "f16"}));
 
   PplOptions ppl;
   auto *pplCmd = app.add_subcommand("ppl", "perplexity on a text file (llama.cpp's method)");
@@ -48,6 +50,8 @@ int main(int argc, char **argv) {
   pplCmd->add_option("--ctx", ppl.ctx, "chunk size in tokens (default: the model's context)")
       ->check(CLI::Range(4u, 1u << 20));
   pplCmd->add_option("--chunks", ppl.chunks, "score at most this many chunks (0 = all)");
+  pplCmd->add_option("--kv", ppl.kv, "KV cache storage: f32, or f16 as llama.cpp's default")
+      ->check(CLI::IsMember({"f32", "f16"}));
   pplCmd->add_option("--compare", ppl.compare,
                      "second model: report top-1 agreement and mean KL divergence from it");
 

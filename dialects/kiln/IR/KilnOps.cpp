@@ -154,5 +154,9 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+LogicalResult SiluOp::verify() { return checkActivation(*this, getType(), "input"); }
+LogicalResult MulOp::verify() { return checkActivation(*this, getType(), "operands"); }
+LogicalResult AddOp::verify() { return checkActivation(*this, getType(), "operands"); }
+
 #define GET_OP_CLASSES
 #include "dialects/kiln/IR/KilnOps.cpp.inc"

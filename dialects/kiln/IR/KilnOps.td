@@ -126,6 +126,7 @@ def Kiln_SiluOp : Kiln_Op<"silu", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Kiln_Activations:$input);
   let results = (outs Kiln_Activations:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 def Kiln_MulOp : Kiln_Op<"mul", [Pure, Commutative, SameOperandsAndResultType]> {
@@ -138,6 +139,7 @@ def Kiln_MulOp : Kiln_Op<"mul", [Pure, Commutative, SameOperandsAndResultType]> 
   let arguments = (ins Kiln_Activations:$lhs, Kiln_Activations:$rhs);
   let results = (outs Kiln_Activations:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Kiln_AddOp : Kiln_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
@@ -150,6 +152,7 @@ def Kiln_AddOp : Kiln_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> 
   let arguments = (ins Kiln_Activations:$lhs, Kiln_Activations:$rhs);
   let results = (outs Kiln_Activations:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Kiln_LogitsOp : Kiln_Op<"logits", [Pure]> {

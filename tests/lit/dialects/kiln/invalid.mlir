@@ -182,3 +182,19 @@ func.func @add_int(%a: tensor<?x64xi32>) {
   %m = kiln.add %a, %a : tensor<?x64xi32>
   return
 }
+
+// -----
+
+func.func @silu_rank(%a: tensor<?xf32>) {
+  // expected-error @+1 {{input must be rank 2 [tokens, features]}}
+  %s = kiln.silu %a : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @add_dynamic(%a: tensor<?x?xf32>) {
+  // expected-error @+1 {{operands must have a static positive feature dimension}}
+  %s = kiln.add %a, %a : tensor<?x?xf32>
+  return
+}
