@@ -1,0 +1,70 @@
+/* kiln micro-kernel ABI: the C functions generated model code calls.
+ *
+ * Written once per ISA in C (codegen/cpu/ukernels/{generic,x86,...}), compiled to LLVM
+ * bitcode at build time and linked with the generated code, which calls them with
+ * compile-time-constant shapes so LLVM can specialise them after inlining.
+ *
+ * Conventions:
+ * - Activations are row-major f32 [n, width], contiguous (row i starts at i * width).
+ * - Weights are [rows, row_length] in a storage format (ggml type id, kiln/quant.h); row r
+ *   starts at w + r * row_stride bytes. A row holds ceil(row_length / block) blocks; any
+ *   padding elements are zero, and kernels must not read activations past row_length.
+ * - No allocation, no libc, no globals with state. Work that can run in parallel goes
+ *   through ctx->parallel_for; a kernel may also run serially when the work is small.
+ * - Out-of-range inputs (token ids, positions) are checked by the generated entry point
+ *   before any kernel runs; kernels trust their arguments.
+ */
+#ifndef KILN_CODEGEN_COMMON_UKERNEL_ABI_H_
+#define KILN_CODEGEN_COMMON_UKERNEL_ABI_H_
+
+#include <stdint.h>
+
+#include "kiln/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out[t, :] = decode(table row ids[t]); table is [vocab, dim]. */
+void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *table,
+                   int64_t row_stride, int32_t dim, const int32_t *ids, int32_t n, float *out);
+
+/* out[t, i] = x[t, i] / sqrt(mean_i(x[t, :]^2) + eps) * w[i]; sum of squares in double as
+ * ggml does. out may alias x. */
+void kiln_uk_rms_norm(const float *x, const float *w, int32_t n, int32_t dim, float eps,
+                      float *out);
+
+/* y[t, o] = sum_i x[t, i] * W[o, i], W in `format` (f32, f16 or q8_0), [out_features, in]. */
+void kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x, int32_t n,
+                    int32_t in, const uint8_t *w, int64_t row_stride, int32_t out_features,
+                    float *y);
+
+/* In place: rotates the first rotary_dims elements of every head_dim-wide head of token t
+ * by the angles of position positions[t]. cos_table/sin_table are [max_ctx, rotary_dims/2]
+ * (angle of pair i at position p = p * theta^(-2i/rotary_dims), precomputed by the
+ * compiler). Pairs are (2i, 2i+1), or (i, i + rotary_dims/2) when rotate_half. */
+void kiln_uk_rope(float *x, int32_t n, int32_t width, int32_t head_dim, int32_t rotary_dims,
+                  int32_t rotate_half, const int32_t *positions, const float *cos_table,
+                  const float *sin_table);
+
+/* Writes k/v rows of each token into the cache at positions[t] (cache rows are
+ * kv_heads*head_dim wide, max_ctx rows per layer), then for each token t and query head h
+ * out[t, h] = softmax_j(scale * q[t, h] . K[j, g(h)]) V[j, g(h)] over j = 0..positions[t],
+ * g(h) = kv_head_map[h], or h / (heads / kv_heads) when kv_head_map is NULL.
+ * scores is scratch of heads * max_ctx floats. */
+void kiln_uk_attention(const kiln_exec_ctx_t *ctx, const float *q, const float *k,
+                       const float *v, int32_t n, const int32_t *positions, int32_t heads,
+                       int32_t kv_heads, int32_t head_dim, float scale,
+                       const int32_t *kv_head_map, float *k_cache, float *v_cache,
+                       int32_t max_ctx, float *scores, float *out);
+
+/* Elementwise over count floats; out may alias an input. */
+void kiln_uk_silu(const float *x, int64_t count, float *out);
+void kiln_uk_mul(const float *a, const float *b, int64_t count, float *out);
+void kiln_uk_add(const float *a, const float *b, int64_t count, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_CODEGEN_COMMON_UKERNEL_ABI_H_ */
