@@ -1,0 +1,139 @@
+#include "compiler/artifact/ArtifactWriter.h"
+
+#include <cstring>
+#include <fstream>
+
+#include "artifact_generated.h"
+#include "kiln/artifact.h"
+
+namespace kiln::artifact {
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+struct SectionInfo {
+  uint32_t kind;
+  uint64_t offset, size, xxh64;
+  uint32_t alignment;
+};
+
+uint64_t alignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
+                                              const ArtifactContents &c,
+                                              const std::vector<SectionInfo> &sections) {
+  const TargetRecord &t = c.target;
+  auto target = fb::CreateTargetDirect(b, t.name.c_str(), t.triple.c_str(), t.cpu.c_str(),
+                                       nullptr, t.abiVersion, t.entry.c_str());
+  if (!t.features.empty()) { // rebuild with features (CreateTargetDirect takes a vector)
+    std::vector<flatbuffers::Offset<flatbuffers::String>> f;
+    for (const std::string &s : t.features)
+      f.push_back(b.CreateString(s));
+    target = fb::CreateTarget(b, b.CreateString(t.name), b.CreateString(t.triple),
+                              b.CreateString(t.cpu), b.CreateVector(f), t.abiVersion,
+                              b.CreateString(t.entry));
+  }
+  const ModelConfigRecord &m = c.config;
+  auto config = fb::CreateModelConfigDirect(
+      b, m.arch.c_str(), m.vocabSize, m.dim, m.numLayers, m.numHeads, m.numKvHeads, m.headDim,
+      m.ffnDim, m.contextLength, m.ropeDims, m.ropeTheta, m.rmsEps, m.ropeStyle);
+
+  const TokenizerRecord &k = c.tokenizer;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> toks;
+  for (const std::string &s : k.tokens)
+    toks.push_back(b.CreateString(s));
+  auto tokenizer = fb::CreateTokenizer(b, b.CreateString(k.model), b.CreateVector(toks),
+                                       b.CreateVector(k.scores), b.CreateVector(k.types),
+                                       k.bosId, k.eosId, k.unkId, k.addSpacePrefix, k.addBos);
+
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  for (const TensorRecord &r : c.tensors)
+    tensors.push_back(fb::CreateTensorDirect(b, r.name.c_str(), r.format, &r.shape,
+                                             r.paddedRowLength, r.rowStride, r.offset, r.size,
+                                             r.paddingBytes));
+  const MemoryPlanRecord &p = c.memory;
+  auto memory = fb::CreateMemoryPlan(b, p.scratchBytes, p.kvBytes, p.kvBytesPerToken,
+                                     p.maxBatch, p.maxCtx, p.weightBytesPerToken);
+  std::vector<flatbuffers::Offset<fb::PassRecord>> passes;
+  for (const PassRecord &r : c.provenance.passes)
+    passes.push_back(fb::CreatePassRecordDirect(b, r.name.c_str(), r.params.c_str(),
+                                                r.effects.c_str()));
+  const ProvenanceRecord &v = c.provenance;
+  auto provenance = fb::CreateProvenanceDirect(b, v.sourceFile.c_str(), v.sourceSha256.c_str(),
+                                               v.compilerVersion.c_str(), &passes);
+  std::vector<flatbuffers::Offset<fb::Section>> secs;
+  for (const SectionInfo &s : sections)
+    secs.push_back(fb::CreateSection(b, s.kind, s.offset, s.size, s.xxh64, s.alignment));
+  return fb::CreateArtifact(b, KILN_ARTIFACT_FORMAT_VERSION, target, config, tokenizer,
+                            b.CreateVector(tensors), memory, provenance, b.CreateVector(secs));
+}
+
+} // namespace
+
+std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
+  // Section offsets depend on the header size, which depends on the offsets' encoding
+  // only through fixed-width fields: build once with placeholders to learn the size.
+  auto sectionsFor = [&](uint64_t headerSize) {
+    std::vector<SectionInfo> s(2);
+    uint64_t weightsAt = alignUp(KILN_ARTIFACT_PREAMBLE_SIZE + headerSize, kPage);
+    s[0].kind = KILN_SECTION_WEIGHTS;
+    s[0].offset = weightsAt;
+    s[0].size = c.weights.size();
+    s[0].xxh64 = kiln_xxh64(c.weights.data(), c.weights.size());
+    s[0].alignment = uint32_t(kPage);
+    s[1].kind = KILN_SECTION_CODE;
+    s[1].offset = alignUp(weightsAt + c.weights.size(), KILN_ARTIFACT_SECTION_ALIGN);
+    s[1].size = c.code.size();
+    s[1].xxh64 = kiln_xxh64(c.code.data(), c.code.size());
+    s[1].alignment = KILN_ARTIFACT_SECTION_ALIGN;
+    return s;
+  };
+  flatbuffers::FlatBufferBuilder probe;
+  probe.Finish(buildHeader(probe, c, sectionsFor(0)), fb::ArtifactIdentifier());
+  // Offsets only grow the page-rounded position; one more pass settles the size.
+  std::vector<SectionInfo> sections = sectionsFor(probe.GetSize());
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(buildHeader(b, c, sections), fb::ArtifactIdentifier());
+  if (alignUp(KILN_ARTIFACT_PREAMBLE_SIZE + b.GetSize(), kPage) != sections[0].offset) {
+    sections = sectionsFor(b.GetSize());
+    b.Clear();
+    b.Finish(buildHeader(b, c, sections), fb::ArtifactIdentifier());
+  }
+
+  const uint64_t fileSize = sections[1].offset + sections[1].size;
+  std::vector<uint8_t> out(fileSize, 0);
+  kiln_artifact_preamble_t pre;
+  std::memset(&pre, 0, sizeof pre);
+  std::memcpy(pre.magic, KILN_ARTIFACT_MAGIC, 8);
+  pre.format_version = KILN_ARTIFACT_FORMAT_VERSION;
+  pre.preamble_size = KILN_ARTIFACT_PREAMBLE_SIZE;
+  pre.header_offset = KILN_ARTIFACT_PREAMBLE_SIZE;
+  pre.header_size = b.GetSize();
+  pre.header_xxh64 = kiln_xxh64(b.GetBufferPointer(), b.GetSize());
+  pre.file_size = fileSize;
+  std::memcpy(out.data(), &pre, sizeof pre);
+  std::memcpy(out.data() + KILN_ARTIFACT_PREAMBLE_SIZE, b.GetBufferPointer(), b.GetSize());
+  if (!c.weights.empty())
+    std::memcpy(out.data() + sections[0].offset, c.weights.data(), c.weights.size());
+  if (!c.code.empty())
+    std::memcpy(out.data() + sections[1].offset, c.code.data(), c.code.size());
+  return out;
+}
+
+bool writeArtifact(const ArtifactContents &c, const std::string &path, std::string &error) {
+  std::vector<uint8_t> bytes = serializeArtifact(c);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) {
+    error = "cannot write '" + path + "'";
+    return false;
+  }
+  f.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  if (!f) {
+    error = "writing '" + path + "' failed";
+    return false;
+  }
+  return true;
+}
+
+} // namespace kiln::artifact

@@ -1,0 +1,83 @@
+//===- ArtifactWriter.h - writes .kiln artifacts --------------------------===//
+//
+// Serialises everything the compiler decided into one .kiln file: the 64-byte preamble
+// (kiln/artifact.h), the FlatBuffer header (runtime-min/schema/artifact.fbs) and the
+// weights and code sections, each 64-byte aligned (the weights section starts on a page
+// boundary so it can be mapped as a shard), each with its xxHash64. No LLVM/MLIR.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
+#define KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::artifact {
+
+struct TargetRecord {
+  std::string name;    // "x86-64-v3"
+  std::string triple;  // "x86_64-unknown-linux-gnu"
+  std::string cpu;     // "x86-64-v3"
+  std::vector<std::string> features; // required CPU features ("avx2", "fma", ...)
+  uint32_t abiVersion = 1;
+  std::string entry = "kiln_model_forward";
+};
+
+struct ModelConfigRecord {
+  std::string arch = "llama";
+  uint32_t vocabSize = 0, dim = 0, numLayers = 0, numHeads = 0, numKvHeads = 0, headDim = 0,
+           ffnDim = 0, contextLength = 0, ropeDims = 0;
+  float ropeTheta = 10000.0f, rmsEps = 1e-5f;
+  uint32_t ropeStyle = 0; // 0 adjacent, 1 rotate-half
+};
+
+struct TokenizerRecord {
+  std::string model = "llama";
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  int32_t bosId = -1, eosId = -1, unkId = -1;
+  bool addSpacePrefix = true, addBos = true;
+};
+
+struct TensorRecord {
+  std::string name;
+  uint32_t format = 0;
+  std::vector<uint64_t> shape; // ggml order
+  uint64_t paddedRowLength = 0, rowStride = 0, offset = 0, size = 0, paddingBytes = 0;
+};
+
+struct MemoryPlanRecord {
+  uint64_t scratchBytes = 0, kvBytes = 0, kvBytesPerToken = 0;
+  uint32_t maxBatch = 0, maxCtx = 0;
+  uint64_t weightBytesPerToken = 0;
+};
+
+struct PassRecord {
+  std::string name, params, effects;
+};
+
+struct ProvenanceRecord {
+  std::string sourceFile, sourceSha256, compilerVersion;
+  std::vector<PassRecord> passes;
+};
+
+struct ArtifactContents {
+  TargetRecord target;
+  ModelConfigRecord config;
+  TokenizerRecord tokenizer;
+  std::vector<TensorRecord> tensors; // offsets relative to `weights`
+  MemoryPlanRecord memory;
+  ProvenanceRecord provenance;
+  std::vector<uint8_t> weights;      // the weights section
+  std::vector<uint8_t> code;         // the code section (ELF shared object)
+};
+
+// The whole file image.
+std::vector<uint8_t> serializeArtifact(const ArtifactContents &contents);
+bool writeArtifact(const ArtifactContents &contents, const std::string &path,
+                   std::string &error);
+
+} // namespace kiln::artifact
+
+#endif // KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
