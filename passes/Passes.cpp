@@ -1,9 +1,10 @@
 #include "passes/Passes.h"
 
+#include "passes/precision/Passes.h"
+
 namespace kiln {
 
-// No pass area exists yet: the first one (slimming, precision, fusion...) adds its
-// generated register function call here.
-void registerKilnPasses() {}
+// One call per pass area (each area's Passes.td generates its register function).
+void registerKilnPasses() { registerKilnPrecisionPasses(); }
 
 } // namespace kiln

@@ -1,5 +1,6 @@
 # lit configuration for kiln: tests are .mlir and .test files under tests/lit.
 import os
+import sys
 import lit.formats
 
 config.name = "kiln"
@@ -13,3 +14,4 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%python", sys.executable))

@@ -44,11 +44,27 @@ struct SynthOptions {
   bool tied = false;
 };
 
+struct CompileOptions {
+  std::string model;
+  std::string output;
+  std::string target = "host";
+  std::string weights = "f32";  // f32 | f16 | q8_0
+  std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
+  uint32_t ctx = 0;              // 0: the model's declared context
+  uint32_t maxBatch = 0;         // 0: min(128, ctx)
+};
+
+struct InspectOptions {
+  std::string artifact;
+};
+
 // Each returns the process exit code; errors go to stderr as one line.
 int runImport(const ImportOptions &opts);
 int runEval(const EvalOptions &opts);
 int runPpl(const PplOptions &opts);
 int runSynth(const SynthOptions &opts);
+int runCompile(const CompileOptions &opts);
+int runInspect(const InspectOptions &opts);
 
 } // namespace kiln::tool
 

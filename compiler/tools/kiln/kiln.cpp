@@ -4,6 +4,8 @@
 //   kiln eval MODEL --prompt P -n N            generate with the fp32 reference executor
 //   kiln ppl MODEL TEXT --ctx C [--compare M]  llama.cpp-compatible perplexity
 //   kiln synth -o OUT.gguf [--dim ...]         deterministic random-weight model
+//   kiln compile MODEL --target T -o A.kiln    generate code + pack weights into an artifact
+//   kiln inspect A.kiln                        print an artifact's header and check it
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
 
@@ -74,7 +76,29 @@ int main(int argc, char **argv) {
   synthCmd->add_option("--arch", syn.arch,
                        "general.architecture to write (other values test the importer's error)");
 
+  CompileOptions cmp;
+  auto *compileCmd = app.add_subcommand("compile", "compile a model into a .kiln artifact");
+  compileCmd->add_option("model", cmp.model, "GGUF model file")->required();
+  compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
+  compileCmd->add_option("--target", cmp.target, "host, x86-64-v3 or x86-64-v4");
+  compileCmd->add_option("--weights", cmp.weights, "weight storage format")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
+  compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
+      ->check(CLI::IsMember({"kiln", "lowered", "llvm", "obj", "artifact"}));
+  compileCmd->add_option("--ctx", cmp.ctx, "context the KV cache and RoPE tables hold")
+      ->check(CLI::Range(1u, 1u << 20));
+  compileCmd->add_option("--max-batch", cmp.maxBatch, "most tokens per forward call")
+      ->check(CLI::Range(1u, 1u << 16));
+
+  InspectOptions ins;
+  auto *inspectCmd = app.add_subcommand("inspect", "print and verify a .kiln artifact");
+  inspectCmd->add_option("artifact", ins.artifact, ".kiln file")->required();
+
   CLI11_PARSE(app, argc, argv);
+  if (compileCmd->parsed())
+    return runCompile(cmp);
+  if (inspectCmd->parsed())
+    return runInspect(ins);
   if (synthCmd->parsed())
     return runSynth(syn);
   if (importCmd->parsed())

@@ -1,0 +1,56 @@
+//===- WeightLayout.h - packs weights into the artifact's weights section -===//
+//
+// Each weight the code reads is stored once, in the format its ops ask for, starting on
+// a 64-byte boundary. Rows are padded with zero elements up to the format's block (so a
+// 172-wide row can be q8_0) and packed back to back. Conversion goes through fp32 with
+// runtime-min's decoders and quantizers; a tensor already in the target format with no
+// padding is copied byte for byte (lossless repack). No LLVM/MLIR.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_COMMON_WEIGHTLAYOUT_H
+#define KILN_CODEGEN_COMMON_WEIGHTLAYOUT_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/weights/WeightStore.h"
+
+namespace kiln::codegen {
+
+struct PackedTensor {
+  std::string name;
+  uint32_t format = 0;
+  std::vector<uint64_t> shape;   // logical, ggml order
+  uint64_t rowLength = 0, paddedRowLength = 0, rows = 0;
+  uint64_t rowStride = 0;        // bytes
+  uint64_t offset = 0, size = 0; // within the weights section
+  uint64_t paddingBytes = 0;     // bytes spent on padding elements
+  bool repacked = false;         // copied losslessly from the source
+};
+
+class WeightLayout {
+public:
+  static constexpr uint64_t kAlign = 64;
+
+  // Stores weight `name` from the store in `format`; a second request for the same name
+  // must ask for the same format.
+  bool addWeight(const WeightStore &store, const std::string &name, uint32_t format,
+                 std::string &error);
+  // Stores an fp32 table the compiler computed (e.g. RoPE cos/sin).
+  void addF32(const std::string &name, std::vector<uint64_t> shape,
+              const std::vector<float> &data);
+
+  const PackedTensor *find(const std::string &name) const;
+  const std::vector<PackedTensor> &tensors() const { return tensors_; }
+  const std::vector<uint8_t> &bytes() const { return bytes_; }
+  uint64_t paddingBytes() const;
+
+private:
+  uint64_t reserve(uint64_t size);
+  std::vector<PackedTensor> tensors_;
+  std::vector<uint8_t> bytes_;
+};
+
+} // namespace kiln::codegen
+
+#endif // KILN_CODEGEN_COMMON_WEIGHTLAYOUT_H

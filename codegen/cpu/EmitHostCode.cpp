@@ -1,0 +1,192 @@
+#include "codegen/cpu/EmitHostCode.h"
+
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/IPO/Internalize.h"
+
+#include "kiln/abi.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr const char *kLld = "/usr/lib/llvm-19/bin/ld.lld";
+
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const HostTarget &t,
+                                                       std::string &error) {
+  llvm::InitializeAllTargetInfos();
+  llvm::InitializeAllTargets();
+  llvm::InitializeAllTargetMCs();
+  llvm::InitializeAllAsmPrinters();
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.triple, error);
+  if (!target)
+    return nullptr;
+  llvm::TargetOptions options;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      t.triple, t.cpu, "", options, llvm::Reloc::PIC_, llvm::CodeModel::Small,
+      llvm::CodeGenOptLevel::Aggressive));
+}
+
+// The generated functions get the kernels' CPU and features so the kernels inline.
+void copyTargetAttributes(llvm::Module &m) {
+  llvm::Attribute cpu, features;
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() && f.hasFnAttribute("target-features")) {
+      cpu = f.getFnAttribute("target-cpu");
+      features = f.getFnAttribute("target-features");
+      break;
+    }
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() && !f.hasFnAttribute("target-features")) {
+      if (cpu.isValid())
+        f.addFnAttr(cpu);
+      if (features.isValid())
+        f.addFnAttr(features);
+    }
+}
+
+void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+}
+
+bool readFile(const std::string &path, std::vector<uint8_t> &out) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buf)
+    return false;
+  out.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+  return true;
+}
+
+bool linkSharedObject(const std::vector<uint8_t> &object, std::vector<uint8_t> &so,
+                      std::string &error) {
+  llvm::SmallString<128> objPath, soPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("kiln", "o", fd, objPath) ||
+      llvm::sys::fs::createTemporaryFile("kiln", "so", soPath)) {
+    error = "cannot create temporary files for linking";
+    return false;
+  }
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os.write(reinterpret_cast<const char *>(object.data()), object.size());
+  }
+  // --no-undefined: the code must not depend on anything (no libc) so it loads anywhere.
+  std::vector<llvm::StringRef> args = {kLld,       "-shared",     "--no-undefined",
+                                       "-z",       "noexecstack", "--gc-sections",
+                                       "-o",       soPath,        objPath};
+  std::string msg;
+  int rc = llvm::sys::ExecuteAndWait(kLld, args, std::nullopt, {}, 0, 0, &msg);
+  bool ok = rc == 0 && readFile(std::string(soPath), so);
+  if (!ok)
+    error = "ld.lld failed to link the shared object (exit " + std::to_string(rc) + ") " + msg;
+  llvm::sys::fs::remove(objPath);
+  llvm::sys::fs::remove(soPath);
+  return ok;
+}
+
+} // namespace
+
+bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, HostCode &out,
+                  std::string &error, const std::vector<uint8_t> *embeddedWeights) {
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  lowered.getContext()->appendDialectRegistry(registry);
+
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> m = mlir::translateModuleToLLVMIR(lowered, llvmCtx, "kiln");
+  if (!m) {
+    error = "translating the lowered module to LLVM IR failed";
+    return false;
+  }
+  auto tm = makeTargetMachine(t, error);
+  if (!tm)
+    return false;
+  m->setTargetTriple(t.triple);
+  m->setDataLayout(tm->createDataLayout());
+
+  llvm::MemoryBufferRef bc(
+      llvm::StringRef(reinterpret_cast<const char *>(t.bitcode), t.bitcodeSize), t.name);
+  auto kernels = llvm::parseBitcodeFile(bc, llvmCtx);
+  if (!kernels) {
+    error = "cannot read the micro-kernel bitcode for " + t.name + ": " +
+            llvm::toString(kernels.takeError());
+    return false;
+  }
+  (*kernels)->setTargetTriple(t.triple);
+  (*kernels)->setDataLayout(tm->createDataLayout());
+  if (llvm::Linker::linkModules(*m, std::move(*kernels))) {
+    error = "linking the micro-kernels into the generated code failed";
+    return false;
+  }
+  copyTargetAttributes(*m);
+  if (embeddedWeights) {
+    auto *init = llvm::ConstantDataArray::getRaw(
+        llvm::StringRef(reinterpret_cast<const char *>(embeddedWeights->data()),
+                        embeddedWeights->size()),
+        embeddedWeights->size(), llvm::Type::getInt8Ty(llvmCtx));
+    auto *gv = new llvm::GlobalVariable(*m, init->getType(), /*isConstant=*/true,
+                                        llvm::GlobalValue::ExternalLinkage, init,
+                                        "kiln_model_weights");
+    gv->setAlignment(llvm::Align(64));
+  }
+  // Only the ABI entry (and embedded weights) stay visible; everything else may be
+  // inlined and dropped.
+  llvm::internalizeModule(*m, [](const llvm::GlobalValue &gv) {
+    return gv.getName() == KILN_ABI_ENTRY || gv.getName() == "kiln_model_weights";
+  });
+  if (llvm::verifyModule(*m, &llvm::errs())) {
+    error = "internal error: the linked LLVM module does not verify";
+    return false;
+  }
+  optimize(*m, *tm);
+  if (upTo == HostStage::LlvmIr) {
+    llvm::raw_string_ostream os(out.llvmIr);
+    m->print(os, nullptr);
+    return true;
+  }
+
+  llvm::SmallVector<char, 0> obj;
+  {
+    llvm::raw_svector_ostream os(obj);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+      error = "the " + t.name + " back end cannot emit an object file";
+      return false;
+    }
+    pm.run(*m);
+  }
+  out.object.assign(obj.begin(), obj.end());
+  if (upTo == HostStage::Object)
+    return true;
+  return linkSharedObject(out.object, out.sharedObject, error);
+}
+
+} // namespace kiln::codegen

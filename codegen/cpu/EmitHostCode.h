@@ -1,0 +1,37 @@
+//===- EmitHostCode.h - LLVM dialect -> optimised object / shared object --===//
+//
+// Translates the lowered module to LLVM IR, links the target's micro-kernel bitcode,
+// keeps only the ABI entry exported, optimises the whole thing together (O3, so kernels
+// inline with their constant shapes), emits an object with LLVM's own back end inside
+// this process, and links an ELF shared object with ld.lld.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_CPU_EMITHOSTCODE_H
+#define KILN_CODEGEN_CPU_EMITHOSTCODE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "codegen/targets/HostTargets.h"
+
+namespace kiln::codegen {
+
+struct HostCode {
+  std::string llvmIr;                 // optimised IR (filled when asked for)
+  std::vector<uint8_t> object;        // relocatable ELF object
+  std::vector<uint8_t> sharedObject;  // linked ELF shared object (when asked for)
+};
+
+enum class HostStage { LlvmIr, Object, SharedObject };
+
+// With `embeddedWeights`, the object also defines `kiln_model_weights` (64-byte aligned,
+// read-only) holding those bytes, so a static link needs no artifact file (--emit=obj).
+bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &target, HostStage upTo,
+                  HostCode &out, std::string &error,
+                  const std::vector<uint8_t> *embeddedWeights = nullptr);
+
+} // namespace kiln::codegen
+
+#endif // KILN_CODEGEN_CPU_EMITHOSTCODE_H

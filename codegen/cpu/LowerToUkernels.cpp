@@ -1,0 +1,346 @@
+#include "codegen/cpu/LowerToUkernels.h"
+
+#include <cmath>
+#include <map>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include "codegen/common/MemoryPlan.h"
+#include "dialects/kiln/IR/KilnOps.h"
+#include "kiln/abi.h"
+#include "kiln/quant.h"
+
+using namespace mlir;
+
+namespace kiln::codegen {
+
+namespace {
+
+int64_t features(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
+
+// RoPE angle tables exactly as the reference executor computes the angles.
+void ropeTables(float theta, int32_t rotaryDims, uint32_t maxCtx, std::vector<float> &cosT,
+                std::vector<float> &sinT) {
+  const int32_t half = rotaryDims / 2;
+  const float thetaScale = std::pow(theta, -2.0f / float(rotaryDims));
+  cosT.assign(size_t(maxCtx) * half, 0.0f);
+  sinT.assign(size_t(maxCtx) * half, 0.0f);
+  for (uint32_t p = 0; p < maxCtx; ++p) {
+    float angle = float(p);
+    for (int32_t i = 0; i < half; ++i) {
+      cosT[size_t(p) * half + i] = std::cos(angle);
+      sinT[size_t(p) * half + i] = std::sin(angle);
+      angle *= thetaScale;
+    }
+  }
+}
+
+class Lowering {
+public:
+  Lowering(ModuleOp src, const WeightStore &store, const LoweringOptions &opts,
+           LoweredModel &out)
+      : src(src), store(store), opts(opts), out(out), ctx(src.getContext()), b(ctx),
+        loc(UnknownLoc::get(ctx)) {}
+  bool run(std::string &error);
+
+private:
+  bool plan(func::FuncOp fn, std::string &error);
+  void emit(func::FuncOp fn);
+  LLVM::LLVMFuncOp declare(StringRef name, Type result, ArrayRef<Type> args);
+  Value i32c(int64_t v) { return b.create<LLVM::ConstantOp>(loc, b.getI32Type(), v); }
+  Value i64c(int64_t v) { return b.create<LLVM::ConstantOp>(loc, b.getI64Type(), v); }
+  Value f32c(float v) {
+    return b.create<LLVM::ConstantOp>(loc, b.getF32Type(), b.getF32FloatAttr(v));
+  }
+  Value offsetPtr(Value base, uint64_t offset) {
+    return b.create<LLVM::GEPOp>(loc, ptrTy, b.getI8Type(), base,
+                                 ArrayRef<LLVM::GEPArg>{i64c(int64_t(offset))});
+  }
+  Value weightPtr(StringRef name) { return offsetPtr(weightsBase, out.weights.find(name.str())->offset); }
+  Value bufferPtr(Value v) { return offsetPtr(scratchBase, offsets.lookup(v)); }
+  // n * k as i64 (element counts of [n, k] activations).
+  Value count(int64_t k) {
+    Value n64 = b.create<LLVM::SExtOp>(loc, b.getI64Type(), nArg);
+    return b.create<LLVM::MulOp>(loc, n64, i64c(k));
+  }
+  void call(StringRef name, ValueRange args) {
+    b.create<LLVM::CallOp>(loc, kernels.at(name.str()), args);
+  }
+
+  ModuleOp src;
+  const WeightStore &store;
+  const LoweringOptions &opts;
+  LoweredModel &out;
+  MLIRContext *ctx;
+  OpBuilder b;
+  Location loc;
+  Type ptrTy;
+
+  llvm::DenseMap<Value, uint64_t> offsets;     // scratch offset of each activation
+  llvm::DenseMap<Operation *, uint64_t> scores; // attention scratch
+  std::map<int32_t, uint64_t> kvOffsets;       // KV cache offset of each layer
+  std::map<std::pair<float, int32_t>, std::string> ropeTableNames;
+  std::map<std::string, LLVM::LLVMFuncOp> kernels;
+  Value weightsBase, scratchBase, kvBase, ctxArg, tokensArg, positionsArg, nArg, logitsArg;
+};
+
+bool Lowering::plan(func::FuncOp fn, std::string &error) {
+  std::vector<Operation *> ops;
+  for (Operation &op : fn.getBody().front())
+    ops.push_back(&op);
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (size_t i = 0; i < ops.size(); ++i)
+    index[ops[i]] = int64_t(i);
+
+  std::vector<BufferRequest> requests;
+  std::vector<Value> owners;           // value or null (attention scores)
+  std::vector<Operation *> scoreOwners;
+  llvm::DenseMap<Value, Value> aliasOf; // rope results live in their input's buffer
+  auto lastUse = [&](Value v) {
+    int64_t last = index[v.getDefiningOp()];
+    for (Operation *user : v.getUsers())
+      last = std::max(last, index[user]);
+    return last;
+  };
+  const uint64_t rowsBytes = uint64_t(opts.maxBatch) * 4;
+
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Operation *op = ops[i];
+    auto fmt = [&](Operation *o) {
+      return uint32_t(o->getAttrOfType<StorageFormatAttr>("format").getValue());
+    };
+    if (auto e = dyn_cast<EmbedOp>(op)) {
+      if (!out.weights.addWeight(store, e.getWeight().str(), fmt(op), error))
+        return false;
+    } else if (auto n = dyn_cast<RmsNormOp>(op)) {
+      if (!out.weights.addWeight(store, n.getWeight().str(), KILN_GGML_TYPE_F32, error))
+        return false;
+    } else if (isa<LinearOp, LogitsOp>(op)) {
+      if (!out.weights.addWeight(store, op->getAttrOfType<StringAttr>("weight").str(),
+                                 fmt(op), error))
+        return false;
+    } else if (auto r = dyn_cast<RopeOp>(op)) {
+      if (!r.getInput().hasOneUse()) {
+        error = "kiln.rope rotates in place, so its input must have no other use";
+        return false;
+      }
+      aliasOf[r.getResult()] = r.getInput();
+      auto key = std::make_pair(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
+      if (!ropeTableNames.count(key)) {
+        std::string name = "rope." + std::to_string(ropeTableNames.size());
+        std::vector<float> c, s;
+        ropeTables(key.first, key.second, opts.maxCtx, c, s);
+        out.weights.addF32(name + ".cos", {uint64_t(key.second / 2), opts.maxCtx}, c);
+        out.weights.addF32(name + ".sin", {uint64_t(key.second / 2), opts.maxCtx}, s);
+        ropeTableNames[key] = name;
+      }
+      continue;
+    } else if (auto a = dyn_cast<AttentionOp>(op)) {
+      const uint64_t kvDim = uint64_t(features(a.getK()));
+      kvOffsets[int32_t(a.getLayer())] = out.kvBytes;
+      out.kvBytes += 2 * uint64_t(opts.maxCtx) * kvDim * 4;
+      out.kvBytesPerToken += 2 * kvDim * 4;
+      requests.push_back({uint64_t(a.getNumHeads()) * opts.maxCtx * 4, int64_t(i), int64_t(i)});
+      owners.push_back(Value());
+      scoreOwners.push_back(op);
+    } else if (isa<func::ReturnOp>(op)) {
+      continue;
+    } else if (!isa<SiluOp, MulOp, AddOp>(op)) {
+      error = "the CPU code generator does not lower '" + op->getName().getStringRef().str() + "'";
+      return false;
+    }
+    if (isa<LogitsOp>(op)) {
+      Value l = op->getResult(0);
+      if (!l.hasOneUse() || !isa<func::ReturnOp>(*l.getUsers().begin())) {
+        error = "kiln.logits must be @forward's returned value (it is written to the "
+                "caller's logits buffer)";
+        return false;
+      }
+      out.vocab = uint32_t(features(l));
+      continue;
+    }
+    Value result = op->getResult(0);
+    requests.push_back({rowsBytes * uint64_t(features(result)), int64_t(i), lastUse(result)});
+    owners.push_back(result);
+    scoreOwners.push_back(nullptr);
+  }
+  // A rope result extends its input buffer's life to the result's last use.
+  for (auto &[result, input] : aliasOf)
+    for (size_t r = 0; r < owners.size(); ++r)
+      if (owners[r] == input)
+        requests[r].lastUse = std::max(requests[r].lastUse, lastUse(result));
+
+  ScratchPlan sp = planScratch(requests);
+  for (size_t r = 0; r < owners.size(); ++r) {
+    if (owners[r])
+      offsets[owners[r]] = sp.offsets[r];
+    else
+      scores[scoreOwners[r]] = sp.offsets[r];
+  }
+  for (auto &[result, input] : aliasOf)
+    offsets[result] = offsets.lookup(input);
+  out.scratchBytes = sp.totalBytes;
+  out.scratchBytesWithoutReuse = sp.naiveBytes;
+  return true;
+}
+
+LLVM::LLVMFuncOp Lowering::declare(StringRef name, Type result, ArrayRef<Type> args) {
+  auto f = b.create<LLVM::LLVMFuncOp>(loc, name, LLVM::LLVMFunctionType::get(result, args));
+  kernels[name.str()] = f;
+  return f;
+}
+
+void Lowering::emit(func::FuncOp fn) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
+  Type voidTy = LLVM::LLVMVoidType::get(ctx);
+  b.setInsertionPointToEnd(out.module->getBody());
+  declare("kiln_uk_check_inputs", i32, {ptrTy, ptrTy, i32, i32, i32, i32});
+  declare("kiln_uk_embed", voidTy, {ptrTy, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy});
+  declare("kiln_uk_rms_norm", voidTy, {ptrTy, ptrTy, i32, i32, f32, ptrTy});
+  declare("kiln_uk_linear", voidTy, {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy});
+  declare("kiln_uk_rope", voidTy, {ptrTy, i32, i32, i32, i32, i32, ptrTy, ptrTy, ptrTy});
+  declare("kiln_uk_attention", voidTy,
+          {ptrTy, ptrTy, ptrTy, ptrTy, i32, ptrTy, i32, i32, i32, f32, ptrTy, ptrTy, ptrTy,
+           i32, ptrTy, ptrTy});
+  declare("kiln_uk_silu", voidTy, {ptrTy, i64, ptrTy});
+  declare("kiln_uk_mul", voidTy, {ptrTy, ptrTy, i64, ptrTy});
+  declare("kiln_uk_add", voidTy, {ptrTy, ptrTy, i64, ptrTy});
+
+  // Constant query-head -> KV-head maps of attention ops that carry one.
+  llvm::DenseMap<Operation *, std::string> headMaps;
+  fn.walk([&](AttentionOp a) {
+    if (auto map = a.getKvHeadMap()) {
+      std::string name = "kiln_kv_head_map_" + std::to_string(headMaps.size());
+      auto ty = LLVM::LLVMArrayType::get(i32, map->size());
+      b.create<LLVM::GlobalOp>(loc, ty, /*isConstant=*/true, LLVM::Linkage::Internal, name,
+                               b.getI32TensorAttr(*map));
+      headMaps[a] = name;
+    }
+  });
+
+  auto entry = b.create<LLVM::LLVMFuncOp>(
+      loc, KILN_ABI_ENTRY, LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, ptrTy, i32, ptrTy}));
+  Block *body = entry.addEntryBlock(b);
+  ctxArg = body->getArgument(0);
+  tokensArg = body->getArgument(1);
+  positionsArg = body->getArgument(2);
+  nArg = body->getArgument(3);
+  logitsArg = body->getArgument(4);
+  Block *fail = entry.addBlock(), *run = entry.addBlock();
+
+  // Inputs are checked once, up front; the kernels trust them.
+  b.setInsertionPointToStart(body);
+  Value check = b.create<LLVM::CallOp>(loc, kernels["kiln_uk_check_inputs"],
+                                       ValueRange{tokensArg, positionsArg, nArg,
+                                                  i32c(out.vocab), i32c(opts.maxCtx),
+                                                  i32c(opts.maxBatch)})
+                    .getResult();
+  Value bad = b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::ne, check, i32c(0));
+  b.create<LLVM::CondBrOp>(loc, bad, fail, run);
+  b.setInsertionPointToStart(fail);
+  b.create<LLVM::ReturnOp>(loc, i32c(-1));
+
+  b.setInsertionPointToStart(run);
+  // kiln_exec_ctx_t = {u32 abi, u32 threads, weights, scratch, kv, parallel_for, pool}
+  auto ctxTy = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, ptrTy});
+  auto field = [&](int32_t i) {
+    Value p = b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, i});
+    return b.create<LLVM::LoadOp>(loc, ptrTy, p).getResult();
+  };
+  weightsBase = field(2);
+  scratchBase = field(3);
+  kvBase = field(4);
+
+  for (Operation &opRef : fn.getBody().front()) {
+    Operation *op = &opRef;
+    if (auto e = dyn_cast<EmbedOp>(op)) {
+      const PackedTensor *t = out.weights.find(e.getWeight().str());
+      call("kiln_uk_embed", {ctxArg, i32c(t->format), weightPtr(e.getWeight()),
+                             i64c(int64_t(t->rowStride)), i32c(features(e)), tokensArg, nArg,
+                             bufferPtr(e)});
+    } else if (auto n = dyn_cast<RmsNormOp>(op)) {
+      call("kiln_uk_rms_norm", {bufferPtr(n.getInput()), weightPtr(n.getWeight()), nArg,
+                                i32c(features(n)), f32c(n.getEps().convertToFloat()),
+                                bufferPtr(n)});
+    } else if (isa<LinearOp, LogitsOp>(op)) {
+      Value input = op->getOperand(0), result = op->getResult(0);
+      std::string name = op->getAttrOfType<StringAttr>("weight").str();
+      const PackedTensor *t = out.weights.find(name);
+      Value dst = isa<LogitsOp>(op) ? logitsArg : bufferPtr(result);
+      call("kiln_uk_linear", {ctxArg, i32c(t->format), bufferPtr(input), nArg,
+                              i32c(features(input)), weightPtr(name),
+                              i64c(int64_t(t->rowStride)), i32c(features(result)), dst});
+    } else if (auto r = dyn_cast<RopeOp>(op)) {
+      auto key = std::make_pair(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
+      const std::string &table = ropeTableNames[key];
+      call("kiln_uk_rope", {bufferPtr(r), nArg, i32c(features(r)), i32c(r.getHeadDim()),
+                            i32c(r.getRotaryDims()),
+                            i32c(r.getStyle() == RopeStyle::rotate_half ? 1 : 0), positionsArg,
+                            weightPtr(table + ".cos"), weightPtr(table + ".sin")});
+    } else if (auto a = dyn_cast<AttentionOp>(op)) {
+      const uint64_t kvDim = uint64_t(features(a.getK()));
+      const uint64_t kOff = kvOffsets[int32_t(a.getLayer())];
+      Value map = headMaps.count(a)
+                      ? b.create<LLVM::AddressOfOp>(loc, ptrTy, headMaps[a]).getResult()
+                      : b.create<LLVM::ZeroOp>(loc, ptrTy).getResult();
+      call("kiln_uk_attention",
+           {ctxArg, bufferPtr(a.getQ()), bufferPtr(a.getK()), bufferPtr(a.getV()), nArg,
+            positionsArg, i32c(a.getNumHeads()), i32c(a.getNumKvHeads()), i32c(a.getHeadDim()),
+            f32c(a.getScale().convertToFloat()), map, offsetPtr(kvBase, kOff),
+            offsetPtr(kvBase, kOff + uint64_t(opts.maxCtx) * kvDim * 4), i32c(opts.maxCtx),
+            offsetPtr(scratchBase, scores.lookup(op)), bufferPtr(a)});
+    } else if (auto s = dyn_cast<SiluOp>(op)) {
+      call("kiln_uk_silu", {bufferPtr(s.getInput()), count(features(s)), bufferPtr(s)});
+    } else if (isa<MulOp, AddOp>(op)) {
+      call(isa<MulOp>(op) ? "kiln_uk_mul" : "kiln_uk_add",
+           {bufferPtr(op->getOperand(0)), bufferPtr(op->getOperand(1)),
+            count(features(op->getResult(0))), bufferPtr(op->getResult(0))});
+    }
+  }
+  b.create<LLVM::ReturnOp>(loc, i32c(0));
+}
+
+bool Lowering::run(std::string &error) {
+  auto fn = src.lookupSymbol<func::FuncOp>("forward");
+  if (!fn || fn.getNumArguments() != 2 || fn.getNumResults() != 1) {
+    error = "the module has no @forward(tokens, positions) -> logits";
+    return false;
+  }
+  if (opts.maxCtx == 0 || opts.maxBatch == 0 || opts.maxBatch > opts.maxCtx) {
+    error = "max context and max batch must be positive, batch <= context";
+    return false;
+  }
+  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
+  ptrTy = LLVM::LLVMPointerType::get(ctx);
+  out.module = ModuleOp::create(loc);
+  if (!plan(fn, error))
+    return false;
+  emit(fn);
+  // Bytes read per decoded token: every matrix once, one embedding row, the norms.
+  fn.walk([&](Operation *op) {
+    if (auto e = dyn_cast<EmbedOp>(op))
+      out.weightBytesPerToken += out.weights.find(e.getWeight().str())->rowStride;
+    else if (auto n = dyn_cast<RmsNormOp>(op))
+      out.weightBytesPerToken += out.weights.find(n.getWeight().str())->size;
+    else if (isa<LinearOp, LogitsOp>(op))
+      out.weightBytesPerToken +=
+          out.weights.find(op->getAttrOfType<StringAttr>("weight").str())->size;
+  });
+  if (failed(out.module->verify())) {
+    error = "internal error: the lowered module does not verify";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool lowerToUkernels(ModuleOp kilnModule, const WeightStore &store, const LoweringOptions &opts,
+                     LoweredModel &out, std::string &error) {
+  return Lowering(kilnModule, store, opts, out).run(error);
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,63 @@
+#include "codegen/targets/HostTargets.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+// Micro-kernel bitcode embedded at build time (generated, see codegen/cpu/CMakeLists.txt).
+extern "C" const unsigned char kiln_ukernels_x86_64_v3[];
+extern "C" const size_t kiln_ukernels_x86_64_v3_size;
+extern "C" const unsigned char kiln_ukernels_x86_64_v4[];
+extern "C" const size_t kiln_ukernels_x86_64_v4_size;
+
+namespace kiln::codegen {
+
+namespace {
+
+// x86-64 psABI micro-architecture levels; the runtime checks the listed features (the
+// ones kiln's kernels and LLVM's code for the level actually use).
+const std::vector<HostTarget> &targets() {
+  static const std::vector<HostTarget> t = {
+      {"x86-64-v3", "x86_64-unknown-linux-gnu", "x86-64-v3",
+       {"avx", "avx2", "fma", "f16c", "bmi", "bmi2"},
+       kiln_ukernels_x86_64_v3, kiln_ukernels_x86_64_v3_size},
+      {"x86-64-v4", "x86_64-unknown-linux-gnu", "x86-64-v4",
+       {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
+        "avx512vl"},
+       kiln_ukernels_x86_64_v4, kiln_ukernels_x86_64_v4_size},
+  };
+  return t;
+}
+
+} // namespace
+
+std::vector<std::string> hostTargetNames() {
+  std::vector<std::string> names = {"host"};
+  for (const HostTarget &t : targets())
+    names.push_back(t.name);
+  return names;
+}
+
+const HostTarget *findHostTarget(const std::string &name, std::string &error) {
+  std::string wanted = name;
+  if (name == "host") {
+    llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
+    bool v4 = f.lookup("avx512f") && f.lookup("avx512bw") && f.lookup("avx512dq") &&
+              f.lookup("avx512vl");
+    bool v3 = f.lookup("avx2") && f.lookup("fma") && f.lookup("f16c") && f.lookup("bmi2");
+    if (!v3) {
+      error = "this machine's CPU lacks AVX2/FMA/F16C: kiln's x86 targets need x86-64-v3";
+      return nullptr;
+    }
+    wanted = v4 ? "x86-64-v4" : "x86-64-v3";
+  }
+  for (const HostTarget &t : targets())
+    if (t.name == wanted)
+      return &t;
+  std::string known;
+  for (const std::string &n : hostTargetNames())
+    known += (known.empty() ? "" : ", ") + n;
+  error = "unknown target '" + name + "' (known: " + known + ")";
+  return nullptr;
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,146 @@
+//===- InspectCommand.cpp - kiln inspect ----------------------------------===//
+//
+// Prints an artifact's header (target, config, tensors, memory plan, provenance) and
+// checks it: preamble, FlatBuffer verification, header and section checksums, tensor
+// bounds. A corrupt artifact is one error line and exit 1.
+//===----------------------------------------------------------------------===//
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "llvm/Support/MemoryBuffer.h"
+
+#include "artifact_generated.h"
+#include "compiler/tools/kiln/Commands.h"
+#include "kiln/artifact.h"
+#include "kiln/quant.h"
+
+namespace kiln::tool {
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "kiln: error: %s\n", message.c_str());
+  return 1;
+}
+
+const char *str(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
+
+std::string shape(const flatbuffers::Vector<uint64_t> *v) {
+  std::string s = "[";
+  for (flatbuffers::uoffset_t i = 0; v && i < v->size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v->Get(i));
+  return s + "]";
+}
+
+} // namespace
+
+int runInspect(const InspectOptions &opts) {
+  auto buf = llvm::MemoryBuffer::getFile(opts.artifact, false, false);
+  if (!buf)
+    return fail("cannot read '" + opts.artifact + "'");
+  const uint8_t *data = reinterpret_cast<const uint8_t *>((*buf)->getBufferStart());
+  const uint64_t size = (*buf)->getBufferSize();
+
+  kiln_artifact_preamble_t pre;
+  if (size < sizeof pre)
+    return fail("truncated artifact: " + std::to_string(size) + " bytes, shorter than the preamble");
+  std::memcpy(&pre, data, sizeof pre);
+  if (std::memcmp(pre.magic, KILN_ARTIFACT_MAGIC, 8) != 0)
+    return fail("not a kiln artifact (bad magic)");
+  if (pre.format_version != KILN_ARTIFACT_FORMAT_VERSION)
+    return fail("unsupported artifact format version " + std::to_string(pre.format_version));
+  if (pre.file_size != size)
+    return fail("artifact is " + std::to_string(size) + " bytes but its preamble says " +
+                std::to_string(pre.file_size) + " (truncated or padded)");
+  if (pre.header_offset > size || pre.header_size > size - pre.header_offset)
+    return fail("header range runs past the end of the file");
+  const uint8_t *header = data + pre.header_offset;
+  if (kiln_xxh64(header, pre.header_size) != pre.header_xxh64)
+    return fail("header checksum mismatch");
+  flatbuffers::Verifier verifier(header, pre.header_size);
+  if (!fb::VerifyArtifactBuffer(verifier))
+    return fail("header is not a valid artifact FlatBuffer");
+  const fb::Artifact *a = fb::GetArtifact(header);
+
+  std::printf("artifact %s: %" PRIu64 " bytes, format %u, header %" PRIu64 " bytes\n",
+              opts.artifact.c_str(), size, pre.format_version, pre.header_size);
+  if (const fb::Target *t = a->target()) {
+    std::printf("target: %s (%s, cpu %s), abi %u, entry %s\n  requires:", str(t->name()),
+                str(t->triple()), str(t->cpu()), t->abi_version(), str(t->entry()));
+    for (flatbuffers::uoffset_t i = 0; t->features() && i < t->features()->size(); ++i)
+      std::printf(" %s", t->features()->Get(i)->c_str());
+    std::printf("\n");
+  }
+  if (const fb::ModelConfig *c = a->config())
+    std::printf("model: %s, vocab %u, dim %u, layers %u, heads %u/%u kv, head dim %u, ffn %u, "
+                "context %u, rope %u dims theta %g %s, rms eps %g\n",
+                str(c->arch()), c->vocab_size(), c->dim(), c->num_layers(), c->num_heads(),
+                c->num_kv_heads(), c->head_dim(), c->ffn_dim(), c->context_length(),
+                c->rope_dims(), c->rope_theta(), c->rope_style() ? "rotate-half" : "adjacent",
+                c->rms_eps());
+  if (const fb::Tokenizer *k = a->tokenizer())
+    std::printf("tokenizer: %s, %u tokens, bos %d eos %d unk %d\n", str(k->model()),
+                k->tokens() ? k->tokens()->size() : 0, k->bos_id(), k->eos_id(), k->unk_id());
+
+  const fb::Section *weights = nullptr;
+  bool sectionsOk = true;
+  std::printf("sections:\n");
+  for (flatbuffers::uoffset_t i = 0; a->sections() && i < a->sections()->size(); ++i) {
+    const fb::Section *s = a->sections()->Get(i);
+    bool inside = s->offset() <= size && s->size() <= size - s->offset();
+    bool sumOk = inside && kiln_xxh64(data + s->offset(), s->size()) == s->xxh64();
+    sectionsOk &= sumOk;
+    if (s->kind() == KILN_SECTION_WEIGHTS)
+      weights = s;
+    std::printf("  %-8s offset %10" PRIu64 " size %10" PRIu64 " align %5u xxh64 %016" PRIx64
+                " %s\n",
+                s->kind() == KILN_SECTION_WEIGHTS ? "weights"
+                : s->kind() == KILN_SECTION_CODE  ? "code"
+                                                  : "?",
+                s->offset(), s->size(), s->alignment(), s->xxh64(),
+                !inside ? "OUTSIDE THE FILE" : sumOk ? "ok" : "CHECKSUM MISMATCH");
+  }
+
+  uint64_t padding = 0, total = 0;
+  bool tensorsOk = true;
+  std::printf("tensors:\n  %-28s %-6s %-14s %8s %8s %10s %10s %8s\n", "name", "format", "shape",
+              "padded", "stride", "offset", "size", "padding");
+  for (flatbuffers::uoffset_t i = 0; a->tensors() && i < a->tensors()->size(); ++i) {
+    const fb::Tensor *t = a->tensors()->Get(i);
+    const char *fmt = kiln_ggml_type_name(t->format());
+    bool inside = weights && t->offset() <= weights->size() &&
+                  t->size() <= weights->size() - t->offset();
+    tensorsOk &= inside;
+    padding += t->padding_bytes();
+    total += t->size();
+    std::printf("  %-28s %-6s %-14s %8" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
+                " %8" PRIu64 "%s\n",
+                str(t->name()), fmt ? fmt : "?", shape(t->shape()).c_str(),
+                t->padded_row_length(), t->row_stride(), t->offset(), t->size(),
+                t->padding_bytes(), inside ? "" : "  OUTSIDE THE WEIGHTS SECTION");
+  }
+  std::printf("  total %" PRIu64 " bytes of tensors, %" PRIu64 " bytes of row padding\n", total,
+              padding);
+  if (const fb::MemoryPlan *m = a->memory())
+    std::printf("memory plan: scratch %" PRIu64 " bytes, KV cache %" PRIu64 " bytes (%" PRIu64
+                " per token), max batch %u, max context %u, weights read per token %" PRIu64
+                " bytes\n",
+                m->scratch_bytes(), m->kv_bytes(), m->kv_bytes_per_token(), m->max_batch(),
+                m->max_ctx(), m->weight_bytes_per_token());
+  if (const fb::Provenance *p = a->provenance()) {
+    std::printf("provenance: %s (sha256 %s), %s\n", str(p->source_file()),
+                str(p->source_sha256()), str(p->compiler_version()));
+    for (flatbuffers::uoffset_t i = 0; p->passes() && i < p->passes()->size(); ++i) {
+      const fb::PassRecord *r = p->passes()->Get(i);
+      std::printf("  %s [%s] %s\n", str(r->name()), str(r->params()), str(r->effects()));
+    }
+  }
+  if (!sectionsOk)
+    return fail("a section lies outside the file or fails its checksum");
+  if (!tensorsOk)
+    return fail("a tensor lies outside the weights section");
+  return 0;
+}
+
+} // namespace kiln::tool

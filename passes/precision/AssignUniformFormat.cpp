@@ -1,0 +1,43 @@
+//===- AssignUniformFormat.cpp - one storage format for every matrix ------===//
+#include "passes/precision/Passes.h"
+
+#include "dialects/kiln/IR/KilnOps.h"
+
+#define DEBUG_TYPE "kiln-assign-uniform-format"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNASSIGNUNIFORMFORMAT
+#include "passes/precision/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+// Formats the code generators can store and compute with today.
+bool isSupported(StorageFormat f) {
+  return f == StorageFormat::f32 || f == StorageFormat::f16 || f == StorageFormat::q8_0;
+}
+
+struct AssignUniformFormat
+    : public impl::KilnAssignUniformFormatBase<AssignUniformFormat> {
+  using KilnAssignUniformFormatBase::KilnAssignUniformFormatBase;
+
+  void runOnOperation() override {
+    std::optional<StorageFormat> target = symbolizeStorageFormat(format);
+    if (!target || !isSupported(*target)) {
+      getOperation().emitError() << "kiln-assign-uniform-format: unsupported format '"
+                                 << format << "' (expected f32, f16 or q8_0)";
+      return signalPassFailure();
+    }
+    auto attr = StorageFormatAttr::get(&getContext(), *target);
+    getOperation().walk([&](Operation *op) {
+      if (isa<EmbedOp, LinearOp, LogitsOp>(op))
+        op->setAttr("format", attr);
+    });
+  }
+};
+
+} // namespace
+} // namespace kiln
