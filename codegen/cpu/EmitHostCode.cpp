@@ -43,7 +43,8 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const HostTarget &t,
       llvm::CodeGenOptLevel::Aggressive));
 }
 
-// The generated functions get the kernels' CPU and features so the kernels inline.
+// The generated functions get the kernels' CPU, features and freestanding attribute so
+// the kernels can inline into them.
 void copyTargetAttributes(llvm::Module &m) {
   llvm::Attribute cpu, features;
   for (llvm::Function &f : m)
@@ -58,6 +59,9 @@ void copyTargetAttributes(llvm::Module &m) {
         f.addFnAttr(cpu);
       if (features.isValid())
         f.addFnAttr(features);
+      // The kernels are freestanding ("no-builtins"); LLVM inlines only between functions
+      // that agree, and the generated code calls no library either.
+      f.addFnAttr("no-builtins");
     }
 }
 

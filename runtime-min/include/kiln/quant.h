@@ -64,6 +64,19 @@ void kiln_dequantize_row_q6_K(const void *src, float *dst, uint64_t n);
 void kiln_dequantize_row_iq4_nl(const void *src, float *dst, uint64_t n);
 void kiln_dequantize_row_iq4_xs(const void *src, float *dst, uint64_t n);
 
+/* float to IEEE half, rounding to nearest even, subnormals included; overflow gives inf and
+ * a NaN stays a NaN of the same sign (made quiet, the top 10 payload bits kept). Bit-exact
+ * with F16C's vcvtps2ph (_cvtss_sh(x, 0)) and, for every non-NaN input, with ggml's
+ * GGML_FP32_TO_FP16. */
+uint16_t kiln_fp32_to_fp16(float f);
+
+/* Encodes n floats (a multiple of the block size) from src into dst in `type`: F32, F16,
+ * Q8_0 or Q4_0, with ggml's reference algorithms (quantize_row_q8_0_ref,
+ * quantize_row_q4_0_ref), so the bytes equal ggml's. dst receives exactly the bytes
+ * kiln_ggml_row_bytes gives for n. Fails with KILN_STATUS_INVALID_ARGUMENT when n is not a
+ * multiple of the block size or a buffer is NULL, KILN_STATUS_UNSUPPORTED for other types. */
+kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,133 @@
+/* kiln micro-kernels: helpers shared by every implementation (internal, not an ABI).
+ *
+ * Everything here is static inline and free of libc/libm: the kernels are compiled
+ * -ffreestanding into bitcode that ends up in code with no C library behind it. Bit casts
+ * go through unions, unaligned weight loads through 1-byte-aligned typedefs, and sqrt
+ * through __builtin_sqrtf (an instruction with -fno-math-errno).
+ *
+ * Also usable from C++ (the unit tests include it to measure kiln_uk_expf).
+ */
+#ifndef KILN_CODEGEN_CPU_UKERNELS_COMMON_H_
+#define KILN_CODEGEN_CPU_UKERNELS_COMMON_H_
+
+#include <stdint.h>
+
+#include "kiln/abi.h"
+#include "kiln/quant.h"
+#include "kiln/quant_blocks.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_UK_INLINE static inline __attribute__((always_inline))
+#define KILN_UK_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* Weight rows are at w + r * row_stride and need not be aligned: these typedefs let the
+ * kernels load from any address (one unaligned load on x86/arm64, never a call). */
+typedef float kiln_uk_uf32_t __attribute__((aligned(1), may_alias));
+typedef uint16_t kiln_uk_uu16_t __attribute__((aligned(1), may_alias));
+
+KILN_UK_INLINE uint32_t kiln_uk_f32_bits(float f) {
+  union { float f; uint32_t u; } c;
+  c.f = f;
+  return c.u;
+}
+
+KILN_UK_INLINE float kiln_uk_f32_from_bits(uint32_t u) {
+  union { float f; uint32_t u; } c;
+  c.u = u;
+  return c.f;
+}
+
+/* IEEE half -> float, exact for every input (subnormals, inf, NaN with its payload, quiet),
+ * branch-free so loops over it vectorise. The float multiply rebiases normals and the
+ * magic subtraction builds subnormals (Maratea's FP16 method, as ggml's scalar path);
+ * both are exact unless the FPU flushes denormals, which kiln never enables. */
+KILN_UK_INLINE float kiln_uk_fp16_to_fp32(uint16_t h) {
+  const uint32_t w = (uint32_t)h << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const float normalized = kiln_uk_f32_from_bits((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+  const float denormalized = kiln_uk_f32_from_bits((two_w >> 17) | (126u << 23)) - 0.5f;
+  const uint32_t bits = two_w < (1u << 27) ? kiln_uk_f32_bits(denormalized)
+                                           : kiln_uk_f32_bits(normalized);
+  return kiln_uk_f32_from_bits(sign | bits);
+}
+
+/* Little-endian 16-bit load from any address (q8_0 scales sit at odd offsets). */
+KILN_UK_INLINE uint16_t kiln_uk_load_u16(const uint8_t *p) {
+  return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+/* e^x in float without libm: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2),
+ * e^r by Cephes' degree-7 minimax polynomial, 2^n applied as two exact power-of-two
+ * factors so that subnormal results round once. Max error about 1 ulp with FMA, 2 without
+ * (measured over every float in [-104, 89] by UkernelDiffTest.Expf). x > 88.7228 gives
+ * +inf, x < -103.98 gives +0, NaN gives NaN; no branches, so loops over it vectorise. */
+KILN_UK_INLINE float kiln_uk_expf(float x) {
+  float xc = x < -104.0f ? -104.0f : x; /* NaN compares false and stays NaN */
+  xc = xc > 89.0f ? 89.0f : xc;
+  /* n = round-to-nearest-even(x / ln2), read off the bits of t + 1.5*2^23 (no float->int
+   * conversion, which would be undefined for NaN). */
+  const float magic = 12582912.0f;
+  const float tm = xc * 1.44269504088896341f + magic;
+  const float n = tm - magic;
+  const int32_t ni = (int32_t)(kiln_uk_f32_bits(tm) - kiln_uk_f32_bits(magic));
+  float r = xc - n * 0.693359375f; /* exact: n * C1 has at most 18 significant bits */
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  /* n in [-150, 129]: split it so both factors are normal powers of two */
+  const int32_t n1 = ni / 2, n2 = ni - n1;
+  const float s1 = kiln_uk_f32_from_bits((uint32_t)(n1 + 127) << 23);
+  const float s2 = kiln_uk_f32_from_bits((uint32_t)(n2 + 127) << 23);
+  const float y = (p * s1) * s2;
+  return x < -103.98f ? 0.0f : y;
+}
+
+/* Runs fn over n_tasks tasks through the context's pool, or inline when there is no pool
+ * worth using (one task, or a context without parallel_for). */
+KILN_UK_INLINE void kiln_uk_parallel(const kiln_exec_ctx_t *ctx, kiln_task_fn_t fn, void *arg,
+                                     int32_t n_tasks) {
+  if (n_tasks <= 1 || !ctx || !ctx->parallel_for) {
+    for (int32_t t = 0; t < n_tasks; ++t)
+      fn(arg, t, n_tasks);
+    return;
+  }
+  ctx->parallel_for(ctx->pool, fn, arg, n_tasks);
+}
+
+/* Number of tasks for `work` multiply-adds over `units` independent units (rows, heads):
+ * 1 below `min_work` (a thread hand-off costs more than it saves on tiny models), else
+ * one per thread, never more than units. */
+KILN_UK_INLINE int32_t kiln_uk_task_count(const kiln_exec_ctx_t *ctx, int64_t work,
+                                          int64_t min_work, int64_t units) {
+  if (!ctx || !ctx->parallel_for || ctx->n_threads <= 1 || work < min_work || units <= 1)
+    return 1;
+  const int64_t t = (int64_t)ctx->n_threads;
+  return (int32_t)(t < units ? t : units);
+}
+
+/* [begin, end) of `units` for `task` of n_tasks, as even as integers allow. */
+KILN_UK_INLINE void kiln_uk_task_range(int64_t units, int32_t task, int32_t n_tasks,
+                                       int64_t *begin, int64_t *end) {
+  *begin = units * task / n_tasks;
+  *end = units * (task + 1) / n_tasks;
+}
+
+/* Linear is parallel from this many multiply-adds (out_features * in * n) on. */
+#define KILN_UK_LINEAR_PARALLEL_MIN_WORK ((int64_t)1 << 16)
+/* Attention is parallel (over heads) from this many multiply-adds on. */
+#define KILN_UK_ATTENTION_PARALLEL_MIN_WORK ((int64_t)1 << 15)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_CODEGEN_CPU_UKERNELS_COMMON_H_ */

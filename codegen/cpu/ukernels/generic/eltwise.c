@@ -1,0 +1,24 @@
+/* kiln micro-kernels, portable C: elementwise silu, mul and add (out may alias an input).
+ *
+ * silu(x) = x / (1 + e^-x) as the reference executor computes it, with kiln_uk_expf
+ * (branch-free, so the loop vectorises). Large negative x gives -0, large positive x.
+ */
+#include "common.h"
+#include "ukernel_abi.h"
+
+void kiln_uk_silu(const float *x, int64_t count, float *out) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = x[i];
+    out[i] = v / (1.0f + kiln_uk_expf(-v));
+  }
+}
+
+void kiln_uk_mul(const float *a, const float *b, int64_t count, float *out) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = a[i] * b[i];
+}
+
+void kiln_uk_add(const float *a, const float *b, int64_t count, float *out) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = a[i] + b[i];
+}

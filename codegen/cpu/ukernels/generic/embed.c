@@ -1,0 +1,36 @@
+/* kiln micro-kernels, portable C: embedding lookup (decode one table row per token).
+ *
+ * Formats: f32, f16 and q8_0 (a row of dim elements in ceil(dim/32) blocks, the last one
+ * zero-padded); exactly the values kiln_dequantize gives. Token ids were range-checked by
+ * the generated entry point. Serial: it moves n * dim floats, far less than a thread
+ * hand-off costs.
+ */
+#include "common.h"
+#include "ukernel_abi.h"
+
+void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *table,
+                   int64_t row_stride, int32_t dim, const int32_t *ids, int32_t n, float *out) {
+  (void)ctx;
+  for (int32_t t = 0; t < n; ++t) {
+    const uint8_t *row = table + (int64_t)ids[t] * row_stride;
+    float *o = out + (int64_t)t * dim;
+    if (format == KILN_GGML_TYPE_F32) {
+      const kiln_uk_uf32_t *p = (const kiln_uk_uf32_t *)row;
+      for (int32_t i = 0; i < dim; ++i)
+        o[i] = p[i];
+    } else if (format == KILN_GGML_TYPE_F16) {
+      const kiln_uk_uu16_t *p = (const kiln_uk_uu16_t *)row;
+      for (int32_t i = 0; i < dim; ++i)
+        o[i] = kiln_uk_fp16_to_fp32(p[i]);
+    } else { /* q8_0 */
+      for (int32_t i0 = 0; i0 < dim; i0 += QK8_0) {
+        const uint8_t *b = row + (int64_t)(i0 / QK8_0) * (int64_t)sizeof(kiln_block_q8_0_t);
+        const float d = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b));
+        const int8_t *q = (const int8_t *)(b + 2);
+        const int32_t count = KILN_UK_MIN(QK8_0, dim - i0);
+        for (int32_t j = 0; j < count; ++j)
+          o[i0 + j] = (float)q[j] * d;
+      }
+    }
+  }
+}

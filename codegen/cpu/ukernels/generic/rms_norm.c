@@ -1,0 +1,26 @@
+/* kiln micro-kernels, portable C: RMS normalisation.
+ *
+ * The same operations as the reference (compiler/eval/OpKernels.cpp rmsNorm, after ggml):
+ * squares in float, summed in double in order, mean rounded to float, then
+ * (x * (1 / sqrt(mean + eps))) * w. The double sum stays sequential so results match the
+ * reference; it is a small share of a layer's time. out may alias x.
+ */
+#include "common.h"
+#include "ukernel_abi.h"
+
+void kiln_uk_rms_norm(const float *x, const float *w, int32_t n, int32_t dim, float eps,
+                      float *out) {
+  for (int32_t t = 0; t < n; ++t) {
+    const float *xt = x + (int64_t)t * dim;
+    float *ot = out + (int64_t)t * dim;
+    double sum = 0.0;
+    for (int32_t i = 0; i < dim; ++i) {
+      const float sq = xt[i] * xt[i];
+      sum += (double)sq;
+    }
+    const float mean = (float)(sum / (double)dim);
+    const float scale = 1.0f / __builtin_sqrtf(mean + eps);
+    for (int32_t i = 0; i < dim; ++i)
+      ot[i] = (xt[i] * scale) * w[i];
+  }
+}

@@ -1,0 +1,209 @@
+/* kiln runtime-min: the public C API an app embeds to run a compiled .kiln artifact.
+ *
+ * Objects
+ *   kiln_artifact_t  an opened, verified artifact: the file mapped read-only, its header
+ *                    parsed, the code section loaded and bound, the tokenizer built.
+ *                    Immutable after open; any number of sessions may share it, from any
+ *                    threads.
+ *   kiln_session_t   one conversation: KV cache, scratch, logits, a thread pool and a
+ *                    sampler. Not thread-safe: call one session from one thread at a time
+ *                    (different sessions may run concurrently).
+ *   kiln_sampler_t   next-token selection from a row of logits (owned by a session, or
+ *                    created alone for any logits).
+ *
+ * Ownership
+ *   - Every kiln_<object>_t is created by kiln_<object>_create/open, which writes it to
+ *     its out_* argument only on success (NULL otherwise), and freed by
+ *     kiln_<object>_destroy/close, which accepts NULL.
+ *   - An artifact must outlive every session created from it.
+ *   - Pointers returned by getters (logits, strings in kiln_artifact_info_t) are borrowed:
+ *     they stay valid until the owning object is destroyed (logits: until the next
+ *     prefill/decode/reset of that session).
+ *   - Input buffers are only read during the call; the runtime keeps no pointer to them.
+ *
+ * Memory
+ *   No hidden allocation: every buffer comes from the caller's kiln_allocator_t (or
+ *   malloc when NULL is passed) at open/create time. kiln_session_prefill, _decode,
+ *   _sample and kiln_sampler_sample never allocate. Two documented exceptions use malloc:
+ *   the tokenizer's tables (built at open) and kiln_artifact_tokenize's scratch;
+ *   loading the code section also uses the C library's dynamic loader.
+ *
+ * Errors
+ *   Fallible functions return kiln_status_t (KILN_STATUS_OK = 0; kiln/status.h) and take
+ *   an optional `kiln_error_t *out_error` last. When it is not NULL, it receives the same
+ *   status and a NUL-terminated, human-readable message naming what was wrong (on success:
+ *   KILN_STATUS_OK and an empty message). Bad input is never a crash or an abort.
+ *
+ * Threads
+ *   A session's forward passes run on its own pool of n_threads threads (the caller's
+ *   thread plus n_threads - 1 workers created at session create; 1 = no extra thread).
+ */
+#ifndef KILN_KILN_H_
+#define KILN_KILN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_ERROR_MESSAGE_SIZE 256
+
+typedef struct kiln_error_s {
+  kiln_status_t status;
+  char message[KILN_ERROR_MESSAGE_SIZE];
+} kiln_error_t;
+
+/* Caller-provided memory. alloc returns size bytes aligned to `alignment` (a power of two,
+ * at most 4096), or NULL; free receives the same pointer and size. Both must be set. */
+typedef struct kiln_allocator_s {
+  void *(*alloc)(void *user, size_t size, size_t alignment);
+  void (*free)(void *user, void *ptr, size_t size);
+  void *user;
+} kiln_allocator_t;
+
+typedef struct kiln_artifact_s kiln_artifact_t;
+typedef struct kiln_session_s kiln_session_t;
+typedef struct kiln_sampler_s kiln_sampler_t;
+
+/* ---- artifact -------------------------------------------------------------------- */
+
+typedef struct kiln_artifact_info_s {
+  const char *arch;          /* "llama" */
+  const char *target_name;   /* "x86-64-v3", ... */
+  const char *target_triple;
+  uint32_t vocab_size;
+  uint32_t dim;
+  uint32_t num_layers;
+  uint32_t num_heads;
+  uint32_t num_kv_heads;
+  uint32_t head_dim;
+  uint32_t ffn_dim;
+  uint32_t context_length;   /* declared by the source model */
+  uint32_t max_ctx;          /* positions a session holds (the memory plan) */
+  uint32_t max_batch;        /* most tokens one forward pass takes */
+  uint64_t kv_bytes;
+  uint64_t scratch_bytes;
+  uint64_t weight_bytes_per_token;
+  uint64_t weights_bytes;    /* size of the weights section */
+  uint64_t file_bytes;       /* size of the mapped file */
+  uint32_t num_tensors;
+  int32_t bos_id;            /* -1 when absent */
+  int32_t eos_id;
+  int add_bos;               /* the model expects BOS in front of a prompt */
+} kiln_artifact_info_t;
+
+/* Maps path read-only and verifies it before trusting any byte: preamble (magic, format
+ * version, sizes, header xxh64), header (FlatBuffer bounds, identifier "KLN1"), the
+ * generated code's ABI version, every section's range, alignment and xxh64, the tensor
+ * table, the memory plan and the model config; checks that this CPU has every feature
+ * the code requires; then loads the code section (from memory where the OS allows) and
+ * binds its entry point. allocator may be NULL (malloc). */
+kiln_status_t kiln_artifact_open(const char *path, const kiln_allocator_t *allocator,
+                                 kiln_artifact_t **out_artifact, kiln_error_t *out_error);
+void kiln_artifact_close(kiln_artifact_t *artifact);
+
+void kiln_artifact_info(const kiln_artifact_t *artifact, kiln_artifact_info_t *out_info);
+
+/* Text -> token ids; add_bos puts the BOS token first. Writes at most cap ids; *out_n gets
+ * the number needed (KILN_STATUS_BUFFER_TOO_SMALL when above cap). Uses malloc scratch. */
+kiln_status_t kiln_artifact_tokenize(const kiln_artifact_t *artifact, const char *text,
+                                     size_t len, int add_bos, int32_t *out_ids, size_t cap,
+                                     size_t *out_n, kiln_error_t *out_error);
+
+/* The bytes token id stands for (empty for control tokens). Same size contract as
+ * tokenize; nothing is written when cap is too small. Never allocates. */
+kiln_status_t kiln_artifact_detokenize(const kiln_artifact_t *artifact, int32_t id,
+                                       char *out_buf, size_t cap, size_t *out_len,
+                                       kiln_error_t *out_error);
+
+/* ---- sampler --------------------------------------------------------------------- */
+
+typedef struct kiln_sampler_params_s {
+  float temperature; /* <= 0: greedy (argmax, lowest id on ties) */
+  int32_t top_k;     /* keep the k largest logits; 0 = all */
+  float top_p;       /* keep the smallest set whose probability reaches top_p; (0, 1] */
+  uint64_t seed;     /* PRNG seed (the same seed gives the same tokens) */
+} kiln_sampler_params_t;
+
+/* Greedy: temperature 0, top_k 0, top_p 1, seed 0. */
+kiln_sampler_params_t kiln_sampler_params_default(void);
+
+kiln_status_t kiln_sampler_create(uint32_t vocab_size, const kiln_sampler_params_t *params,
+                                  const kiln_allocator_t *allocator,
+                                  kiln_sampler_t **out_sampler, kiln_error_t *out_error);
+void kiln_sampler_destroy(kiln_sampler_t *sampler);
+/* Replaces the parameters and reseeds the PRNG. */
+kiln_status_t kiln_sampler_set_params(kiln_sampler_t *sampler,
+                                      const kiln_sampler_params_t *params,
+                                      kiln_error_t *out_error);
+/* Picks a token from logits[0..vocab_size). No allocation. */
+kiln_status_t kiln_sampler_sample(kiln_sampler_t *sampler, const float *logits,
+                                  int32_t *out_token, kiln_error_t *out_error);
+
+/* ---- session --------------------------------------------------------------------- */
+
+typedef struct kiln_session_options_s {
+  uint32_t n_threads;               /* 0: this machine's physical cores */
+  const kiln_allocator_t *allocator; /* NULL: malloc */
+  kiln_sampler_params_t sampler;    /* the session's sampler */
+} kiln_session_options_t;
+
+/* n_threads 0, allocator NULL, greedy sampler. */
+kiln_session_options_t kiln_session_options_default(void);
+
+typedef struct kiln_session_stats_s {
+  double ttft_s;             /* first prefill after create/reset until its logits */
+  uint64_t prefill_tokens;   /* since create/reset */
+  double prefill_s;
+  double prefill_tok_s;
+  uint64_t decode_tokens;
+  double decode_s;
+  double decode_tok_s;
+  uint64_t weight_bytes_per_token; /* from the memory plan */
+  uint64_t session_bytes;    /* everything the session allocated */
+  uint64_t peak_memory_bytes; /* session_bytes + the mapped artifact */
+  uint32_t n_threads;
+} kiln_session_stats_t;
+
+/* Allocates the KV cache, scratch, logits [max_batch x vocab], positions, sampler buffers
+ * and the thread pool - everything the session will ever need. options may be NULL. */
+kiln_status_t kiln_session_create(const kiln_artifact_t *artifact,
+                                  const kiln_session_options_t *options,
+                                  kiln_session_t **out_session, kiln_error_t *out_error);
+void kiln_session_destroy(kiln_session_t *session);
+
+/* Evaluates n_tokens tokens at positions n_past, n_past + 1, ... in batches of at most
+ * max_batch, then n_past += n_tokens. A position >= max_ctx is KILN_STATUS_OUT_OF_RANGE
+ * (checked before anything runs; the session is unchanged), as is a token outside the
+ * vocabulary. Afterwards the logits of the last batch are available. */
+kiln_status_t kiln_session_prefill(kiln_session_t *session, const int32_t *tokens,
+                                   size_t n_tokens, kiln_error_t *out_error);
+/* prefill of one token. */
+kiln_status_t kiln_session_decode(kiln_session_t *session, int32_t token,
+                                  kiln_error_t *out_error);
+/* Samples the next token from the last logits with the session's sampler. */
+kiln_status_t kiln_session_sample(kiln_session_t *session, int32_t *out_token,
+                                  kiln_error_t *out_error);
+kiln_sampler_t *kiln_session_sampler(kiln_session_t *session);
+
+/* The last token's logits (vocab_size floats), or NULL before any forward pass. */
+const float *kiln_session_logits(const kiln_session_t *session);
+/* All rows of the last forward batch: *out_rows rows of vocab_size floats, row i for
+ * position *out_first_pos + i (NULL and 0 rows before any forward pass). Perplexity
+ * tools prefill in pieces of at most max_batch tokens and read every row. */
+const float *kiln_session_batch_logits(const kiln_session_t *session, uint32_t *out_rows,
+                                       uint32_t *out_first_pos);
+uint32_t kiln_session_n_past(const kiln_session_t *session);
+/* Forgets every position (n_past = 0) and the statistics; keeps every buffer. */
+void kiln_session_reset(kiln_session_t *session);
+void kiln_session_stats(const kiln_session_t *session, kiln_session_stats_t *out_stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILN_H_ */

@@ -1,0 +1,26 @@
+/* kiln runtime-min: the thread pool behind kiln_exec_ctx_t.parallel_for. Internal.
+ *
+ * n_threads - 1 workers are created up front; the calling thread is the n-th. A call
+ * publishes the job with one atomic increment, every thread takes task indices from a
+ * shared atomic counter, and the call returns when every worker has checked out of the
+ * job. Between jobs workers spin briefly (a decode step issues many small jobs back to
+ * back), then sleep on a condition variable. With 1 thread parallel_for is a plain loop. */
+#ifndef KILN_EXEC_POOL_H_
+#define KILN_EXEC_POOL_H_
+
+#include <stdint.h>
+
+#include "kiln/abi.h"
+#include "kiln/kiln.h"
+
+typedef struct kiln_pool_s kiln_pool_t;
+
+kiln_status_t kiln_pool_create(uint32_t n_threads, const kiln_allocator_t *alloc,
+                               kiln_pool_t **out_pool, kiln_error_t *err);
+void kiln_pool_destroy(kiln_pool_t *pool);
+uint32_t kiln_pool_threads(const kiln_pool_t *pool);
+
+/* A kiln_parallel_for_fn_t; pool is a kiln_pool_t *. Not reentrant: fn must not call it. */
+void kiln_pool_parallel_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_tasks);
+
+#endif /* KILN_EXEC_POOL_H_ */

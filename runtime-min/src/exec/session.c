@@ -1,0 +1,257 @@
+/* kiln_session_t: KV cache, scratch, logits, positions, pool and sampler, all allocated at
+ * create; prefill/decode only fill positions and call the generated entry point. */
+#include <string.h>
+
+#include "../loader/artifact_internal.h"
+#include "../platform/error.h"
+#include "pool.h"
+
+struct kiln_session_s {
+  const kiln_artifact_t *artifact;
+  kiln_allocator_t user_alloc; /* the caller's (or malloc's) */
+  kiln_allocator_t alloc;      /* user_alloc, counting into session_bytes */
+  kiln_pool_t *pool;
+  kiln_sampler_t *sampler;
+  kiln_exec_ctx_t ctx;
+  float *logits;       /* [max_batch, vocab] */
+  int32_t *positions;  /* [max_batch] */
+  size_t kv_size, scratch_size, logits_size, positions_size;
+  uint32_t vocab, max_batch, max_ctx;
+  uint32_t n_past;
+  uint32_t rows, first_pos; /* of the last forward batch (rows 0 = none yet) */
+  uint64_t session_bytes;
+  /* statistics since create/reset */
+  int decoding, timing_ttft;
+  double ttft_start, ttft, prefill_s, decode_s;
+  uint64_t prefill_tokens, decode_tokens;
+};
+
+kiln_session_options_t kiln_session_options_default(void) {
+  kiln_session_options_t o;
+  memset(&o, 0, sizeof o);
+  o.sampler = kiln_sampler_params_default();
+  return o;
+}
+
+static void *counting_alloc(void *user, size_t size, size_t alignment) {
+  kiln_session_t *s = user;
+  void *p = s->user_alloc.alloc(s->user_alloc.user, size, alignment);
+  if (p)
+    s->session_bytes += size;
+  return p;
+}
+
+static void counting_free(void *user, void *ptr, size_t size) {
+  kiln_session_t *s = user;
+  s->user_alloc.free(s->user_alloc.user, ptr, size);
+}
+
+/* One 64-byte aligned buffer of at least 64 bytes. */
+static void *buffer(kiln_session_t *s, uint64_t bytes, size_t *out_size, const char *what,
+                    kiln_error_t *err) {
+  size_t size = bytes < 64 ? 64 : (size_t)((bytes + 63) & ~(uint64_t)63);
+  void *p = kiln_mem_alloc(&s->alloc, size, 64, what, err);
+  if (p)
+    *out_size = size;
+  return p;
+}
+
+static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o,
+                              kiln_error_t *err) {
+  const kiln_artifact_info_t *i = &s->artifact->info;
+  uint32_t threads = o->n_threads ? o->n_threads : kiln_platform_physical_cores();
+  KILN_RETURN_IF_ERROR(kiln_sampler_create(s->vocab, &o->sampler, &s->alloc, &s->sampler, err));
+  KILN_RETURN_IF_ERROR(kiln_pool_create(threads, &s->alloc, &s->pool, err));
+  s->ctx.kv = buffer(s, i->kv_bytes, &s->kv_size, "the KV cache", err);
+  if (!s->ctx.kv)
+    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
+  s->ctx.scratch = buffer(s, i->scratch_bytes, &s->scratch_size, "scratch", err);
+  if (!s->ctx.scratch)
+    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
+  s->logits = buffer(s, (uint64_t)s->max_batch * s->vocab * sizeof(float), &s->logits_size,
+                     "logits", err);
+  if (!s->logits)
+    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
+  s->positions = buffer(s, (uint64_t)s->max_batch * sizeof(int32_t), &s->positions_size,
+                        "positions", err);
+  if (!s->positions)
+    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
+  s->ctx.abi_version = KILN_ABI_VERSION;
+  s->ctx.n_threads = threads;
+  s->ctx.weights = s->artifact->weights;
+  s->ctx.parallel_for = kiln_pool_parallel_for;
+  s->ctx.pool = s->pool;
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_session_create(const kiln_artifact_t *artifact,
+                                  const kiln_session_options_t *options,
+                                  kiln_session_t **out_session, kiln_error_t *out_error) {
+  kiln_error_clear(out_error);
+  if (!out_session)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT, "out_session is NULL");
+  *out_session = NULL;
+  if (!artifact)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT, "artifact is NULL");
+  kiln_session_options_t def = kiln_session_options_default();
+  const kiln_session_options_t *o = options ? options : &def;
+  if (o->n_threads > 1024)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                          "n_threads %u is outside 0..1024", o->n_threads);
+  kiln_allocator_t alloc;
+  KILN_RETURN_IF_ERROR(kiln_allocator_resolve(o->allocator, &alloc, out_error));
+  kiln_session_t *s = kiln_mem_alloc(&alloc, sizeof *s, 64, "the session", out_error);
+  if (!s)
+    return out_error ? out_error->status : KILN_STATUS_OUT_OF_MEMORY;
+  memset(s, 0, sizeof *s);
+  s->artifact = artifact;
+  s->user_alloc = alloc;
+  s->alloc.alloc = counting_alloc;
+  s->alloc.free = counting_free;
+  s->alloc.user = s;
+  s->session_bytes = sizeof *s;
+  s->vocab = artifact->info.vocab_size;
+  s->max_batch = artifact->info.max_batch;
+  s->max_ctx = artifact->info.max_ctx;
+  kiln_status_t st = allocate(s, o, out_error);
+  if (st != KILN_STATUS_OK) {
+    kiln_session_destroy(s);
+    return st;
+  }
+  *out_session = s;
+  return KILN_STATUS_OK;
+}
+
+void kiln_session_destroy(kiln_session_t *s) {
+  if (!s)
+    return;
+  kiln_pool_destroy(s->pool);
+  kiln_sampler_destroy(s->sampler);
+  kiln_mem_free(&s->alloc, s->ctx.kv, s->kv_size);
+  kiln_mem_free(&s->alloc, s->ctx.scratch, s->scratch_size);
+  kiln_mem_free(&s->alloc, s->logits, s->logits_size);
+  kiln_mem_free(&s->alloc, s->positions, s->positions_size);
+  kiln_allocator_t alloc = s->user_alloc;
+  kiln_mem_free(&alloc, s, sizeof *s);
+}
+
+/* Checks everything, then runs the tokens in batches of at most max_batch. */
+static kiln_status_t forward(kiln_session_t *s, const int32_t *tokens, size_t n,
+                             kiln_error_t *err) {
+  if (!s || (!tokens && n))
+    return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT, "NULL session or tokens");
+  if (n > (size_t)(s->max_ctx - s->n_past))
+    return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE,
+                          "positions %u..%llu exceed the context of %u positions (max_ctx); "
+                          "reset the session or compile with a larger --ctx", s->n_past,
+                          (unsigned long long)s->n_past + n - 1, s->max_ctx);
+  for (size_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || (uint32_t)tokens[i] >= s->vocab)
+      return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE,
+                            "token %d (at index %zu) is outside the vocabulary of %u",
+                            tokens[i], i, s->vocab);
+  const kiln_model_forward_fn_t fn = s->artifact->forward;
+  for (size_t done = 0; done < n;) {
+    const uint32_t b = n - done < s->max_batch ? (uint32_t)(n - done) : s->max_batch;
+    for (uint32_t i = 0; i < b; ++i)
+      s->positions[i] = (int32_t)(s->n_past + i);
+    int32_t rc = fn(&s->ctx, tokens + done, s->positions, (int32_t)b, s->logits);
+    if (rc != 0) {
+      s->rows = 0;
+      return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE,
+                            "the model code rejected a batch of %u tokens at position %u "
+                            "(returned %d)", b, s->n_past, rc);
+    }
+    s->rows = b;
+    s->first_pos = s->n_past;
+    s->n_past += b;
+    done += b;
+  }
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_session_prefill(kiln_session_t *s, const int32_t *tokens, size_t n_tokens,
+                                   kiln_error_t *out_error) {
+  kiln_error_clear(out_error);
+  const double t0 = kiln_platform_now();
+  KILN_RETURN_IF_ERROR(forward(s, tokens, n_tokens, out_error));
+  const double t1 = kiln_platform_now();
+  s->prefill_s += t1 - t0;
+  s->prefill_tokens += n_tokens;
+  if (!s->decoding && n_tokens) {
+    if (!s->timing_ttft) {
+      s->timing_ttft = 1;
+      s->ttft_start = t0;
+    }
+    s->ttft = t1 - s->ttft_start;
+  }
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_session_decode(kiln_session_t *s, int32_t token, kiln_error_t *out_error) {
+  kiln_error_clear(out_error);
+  const double t0 = kiln_platform_now();
+  KILN_RETURN_IF_ERROR(forward(s, &token, 1, out_error));
+  s->decode_s += kiln_platform_now() - t0;
+  s->decode_tokens += 1;
+  s->decoding = 1;
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_session_sample(kiln_session_t *s, int32_t *out_token, kiln_error_t *out_error) {
+  if (!s || !out_token)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT, "NULL session or output");
+  const float *row = kiln_session_logits(s);
+  if (!row)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                          "sample: no logits yet (prefill first)");
+  return kiln_sampler_sample(s->sampler, row, out_token, out_error);
+}
+
+kiln_sampler_t *kiln_session_sampler(kiln_session_t *s) { return s ? s->sampler : NULL; }
+
+const float *kiln_session_logits(const kiln_session_t *s) {
+  if (!s || s->rows == 0)
+    return NULL;
+  return s->logits + (size_t)(s->rows - 1) * s->vocab;
+}
+
+const float *kiln_session_batch_logits(const kiln_session_t *s, uint32_t *out_rows,
+                                       uint32_t *out_first_pos) {
+  const int any = s && s->rows > 0;
+  if (out_rows)
+    *out_rows = any ? s->rows : 0;
+  if (out_first_pos)
+    *out_first_pos = any ? s->first_pos : 0;
+  return any ? s->logits : NULL;
+}
+
+uint32_t kiln_session_n_past(const kiln_session_t *s) { return s ? s->n_past : 0; }
+
+void kiln_session_reset(kiln_session_t *s) {
+  if (!s)
+    return;
+  s->n_past = 0;
+  s->rows = 0;
+  s->first_pos = 0;
+  s->decoding = s->timing_ttft = 0;
+  s->ttft_start = s->ttft = s->prefill_s = s->decode_s = 0;
+  s->prefill_tokens = s->decode_tokens = 0;
+}
+
+void kiln_session_stats(const kiln_session_t *s, kiln_session_stats_t *out) {
+  if (!s || !out)
+    return;
+  memset(out, 0, sizeof *out);
+  out->ttft_s = s->ttft;
+  out->prefill_tokens = s->prefill_tokens;
+  out->prefill_s = s->prefill_s;
+  out->prefill_tok_s = s->prefill_s > 0 ? (double)s->prefill_tokens / s->prefill_s : 0;
+  out->decode_tokens = s->decode_tokens;
+  out->decode_s = s->decode_s;
+  out->decode_tok_s = s->decode_s > 0 ? (double)s->decode_tokens / s->decode_s : 0;
+  out->weight_bytes_per_token = s->artifact->info.weight_bytes_per_token;
+  out->session_bytes = s->session_bytes;
+  out->peak_memory_bytes = s->session_bytes + s->artifact->map.size;
+  out->n_threads = s->ctx.n_threads;
+}

@@ -1,0 +1,198 @@
+/* kiln_artifact_open: map, verify, bind. Nothing in the file is trusted before it is
+ * checked: the preamble first (magic, versions, sizes, header checksum), then the header's
+ * FlatBuffer bounds, then every section's range, alignment and checksum, then the tables
+ * that point into the sections; only then is the code section handed to the loader. */
+#include <string.h>
+
+#include "../platform/error.h"
+#include "artifact_internal.h"
+#include "artifact_schema.h"
+#include "kiln/artifact.h"
+
+#define KILN_PAGE_SIZE 4096u
+
+static kiln_status_t check_preamble(const kiln_artifact_t *a, kiln_error_t *err) {
+  const size_t size = a->map.size;
+  if (size < KILN_ARTIFACT_PREAMBLE_SIZE)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "the file is %zu bytes, shorter than the %u-byte preamble (truncated?)",
+                          size, KILN_ARTIFACT_PREAMBLE_SIZE);
+  kiln_artifact_preamble_t p;
+  memcpy(&p, a->map.data, sizeof p);
+  if (memcmp(p.magic, KILN_ARTIFACT_MAGIC, 8) != 0)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "not a kiln artifact (bad magic)");
+  if (p.format_version != KILN_ARTIFACT_FORMAT_VERSION)
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                          "unsupported artifact format version %u (this runtime reads %u)",
+                          p.format_version, KILN_ARTIFACT_FORMAT_VERSION);
+  if (p.preamble_size != KILN_ARTIFACT_PREAMBLE_SIZE)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "preamble size %u, expected %u",
+                          p.preamble_size, KILN_ARTIFACT_PREAMBLE_SIZE);
+  for (size_t i = 0; i < sizeof p.reserved; ++i)
+    if (p.reserved[i] != 0)
+      return kiln_error_set(err, KILN_STATUS_CORRUPT, "reserved preamble bytes are not zero");
+  if (p.file_size != (uint64_t)size)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "the file is %zu bytes but its preamble says %llu (truncated?)", size,
+                          (unsigned long long)p.file_size);
+  if (p.header_offset < KILN_ARTIFACT_PREAMBLE_SIZE || p.header_offset > size ||
+      p.header_size < 8 || p.header_size > size - p.header_offset)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "header range [%llu, +%llu) is outside the %zu-byte file",
+                          (unsigned long long)p.header_offset,
+                          (unsigned long long)p.header_size, size);
+  const uint8_t *h = a->map.data + p.header_offset;
+  uint64_t sum = kiln_xxh64(h, p.header_size);
+  if (sum != p.header_xxh64)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "header checksum mismatch (xxh64 %016llx, preamble says %016llx)",
+                          (unsigned long long)sum, (unsigned long long)p.header_xxh64);
+  return KILN_STATUS_OK;
+}
+
+static const char *section_name(uint32_t kind) {
+  return kind == KILN_SECTION_WEIGHTS ? "weights" : kind == KILN_SECTION_CODE ? "code" : "?";
+}
+
+/* One Section table: range, alignment, checksum; records it in a. */
+static kiln_status_t check_section(kiln_artifact_t *a, uint32_t i, const kiln_fb_table_t *t,
+                                   uint64_t header_end, kiln_error_t *err) {
+  uint32_t kind, align;
+  uint64_t off, size, sum;
+  if (kiln_fb_u32(t, KILN_FB_SECTION_KIND, 0, &kind) ||
+      kiln_fb_u64(t, KILN_FB_SECTION_OFFSET, 0, &off) ||
+      kiln_fb_u64(t, KILN_FB_SECTION_SIZE, 0, &size) ||
+      kiln_fb_u64(t, KILN_FB_SECTION_XXH64, 0, &sum) ||
+      kiln_fb_u32(t, KILN_FB_SECTION_ALIGNMENT, 0, &align))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "section %u: malformed table", i);
+  if (kind != KILN_SECTION_WEIGHTS && kind != KILN_SECTION_CODE)
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED, "section %u: unknown kind %u", i, kind);
+  const char *name = section_name(kind);
+  if ((kind == KILN_SECTION_WEIGHTS && a->weights) || (kind == KILN_SECTION_CODE && a->code))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "section %u: a second %s section", i, name);
+  const uint64_t file = a->map.size;
+  if (off < header_end || off > file || size > file - off)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "section %u (%s): range [%llu, +%llu) is outside the file's sections "
+                          "[%llu, %llu)", i, name, (unsigned long long)off,
+                          (unsigned long long)size, (unsigned long long)header_end,
+                          (unsigned long long)file);
+  if (align < KILN_ARTIFACT_SECTION_ALIGN || (align & (align - 1)) || align > (1u << 30))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "section %u (%s): alignment %u is not a power of two >= %u", i, name,
+                          align, KILN_ARTIFACT_SECTION_ALIGN);
+  if (kind == KILN_SECTION_WEIGHTS && align < KILN_PAGE_SIZE)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "section %u (weights): alignment %u, expected a page (%u)", i, align,
+                          KILN_PAGE_SIZE);
+  if (off % align != 0)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "section %u (%s): offset %llu is not %u-byte aligned", i, name,
+                          (unsigned long long)off, align);
+  uint64_t got = kiln_xxh64(a->map.data + off, size);
+  if (got != sum)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "section %u (%s): checksum mismatch (xxh64 %016llx, header says "
+                          "%016llx)", i, name, (unsigned long long)got, (unsigned long long)sum);
+  if (kind == KILN_SECTION_WEIGHTS) {
+    a->weights = a->map.data + off;
+    a->weights_size = size;
+  } else {
+    a->code = a->map.data + off;
+    a->code_size = size;
+  }
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t check_sections(kiln_artifact_t *a, uint64_t header_end, kiln_error_t *err) {
+  kiln_fb_vector_t v;
+  if (kiln_fb_vector(&a->root, KILN_FB_ARTIFACT_SECTIONS, 4, &v))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: malformed section table");
+  for (uint32_t i = 0; i < v.count; ++i) {
+    kiln_fb_table_t t;
+    if (kiln_fb_vec_table(&v, i, &t))
+      return kiln_error_set(err, KILN_STATUS_CORRUPT, "section %u: malformed table", i);
+    KILN_RETURN_IF_ERROR(check_section(a, i, &t, header_end, err));
+  }
+  if (!a->weights)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "the artifact has no weights section");
+  if (!a->code || a->code_size == 0)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "the artifact has no code section");
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t verify(kiln_artifact_t *a, kiln_error_t *err) {
+  KILN_RETURN_IF_ERROR(check_preamble(a, err));
+  kiln_artifact_preamble_t p;
+  memcpy(&p, a->map.data, sizeof p);
+  if (kiln_fb_root(a->map.data + p.header_offset, (size_t)p.header_size, KILN_FB_IDENTIFIER,
+                   &a->root))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "the header is not a FlatBuffer with identifier \"%s\"",
+                          KILN_FB_IDENTIFIER);
+  uint32_t version;
+  if (kiln_fb_u32(&a->root, KILN_FB_ARTIFACT_FORMAT_VERSION, 0, &version))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: malformed root table");
+  if (version != KILN_ARTIFACT_FORMAT_VERSION)
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                          "header format version %u (this runtime reads %u)", version,
+                          KILN_ARTIFACT_FORMAT_VERSION);
+  KILN_RETURN_IF_ERROR(check_sections(a, p.header_offset + p.header_size, err));
+  KILN_RETURN_IF_ERROR(kiln_loader_read_tensors(a, err));
+  KILN_RETURN_IF_ERROR(kiln_loader_read_target(a, err));
+  KILN_RETURN_IF_ERROR(kiln_loader_read_memory_plan(a, err));
+  KILN_RETURN_IF_ERROR(kiln_loader_read_config(a, err));
+  KILN_RETURN_IF_ERROR(kiln_loader_build_tokenizer(a, err));
+  a->info.weights_bytes = a->weights_size;
+  a->info.file_bytes = a->map.size;
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_artifact_open(const char *path, const kiln_allocator_t *allocator,
+                                 kiln_artifact_t **out_artifact, kiln_error_t *out_error) {
+  kiln_error_clear(out_error);
+  if (!out_artifact)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT, "out_artifact is NULL");
+  *out_artifact = NULL;
+  if (!path)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT, "path is NULL");
+  kiln_allocator_t alloc;
+  KILN_RETURN_IF_ERROR(kiln_allocator_resolve(allocator, &alloc, out_error));
+  kiln_artifact_t *a = kiln_mem_alloc(&alloc, sizeof *a, 64, "the artifact", out_error);
+  if (!a)
+    return out_error ? out_error->status : KILN_STATUS_OUT_OF_MEMORY;
+  memset(a, 0, sizeof *a);
+  a->alloc = alloc;
+  kiln_status_t st = kiln_platform_map_file(path, &a->map, out_error);
+  if (st == KILN_STATUS_OK)
+    st = verify(a, out_error);
+  if (st == KILN_STATUS_OK) {
+    void *entry = NULL;
+    st = kiln_platform_load_code(a->code, (size_t)a->code_size, a->entry.data, &a->code_handle,
+                                 &entry, out_error);
+    /* POSIX guarantees that a dlsym'd object pointer converts to a function pointer. */
+    if (st == KILN_STATUS_OK)
+      memcpy(&a->forward, &entry, sizeof a->forward);
+  }
+  if (st != KILN_STATUS_OK) {
+    kiln_artifact_close(a);
+    return st;
+  }
+  *out_artifact = a;
+  return KILN_STATUS_OK;
+}
+
+void kiln_artifact_close(kiln_artifact_t *a) {
+  if (!a)
+    return;
+  kiln_platform_unload_code(a->code_handle);
+  kiln_tokenizer_destroy(a->tokenizer);
+  kiln_platform_unmap_file(&a->map);
+  kiln_allocator_t alloc = a->alloc;
+  kiln_mem_free(&alloc, a, sizeof *a);
+}
+
+void kiln_artifact_info(const kiln_artifact_t *a, kiln_artifact_info_t *out_info) {
+  if (out_info && a)
+    *out_info = a->info;
+}

@@ -1,0 +1,41 @@
+/* kiln runtime-min: the opened artifact, shared by the loader (artifact.c,
+ * artifact_header.c) and the executor (src/exec). Internal. */
+#ifndef KILN_LOADER_ARTIFACT_INTERNAL_H_
+#define KILN_LOADER_ARTIFACT_INTERNAL_H_
+
+#include <stdint.h>
+
+#include "../platform/platform.h"
+#include "fb_reader.h"
+#include "kiln/abi.h"
+#include "kiln/kiln.h"
+#include "kiln/tokenizer.h"
+
+/* Upper bound for any one buffer the memory plan asks for: beyond it the plan is treated as
+ * corrupt rather than passed to an allocator (sizes are summed and multiplied later). */
+#define KILN_MAX_PLAN_BYTES ((uint64_t)(SIZE_MAX / 8))
+
+struct kiln_artifact_s {
+  kiln_allocator_t alloc;
+  kiln_file_map_t map;
+  kiln_fb_table_t root;          /* the verified header */
+  const uint8_t *weights;        /* inside map, page-aligned */
+  uint64_t weights_size;
+  const uint8_t *code;           /* inside map */
+  uint64_t code_size;
+  kiln_fb_string_t entry;        /* Target.entry */
+  kiln_artifact_info_t info;     /* strings point into the map */
+  kiln_tokenizer_t *tokenizer;
+  void *code_handle;             /* from kiln_platform_load_code */
+  kiln_model_forward_fn_t forward;
+};
+
+/* artifact_header.c: each reads and checks one part of the header into a. read_target
+ * also checks the ABI version, the triple's ISA and every required CPU feature. */
+kiln_status_t kiln_loader_read_target(kiln_artifact_t *a, kiln_error_t *err);
+kiln_status_t kiln_loader_read_config(kiln_artifact_t *a, kiln_error_t *err);
+kiln_status_t kiln_loader_read_memory_plan(kiln_artifact_t *a, kiln_error_t *err);
+kiln_status_t kiln_loader_read_tensors(kiln_artifact_t *a, kiln_error_t *err);
+kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err);
+
+#endif /* KILN_LOADER_ARTIFACT_INTERNAL_H_ */

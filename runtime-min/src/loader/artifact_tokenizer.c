@@ -1,0 +1,130 @@
+/* The artifact's tokenizer: built once at open from the header's Tokenizer table with the
+ * shared SentencePiece implementation (kiln/tokenizer.h), then used by tokenize and
+ * detokenize. */
+#include <string.h>
+
+#include "../platform/error.h"
+#include "artifact_internal.h"
+#include "artifact_schema.h"
+
+typedef struct vocab_arrays_s {
+  const char **texts;
+  uint32_t *lens;
+  float *scores;
+  int32_t *types;
+} vocab_arrays_t;
+
+static kiln_status_t fill(const kiln_fb_table_t *t, uint32_t n, vocab_arrays_t *v,
+                          kiln_vocab_desc_t *d, kiln_error_t *err) {
+  kiln_fb_vector_t toks, scores, types;
+  if (kiln_fb_vector(t, KILN_FB_TOKENIZER_TOKENS, 4, &toks) ||
+      kiln_fb_vector(t, KILN_FB_TOKENIZER_SCORES, 4, &scores) ||
+      kiln_fb_vector(t, KILN_FB_TOKENIZER_TYPES, 4, &types))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: malformed tokenizer vectors");
+  if ((scores.count && scores.count != n) || (types.count && types.count != n))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "tokenizer: %u tokens but %u scores and %u types", n, scores.count,
+                          types.count);
+  for (uint32_t i = 0; i < n; ++i) {
+    kiln_fb_string_t s;
+    if (kiln_fb_vec_string(&toks, i, &s))
+      return kiln_error_set(err, KILN_STATUS_CORRUPT, "tokenizer: malformed token %u", i);
+    v->texts[i] = s.data;
+    v->lens[i] = s.len;
+    v->scores[i] = scores.count ? kiln_fb_vec_f32(&scores, i) : 0.0f;
+    v->types[i] = types.count ? kiln_fb_vec_i32(&types, i) : KILN_TOKEN_TYPE_NORMAL;
+  }
+  d->n_tokens = n;
+  d->texts = v->texts;
+  d->text_lens = v->lens;
+  d->scores = v->scores;
+  d->types = v->types;
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err) {
+  int present;
+  kiln_fb_table_t t;
+  kiln_fb_string_t model;
+  kiln_fb_vector_t toks;
+  kiln_vocab_desc_t d;
+  uint8_t space, bos;
+  memset(&d, 0, sizeof d);
+  if (kiln_fb_table(&a->root, KILN_FB_ARTIFACT_TOKENIZER, &t, &present) || !present ||
+      kiln_fb_string(&t, KILN_FB_TOKENIZER_MODEL, &model) ||
+      kiln_fb_vector(&t, KILN_FB_TOKENIZER_TOKENS, 4, &toks) ||
+      kiln_fb_i32(&t, KILN_FB_TOKENIZER_BOS_ID, -1, &d.bos_id) ||
+      kiln_fb_i32(&t, KILN_FB_TOKENIZER_EOS_ID, -1, &d.eos_id) ||
+      kiln_fb_i32(&t, KILN_FB_TOKENIZER_UNK_ID, -1, &d.unk_id) ||
+      kiln_fb_u8(&t, KILN_FB_TOKENIZER_ADD_SPACE_PREFIX, 1, &space) ||
+      kiln_fb_u8(&t, KILN_FB_TOKENIZER_ADD_BOS, 1, &bos))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: missing or malformed tokenizer");
+  if (strcmp(model.data, "llama") != 0)
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                          "tokenizer model '%.32s' is not supported (only 'llama')", model.data);
+  const uint32_t n = toks.count;
+  if (n != a->info.vocab_size)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                          "the tokenizer has %u tokens but the model's vocabulary is %u", n,
+                          a->info.vocab_size);
+  d.add_space_prefix = space != 0;
+  a->info.add_bos = bos != 0;
+  a->info.bos_id = d.bos_id;
+  a->info.eos_id = d.eos_id;
+
+  /* Temporary arrays for the descriptor; the tokenizer copies what it keeps. */
+  const size_t bytes = (size_t)n * (sizeof(char *) + 3 * sizeof(uint32_t));
+  uint8_t *tmp = kiln_mem_alloc(&a->alloc, bytes, 64, "the tokenizer descriptor", err);
+  if (!tmp)
+    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
+  vocab_arrays_t v;
+  v.texts = (const char **)(void *)tmp;
+  v.lens = (uint32_t *)(void *)(tmp + (size_t)n * sizeof(char *));
+  v.scores = (float *)(void *)(v.lens + n);
+  v.types = (int32_t *)(void *)(v.scores + n);
+  kiln_status_t st = fill(&t, n, &v, &d, err);
+  if (st == KILN_STATUS_OK) {
+    st = kiln_tokenizer_create(&d, &a->tokenizer);
+    if (st != KILN_STATUS_OK)
+      kiln_error_set(err, st == KILN_STATUS_OUT_OF_MEMORY ? st : KILN_STATUS_CORRUPT,
+                     "the tokenizer table is invalid (%s: duplicate texts, a type outside 0..6 "
+                     "or a special id out of range)", kiln_status_message(st));
+    if (st != KILN_STATUS_OK && st != KILN_STATUS_OUT_OF_MEMORY)
+      st = KILN_STATUS_CORRUPT;
+  }
+  kiln_mem_free(&a->alloc, tmp, bytes);
+  return st;
+}
+
+kiln_status_t kiln_artifact_tokenize(const kiln_artifact_t *a, const char *text, size_t len,
+                                     int add_bos, int32_t *out_ids, size_t cap, size_t *out_n,
+                                     kiln_error_t *out_error) {
+  kiln_error_clear(out_error);
+  if (!a || (!text && len) || !out_n || (!out_ids && cap))
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                          "tokenize: NULL artifact, text or output");
+  kiln_status_t st = kiln_tokenizer_encode(a->tokenizer, text ? text : "", len, add_bos,
+                                           out_ids, cap, out_n);
+  if (st == KILN_STATUS_BUFFER_TOO_SMALL)
+    return kiln_error_set(out_error, st, "tokenize: the text needs %zu tokens, room for %zu",
+                          *out_n, cap);
+  if (st != KILN_STATUS_OK)
+    return kiln_error_set(out_error, st, "tokenize: %s", kiln_status_message(st));
+  return st;
+}
+
+kiln_status_t kiln_artifact_detokenize(const kiln_artifact_t *a, int32_t id, char *out_buf,
+                                       size_t cap, size_t *out_len, kiln_error_t *out_error) {
+  kiln_error_clear(out_error);
+  if (!a || !out_len || (!out_buf && cap))
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                          "detokenize: NULL artifact or output");
+  kiln_status_t st = kiln_tokenizer_piece(a->tokenizer, id, out_buf, cap, out_len);
+  if (st == KILN_STATUS_OUT_OF_RANGE)
+    return kiln_error_set(out_error, st, "detokenize: token %d is outside the vocabulary of %u",
+                          id, a->info.vocab_size);
+  if (st != KILN_STATUS_OK)
+    return kiln_error_set(out_error, st, "detokenize: token %d needs %zu bytes, room for %zu",
+                          id, *out_len, cap);
+  return st;
+}

@@ -1,0 +1,46 @@
+/* kiln runtime-min: the platform layer. Everything the runtime asks of the operating system
+ * goes through these functions: mapping a file, loading code, the clock, the number of
+ * cores and the CPU's features. posix.c and code_posix.c implement them for Linux and
+ * Android; a freestanding build (bare DSP, emulator) provides its own. Internal. */
+#ifndef KILN_PLATFORM_PLATFORM_H_
+#define KILN_PLATFORM_PLATFORM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/kiln.h"
+
+typedef struct kiln_file_map_s {
+  const uint8_t *data; /* page-aligned, read-only */
+  size_t size;
+} kiln_file_map_t;
+
+/* Maps the whole file read-only. KILN_STATUS_IO_ERROR when it cannot be opened or mapped. */
+kiln_status_t kiln_platform_map_file(const char *path, kiln_file_map_t *out_map,
+                                     kiln_error_t *err);
+void kiln_platform_unmap_file(kiln_file_map_t *map);
+
+/* Loads a shared object from memory (an anonymous memfd where the kernel has one, else a
+ * temporary file in $TMPDIR that is removed right after loading) and looks up `entry`.
+ * KILN_STATUS_UNSUPPORTED with the loader's message when the bytes cannot be loaded or the
+ * symbol is missing. */
+kiln_status_t kiln_platform_load_code(const uint8_t *code, size_t size, const char *entry,
+                                      void **out_handle, void **out_entry, kiln_error_t *err);
+void kiln_platform_unload_code(void *handle);
+
+/* Monotonic seconds. */
+double kiln_platform_now(void);
+
+/* Physical cores this process may run on (hyper-thread siblings counted once), >= 1. */
+uint32_t kiln_platform_physical_cores(void);
+
+/* The ISA this runtime was built for, as the first component of an LLVM triple
+ * ("x86_64", "aarch64", ...). */
+const char *kiln_platform_arch(void);
+
+/* *out_has = 1 when this CPU (and OS) supports the named feature (LLVM's spelling, e.g.
+ * "avx2", "avx512vnni", "amx-tile", "dotprod"; a leading '+' is ignored).
+ * KILN_STATUS_UNSUPPORTED for a name this runtime does not know. */
+kiln_status_t kiln_platform_cpu_has(const char *feature, int *out_has);
+
+#endif /* KILN_PLATFORM_PLATFORM_H_ */

@@ -1,0 +1,92 @@
+/* kiln-run bench: prefill speed for a P-token prompt, decode speed over N greedy tokens,
+ * time to first token, and the effective weight bandwidth of decode (weight bytes read per
+ * token x tokens/s), over R repetitions on a fresh cache each: median, min and max. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kiln-run.h"
+
+typedef struct series_s {
+  double *v;
+  uint32_t n;
+} series_t;
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void report(const char *name, const char *unit, series_t *s) {
+  qsort(s->v, s->n, sizeof *s->v, cmp_double);
+  const double med = s->n % 2 ? s->v[s->n / 2] : (s->v[s->n / 2 - 1] + s->v[s->n / 2]) / 2;
+  printf("%-18s %12.2f %-6s (min %.2f, max %.2f)\n", name, med, unit, s->v[0], s->v[s->n - 1]);
+}
+
+/* One repetition: fills prefill tok/s, decode tok/s, TTFT (ms) and GB/s at index r. */
+static int one_rep(kiln_session_t *s, const int32_t *prompt, uint32_t p, uint32_t n,
+                   series_t out[4], uint32_t r) {
+  kiln_error_t err;
+  kiln_session_reset(s);
+  if (kiln_session_prefill(s, prompt, p, &err) != KILN_STATUS_OK)
+    return run_fail("%s", err.message);
+  for (uint32_t i = 0; i < n; ++i) {
+    int32_t next;
+    if (kiln_session_sample(s, &next, &err) != KILN_STATUS_OK ||
+        kiln_session_decode(s, next, &err) != KILN_STATUS_OK)
+      return run_fail("%s", err.message);
+  }
+  kiln_session_stats_t st;
+  kiln_session_stats(s, &st);
+  out[0].v[r] = st.prefill_tok_s;
+  out[1].v[r] = st.decode_tok_s;
+  out[2].v[r] = st.ttft_s * 1e3;
+  out[3].v[r] = (double)st.weight_bytes_per_token * st.decode_tok_s / 1e9;
+  return 0;
+}
+
+int run_bench(const run_options_t *o) {
+  kiln_artifact_t *a;
+  kiln_session_t *s;
+  if (run_open(o, &a, &s))
+    return 1;
+  kiln_artifact_info_t info;
+  kiln_artifact_info(a, &info);
+  const uint32_t p = o->prompt_tokens, n = o->n_predict;
+  int rc = 0;
+  if ((uint64_t)p + n > info.max_ctx)
+    rc = run_fail("-p %u + -n %u exceed the artifact's context of %u", p, n, info.max_ctx);
+  int32_t *prompt = malloc((size_t)p * sizeof *prompt);
+  double *vals = malloc(4 * (size_t)o->reps * sizeof *vals);
+  if (!rc && (!prompt || !vals))
+    rc = run_fail("out of memory");
+  series_t ser[4];
+  for (int k = 0; !rc && k < 4; ++k) {
+    ser[k].v = vals + (size_t)k * o->reps;
+    ser[k].n = o->reps;
+  }
+  /* A fixed pseudo-text: BOS (when the model has one), then ids spread over the vocab. */
+  for (uint32_t i = 0; !rc && i < p; ++i)
+    prompt[i] = (int32_t)((3 + (uint64_t)i * 7919u) % info.vocab_size);
+  if (!rc && info.bos_id >= 0)
+    prompt[0] = info.bos_id;
+  for (uint32_t r = 0; !rc && r < o->reps; ++r)
+    rc = one_rep(s, prompt, p, n, ser, r);
+  if (!rc) {
+    kiln_session_stats_t st;
+    kiln_session_stats(s, &st);
+    printf("kiln-run bench: %s (%s), prompt %u, generate %u, %u repetitions, %u threads\n",
+           o->artifact, info.target_name, p, n, o->reps, st.n_threads);
+    report("prefill", "tok/s", &ser[0]);
+    if (n)
+      report("decode", "tok/s", &ser[1]);
+    report("TTFT", "ms", &ser[2]);
+    if (n)
+      report("effective", "GB/s", &ser[3]);
+    printf("%-18s %12llu bytes\n", "weights/token", (unsigned long long)st.weight_bytes_per_token);
+    printf("%-18s %12.2f MiB\n", "peak memory", (double)st.peak_memory_bytes / (1 << 20));
+  }
+  free(prompt);
+  free(vals);
+  run_close(a, s);
+  return rc;
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""End-to-end checks of runtime-min (kiln-run and the embedding example) on artifacts that
+`kiln compile` makes from the real stories260K model, against the reference executor.
+
+Usage: kiln_run.py CASE --kiln PATH --kiln-run PATH --embed PATH --work DIR [--models DIR]
+The models directory is $KILN_MODELS_DIR, else --models (CMake passes ../shared/models).
+A missing model file is a failure with a message, never a skip.
+
+Cases:
+  generate-f32   `kiln-run generate` prints exactly the text `kiln eval` prints
+  ppl-f32        `kiln-run ppl --ctx 256` equals `kiln ppl --ctx 256` within 0.1%
+  ppl-q8_0       a q8_0 artifact's PPL is within 0.5% of the f32 reference PPL
+  embed-example  tests/e2e/embed_example.c (the program in docs/runtime-api.md, checked to be
+                 the same text) prints what `kiln-run generate -n 16` prints
+  bench          `kiln-run bench` runs and reports every number
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+PROMPT = "Once upon a time"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def need(models, name):
+    path = os.path.join(models, name)
+    if not os.path.isfile(path):
+        fail(f"{path} is missing: put the shared models there or set KILN_MODELS_DIR "
+             f"to the directory holding {name}")
+    return path
+
+
+def run(cmd):
+    print("$ " + " ".join(cmd))
+    p = subprocess.run(cmd, capture_output=True)
+    if p.returncode != 0:
+        fail(f"exit {p.returncode}: {p.stderr.decode(errors='replace').strip()}")
+    sys.stdout.write(p.stderr.decode(errors="replace"))
+    return p
+
+
+def compile_model(a, gguf, weights, ctx=None):
+    os.makedirs(a.work, exist_ok=True)
+    out = os.path.join(a.work, f"stories260K-{weights}-{ctx or 'default'}.kiln")
+    cmd = [a.kiln, "compile", gguf, "--target", "host", "--weights", weights, "-o", out]
+    if ctx:
+        cmd += ["--ctx", str(ctx)]
+    run(cmd)
+    return out
+
+
+def ppl_of(p):
+    m = re.search(rb"PPL = ([0-9.]+)", p.stdout)
+    if not m:
+        fail(f"no PPL in output: {p.stdout!r}")
+    return float(m.group(1))
+
+
+def check_docs_example():
+    """docs/runtime-api.md must show embed_example.c verbatim."""
+    with open(os.path.join(HERE, "embed_example.c")) as f:
+        src = f.read()
+    with open(os.path.join(HERE, "..", "..", "docs", "runtime-api.md")) as f:
+        doc = f.read()
+    if src.strip() not in doc:
+        fail("docs/runtime-api.md does not show tests/e2e/embed_example.c verbatim; "
+             "copy the file into the doc's example block")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["generate-f32", "ppl-f32", "ppl-q8_0", "embed-example",
+                                     "bench"])
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--kiln-run", dest="kiln_run", required=True)
+    ap.add_argument("--embed", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--models", default="../shared/models")
+    a = ap.parse_args()
+    models = os.environ.get("KILN_MODELS_DIR") or a.models
+    gguf = need(models, "stories260K.gguf")
+
+    if a.case == "generate-f32":
+        art = compile_model(a, gguf, "f32")
+        want = run([a.kiln, "eval", gguf, "--prompt", PROMPT, "-n", "64"]).stdout
+        got = run([a.kiln_run, "generate", art, "-p", PROMPT, "-n", "64", "--threads", "2"]).stdout
+        if got != want:
+            fail(f"kiln-run text differs from kiln eval's:\n got: {got!r}\nwant: {want!r}")
+        print(f"kiln-run generate matches kiln eval ({len(got)} bytes)")
+    elif a.case in ("ppl-f32", "ppl-q8_0"):
+        text = need(models, "tinystories-calib.txt")
+        weights = a.case.split("-")[1]
+        art = compile_model(a, gguf, weights, 256)
+        ref = ppl_of(run([a.kiln, "ppl", gguf, text, "--ctx", "256"]))
+        got = ppl_of(run([a.kiln_run, "ppl", art, text, "--ctx", "256", "--threads", "2"]))
+        tol = 0.001 if weights == "f32" else 0.005
+        rel = abs(got - ref) / ref
+        print(f"{weights} artifact: PPL {got:.4f}, reference executor (f32) {ref:.4f}, "
+              f"relative difference {rel * 100:.4f}% (allowed {tol * 100:.1f}%)")
+        if rel > tol:
+            fail("perplexity outside tolerance")
+    elif a.case == "embed-example":
+        check_docs_example()
+        art = compile_model(a, gguf, "f32")
+        want = run([a.kiln_run, "generate", art, "-p", PROMPT, "-n", "16"]).stdout
+        got = run([a.embed, art, PROMPT]).stdout
+        if got != want:
+            fail(f"embedding example prints {got!r}, kiln-run prints {want!r}")
+        print(f"embedding example: {got.decode(errors='replace')!r}")
+    else:
+        art = compile_model(a, gguf, "q8_0")
+        p = run([a.kiln_run, "bench", art, "-p", "32", "-n", "32", "-r", "3", "--threads", "2"])
+        out = p.stdout.decode()
+        print(out)
+        for key in ("prefill", "decode", "TTFT", "effective", "weights/token", "peak memory"):
+            if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
+                fail(f"bench output lacks '{key}'")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+// The compiled artifact, run by runtime-min, against the fp32 reference executor: the
+// last-position logits of a prompt agree to 1e-4 (f32 weights), and every position of a
+// longer sequence (prefill in several batches, then decode) tracks the reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <unistd.h>
+
+#include "compiler/tools/kiln/Commands.h"
+#include "compiler/tools/kiln/ModelSession.h"
+#include "kiln/kiln.h"
+#include "models/llama/SyntheticLlama.h"
+#include "tests/unit/TestPaths.h"
+
+namespace {
+
+std::string tempPath(const std::string &name) {
+  return (std::filesystem::temp_directory_path() /
+          ("kiln-avr-" + std::to_string(getpid()) + "-" + name))
+      .string();
+}
+
+struct Compiled {
+  kiln::tool::ModelSession ref;
+  kiln_artifact_t *artifact = nullptr;
+  kiln_session_t *session = nullptr;
+  ~Compiled() {
+    kiln_session_destroy(session);
+    kiln_artifact_close(artifact);
+  }
+};
+
+// Compiles `model` and opens it, with the reference executor beside it.
+void compileAndOpen(const std::string &model, const std::string &weights, uint32_t ctx,
+                    uint32_t maxBatch, Compiled &c) {
+  std::string path = tempPath(weights + ".kiln"), error;
+  kiln::tool::CompileOptions o;
+  o.model = model;
+  o.output = path;
+  o.weights = weights;
+  o.ctx = ctx;
+  o.maxBatch = maxBatch;
+  ASSERT_EQ(kiln::tool::runCompile(o), 0);
+  ASSERT_TRUE(c.ref.load(model, error)) << error;
+  ASSERT_TRUE(c.ref.prepareExecutor(ctx, error)) << error;
+  kiln_error_t err{};
+  ASSERT_EQ(kiln_artifact_open(path.c_str(), nullptr, &c.artifact, &err), KILN_STATUS_OK)
+      << err.message;
+  std::filesystem::remove(path); // mapped: stays valid
+  kiln_session_options_t so = kiln_session_options_default();
+  so.n_threads = 1;
+  ASSERT_EQ(kiln_session_create(c.artifact, &so, &c.session, &err), KILN_STATUS_OK)
+      << err.message;
+}
+
+float maxAbsDiff(const float *a, const float *b, size_t n) {
+  float m = 0;
+  for (size_t i = 0; i < n; ++i)
+    m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+TEST(ArtifactVsReference, Stories260KLastLogitsWithin1e4) {
+  std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
+  KILN_REQUIRE_FILE(model);
+  Compiled c;
+  ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, "f32", 128, 128, c));
+  std::vector<int32_t> prompt = c.ref.tokenizer->encode("Once upon a time", true);
+  ASSERT_EQ(prompt, (std::vector<int32_t>{1, 403, 407, 261, 378}));
+  kiln::Matrix ref;
+  std::string error;
+  ASSERT_TRUE(c.ref.executor->forward(prompt, 0, ref, error)) << error;
+  kiln_error_t err{};
+  ASSERT_EQ(kiln_session_prefill(c.session, prompt.data(), prompt.size(), &err), KILN_STATUS_OK)
+      << err.message;
+  float diff = maxAbsDiff(kiln_session_logits(c.session), ref.row(ref.rows() - 1).data(), 512);
+  std::cout << "max |logit difference| at the last prompt position: " << diff << "\n";
+  EXPECT_LE(diff, 1e-4f);
+}
+
+TEST(ArtifactVsReference, SyntheticGqaSequenceTracksReference) {
+  // Prefill 11 tokens in batches of 4 (the artifact's max batch), then decode 6.
+  kiln::llama::SyntheticOptions so;
+  auto &cfg = so.config;
+  cfg.vocabSize = 300, cfg.dim = 48, cfg.numLayers = 2, cfg.numHeads = 6, cfg.numKvHeads = 2;
+  cfg.headDim = 8, cfg.ffnDim = 100, cfg.contextLength = 32, cfg.ropeDims = 8;
+  std::string model = tempPath("synthetic.gguf"), error;
+  ASSERT_TRUE(kiln::llama::writeSyntheticLlama(so, model, error)) << error;
+  Compiled c;
+  ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, "f32", 32, 4, c));
+  std::filesystem::remove(model);
+
+  std::vector<int32_t> tokens = {1, 270, 5, 299, 42, 260, 261, 3, 100, 200, 7};
+  kiln::Matrix ref;
+  ASSERT_TRUE(c.ref.executor->forward(tokens, 0, ref, error)) << error;
+  kiln_error_t err{};
+  ASSERT_EQ(kiln_session_prefill(c.session, tokens.data(), tokens.size(), &err), KILN_STATUS_OK)
+      << err.message;
+  EXPECT_LE(maxAbsDiff(kiln_session_logits(c.session), ref.row(10).data(), 300), 1e-4f);
+  for (int32_t step = 0; step < 6; ++step) {
+    int32_t next = 259 + step * 7;
+    ASSERT_EQ(kiln_session_decode(c.session, next, &err), KILN_STATUS_OK) << err.message;
+    ASSERT_TRUE(c.ref.executor->forward({next}, uint32_t(tokens.size()) + step, ref, error))
+        << error;
+    EXPECT_LE(maxAbsDiff(kiln_session_logits(c.session), ref.row(0).data(), 300), 1e-4f)
+        << "decode step " << step;
+  }
+}
+
+} // namespace

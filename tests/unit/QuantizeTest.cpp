@@ -1,0 +1,278 @@
+// kiln runtime-min quantizers against llama.cpp: quantizing each record's input from
+// $KILN_TESTDATA_DIR/ggml-quant-vectors.bin (format in shared/testdata/README.md) must give
+// ggml's bytes exactly for f16, q8_0 and q4_0. Also the float -> half conversion: round
+// trips of all 65536 halves, round-to-nearest-even ties, overflow, subnormals, and (where
+// the CPU has F16C) agreement with vcvtps2ph on a sweep of float bit patterns.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "TestPaths.h"
+#include "kiln/quant.h"
+#include "kiln/quant_blocks.h"
+
+namespace {
+
+struct QuantRecord {
+  std::string name;
+  int32_t type = 0, nrows = 0, ncols = 0, rowBytes = 0, block = 0;
+  std::vector<float> input;       // nrows * ncols, what ggml quantized
+  std::vector<uint8_t> quantized; // nrows * rowBytes, ggml's bytes
+};
+
+struct QuantFile {
+  std::string error; // empty when parsed
+  std::vector<QuantRecord> records;
+};
+
+std::string vectorsPath() { return kiln::test::testdataDir() + "/ggml-quant-vectors.bin"; }
+
+// Bounds-checked little-endian cursor (as in DequantTest.cpp).
+struct Cursor {
+  const std::vector<uint8_t> &buf;
+  size_t pos = 0;
+  bool take(void *dst, size_t n) {
+    if (n > buf.size() - pos)
+      return false;
+    std::memcpy(dst, buf.data() + pos, n);
+    pos += n;
+    return true;
+  }
+};
+
+QuantFile parseVectors(const std::string &path) {
+  QuantFile f;
+  auto fail = [&f](std::string msg) {
+    f.error = std::move(msg);
+    return f;
+  };
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return fail("cannot open " + path);
+  const std::vector<uint8_t> buf((std::istreambuf_iterator<char>(in)), {});
+  Cursor c{buf};
+  char magic[4];
+  int32_t count = 0;
+  if (!c.take(magic, 4) || std::memcmp(magic, "KQV1", 4) != 0 || !c.take(&count, 4) || count < 0)
+    return fail("bad header");
+  for (int32_t r = 0; r < count; ++r) {
+    QuantRecord rec;
+    char name[17] = {};
+    int32_t hdr[5];
+    if (!c.take(name, 16) || !c.take(hdr, sizeof hdr))
+      return fail("truncated record header " + std::to_string(r));
+    rec.name = name;
+    rec.type = hdr[0], rec.nrows = hdr[1], rec.ncols = hdr[2], rec.rowBytes = hdr[3],
+    rec.block = hdr[4];
+    if (rec.nrows <= 0 || rec.ncols <= 0 || rec.rowBytes <= 0 || rec.nrows > 1024 ||
+        rec.ncols > (1 << 20) || rec.rowBytes > (1 << 24))
+      return fail("implausible sizes in record " + rec.name);
+    const size_t nvals = size_t(rec.nrows) * size_t(rec.ncols);
+    rec.input.resize(nvals);
+    rec.quantized.resize(size_t(rec.nrows) * size_t(rec.rowBytes));
+    std::vector<float> dequantized(nvals); // checked by DequantTest
+    if (!c.take(rec.input.data(), nvals * 4) ||
+        !c.take(rec.quantized.data(), rec.quantized.size()) ||
+        !c.take(dequantized.data(), nvals * 4))
+      return fail("truncated record " + rec.name);
+    f.records.push_back(std::move(rec));
+  }
+  if (c.pos != buf.size())
+    f.error = "trailing bytes after last record";
+  return f;
+}
+
+const QuantFile &quantFile() {
+  static const QuantFile f = parseVectors(vectorsPath());
+  return f;
+}
+
+uint32_t bitsOf(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+float fromBits(uint32_t b) {
+  float v;
+  std::memcpy(&v, &b, 4);
+  return v;
+}
+
+std::string hex(uint32_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+// The formats kiln quantizes exactly as ggml does.
+const char *const kQuantFormats[] = {"f16", "q8_0", "q4_0"};
+
+class QuantizeVectors : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(QuantizeVectors, MatchesGgmlBytes) {
+  const std::string path = vectorsPath();
+  KILN_REQUIRE_FILE(path);
+  const QuantFile &file = quantFile();
+  ASSERT_TRUE(file.error.empty()) << path << ": " << file.error;
+
+  const std::string format = GetParam();
+  int seen = 0;
+  for (const QuantRecord &rec : file.records) {
+    if (rec.name != format)
+      continue;
+    ++seen;
+    const uint32_t type = uint32_t(rec.type);
+    for (int32_t row = 0; row < rec.nrows; ++row) {
+      // An exactly sized destination at an odd address: blocks need no alignment.
+      std::vector<uint8_t> dst(size_t(rec.rowBytes) + 2, 0xAB);
+      const float *src = rec.input.data() + size_t(row) * size_t(rec.ncols);
+      ASSERT_EQ(kiln_quantize(type, src, dst.data() + 1, uint64_t(rec.ncols)), KILN_STATUS_OK);
+      EXPECT_EQ(dst[0], 0xAB) << "wrote before dst";
+      EXPECT_EQ(dst.back(), 0xAB) << "wrote past the row";
+      const uint8_t *want = rec.quantized.data() + size_t(row) * size_t(rec.rowBytes);
+      if (std::memcmp(dst.data() + 1, want, size_t(rec.rowBytes)) == 0)
+        continue;
+      size_t i = 0;
+      while (dst[1 + i] == want[i])
+        ++i;
+      FAIL() << format << " row " << row << ": first mismatch at byte " << i << " (block "
+             << i / kiln_ggml_block_bytes(type) << "): got " << int(dst[1 + i]) << ", want "
+             << int(want[i]);
+    }
+  }
+  EXPECT_GT(seen, 0) << "no record for " << format << " in " << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantizeVectors, ::testing::ValuesIn(kQuantFormats),
+                         [](const ::testing::TestParamInfo<const char *> &info) {
+                           return std::string(info.param);
+                         });
+
+// Quantizing what q8_0/q4_0 decode to gives the same blocks back (a fixed point), on an
+// unaligned source and with several blocks per row.
+TEST(Quantize, DequantizedBlocksAreFixedPoints) {
+  std::vector<float> x(256);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(float(i) * 0.37f) * float(1 + i % 7);
+  for (uint32_t type : {uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0)}) {
+    uint64_t bytes = 0;
+    ASSERT_EQ(kiln_ggml_row_bytes(type, x.size(), &bytes), KILN_STATUS_OK);
+    std::vector<uint8_t> q1(bytes), q2(bytes);
+    std::vector<float> y(x.size());
+    ASSERT_EQ(kiln_quantize(type, x.data(), q1.data(), x.size()), KILN_STATUS_OK);
+    ASSERT_EQ(kiln_dequantize(type, q1.data(), y.data(), y.size()), KILN_STATUS_OK);
+    ASSERT_EQ(kiln_quantize(type, y.data(), q2.data(), y.size()), KILN_STATUS_OK);
+    EXPECT_EQ(q1, q2) << kiln_ggml_type_name(type);
+  }
+}
+
+TEST(Quantize, F32IsACopy) {
+  const float in[3] = {1.5f, -0.0f, 1e-45f};
+  uint8_t out[13];
+  ASSERT_EQ(kiln_quantize(KILN_GGML_TYPE_F32, in, out + 1, 3), KILN_STATUS_OK);
+  EXPECT_EQ(std::memcmp(in, out + 1, sizeof in), 0);
+}
+
+TEST(Quantize, RejectsBadArguments) {
+  float src[64] = {};
+  uint8_t dst[128];
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q8_0, src, dst, 33), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q4_0, src, dst, 16), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q6_K, src, dst, 256), KILN_STATUS_UNSUPPORTED);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_BF16, src, dst, 4), KILN_STATUS_UNSUPPORTED);
+  EXPECT_EQ(kiln_quantize(4, src, dst, 32), KILN_STATUS_UNSUPPORTED);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q8_0, nullptr, dst, 32), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_F16, src, nullptr, 2), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q8_0, nullptr, nullptr, 0), KILN_STATUS_OK);
+}
+
+// Every half survives half -> float -> half; NaNs come back quiet with their payload.
+TEST(QuantizeFp16, AllHalvesRoundTrip) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+    const uint16_t want = uint16_t(nan ? (h | 0x200) : h);
+    ASSERT_EQ(kiln_fp32_to_fp16(kiln_fp16_to_fp32(uint16_t(h))), want) << "half " << hex(h);
+  }
+}
+
+// Exactly halfway between two adjacent halves rounds to the even one; a float ulp either
+// side rounds to the nearer. Covers subnormals, the normal range and both signs.
+TEST(QuantizeFp16, TiesRoundToEven) {
+  for (uint32_t h = 0; h < 0x7bff; ++h) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      const float lo = kiln_fp16_to_fp32(uint16_t(h | sign));
+      const float hi = kiln_fp16_to_fp32(uint16_t((h + 1) | sign));
+      const float mid = (lo + hi) / 2; // exact: one bit more than a half has
+      ASSERT_EQ(double(mid) * 2, double(lo) + double(hi));
+      const uint16_t even = uint16_t(((h & 1) ? h + 1 : h) | sign);
+      ASSERT_EQ(kiln_fp32_to_fp16(mid), even) << "midpoint after " << hex(h | sign);
+      ASSERT_EQ(kiln_fp32_to_fp16(std::nextafter(mid, lo)), uint16_t(h | sign)) << hex(h);
+      ASSERT_EQ(kiln_fp32_to_fp16(std::nextafter(mid, hi)), uint16_t((h + 1) | sign)) << hex(h);
+    }
+  }
+}
+
+TEST(QuantizeFp16, OverflowUnderflowAndSpecials) {
+  EXPECT_EQ(kiln_fp32_to_fp16(65504.0f), 0x7bff);
+  EXPECT_EQ(kiln_fp32_to_fp16(65519.996f), 0x7bff); // below the midpoint to 2^16
+  EXPECT_EQ(kiln_fp32_to_fp16(65520.0f), 0x7c00);   // the tie goes to even: inf
+  EXPECT_EQ(kiln_fp32_to_fp16(-1e6f), 0xfc00);
+  EXPECT_EQ(kiln_fp32_to_fp16(INFINITY), 0x7c00);
+  EXPECT_EQ(kiln_fp32_to_fp16(-INFINITY), 0xfc00);
+  EXPECT_EQ(kiln_fp32_to_fp16(std::ldexp(1.0f, -25)), 0x0000); // tie between 0 and 2^-24
+  EXPECT_EQ(kiln_fp32_to_fp16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);
+  EXPECT_EQ(kiln_fp32_to_fp16(-std::ldexp(1.0f, -26)), 0x8000);
+  EXPECT_EQ(kiln_fp32_to_fp16(1e-45f), 0x0000);                   // float subnormal
+  EXPECT_EQ(kiln_fp32_to_fp16(std::ldexp(1.0f, -14)), 0x0400);    // smallest normal half
+  EXPECT_EQ(kiln_fp32_to_fp16(std::ldexp(1023.5f, -24)), 0x0400); // rounds up into normals
+  EXPECT_EQ(kiln_fp32_to_fp16(-0.0f), 0x8000);
+  EXPECT_EQ(kiln_fp32_to_fp16(1.0f), 0x3c00);
+  EXPECT_EQ(kiln_fp32_to_fp16(fromBits(0x7fc00000u)), 0x7e00);
+  EXPECT_EQ(kiln_fp32_to_fp16(fromBits(0xff800001u)), 0xfe00); // sNaN: quieted
+  EXPECT_EQ(kiln_fp32_to_fp16(fromBits(0x7fbfe000u)), 0x7fff); // payload kept
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("f16c"))) uint16_t hardwareFp16(float f) {
+  return uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// vcvtps2ph on a stride through all 2^32 bit patterns (every exponent, both signs,
+// NaNs included) plus every float within 4 ulps of each half midpoint.
+TEST(QuantizeFp16, MatchesF16cHardware) {
+  if (!__builtin_cpu_supports("f16c"))
+    GTEST_SKIP() << "CPU without F16C";
+  uint64_t checked = 0;
+  auto check = [&checked](uint32_t bits) {
+    const float f = fromBits(bits);
+    ++checked;
+    return kiln_fp32_to_fp16(f) == hardwareFp16(f);
+  };
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 2039) {
+    ASSERT_TRUE(check(uint32_t(b))) << "float bits " << hex(uint32_t(b)) << ": kiln "
+                                    << hex(kiln_fp32_to_fp16(fromBits(uint32_t(b))))
+                                    << ", vcvtps2ph " << hex(hardwareFp16(fromBits(uint32_t(b))));
+  }
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    const uint32_t mid = bitsOf(kiln_fp16_to_fp32(uint16_t(h))) + (h >= 0x400 ? 0x1000 : 0);
+    for (int d = -4; d <= 4; ++d)
+      for (uint32_t sign : {0u, 0x80000000u})
+        ASSERT_TRUE(check((mid + uint32_t(d)) | sign)) << hex((mid + uint32_t(d)) | sign);
+  }
+  EXPECT_GT(checked, 2000000u);
+}
+#endif
+
+} // namespace

@@ -1,0 +1,262 @@
+// runtime-min loader: kiln_artifact_open on valid and damaged artifacts. Every damaged
+// file must give a non-zero status and a message saying what is wrong - never a crash
+// (this file also runs under ASan/UBSan, see CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include "tests/unit/RuntimeFakeArtifact.h"
+
+using namespace kiln::test;
+using kiln::artifact::ArtifactContents;
+using kiln::artifact::serializeArtifact;
+
+namespace {
+
+#define EXPECT_FAILS_WITH(result, text)                                                  \
+  do {                                                                                   \
+    OpenResult r_ = (result);                                                            \
+    EXPECT_NE(r_.status, KILN_STATUS_OK);                                                \
+    EXPECT_NE(r_.message.find(text), std::string::npos) << "message: " << r_.message;    \
+  } while (0)
+
+TEST(RuntimeArtifact, OpensFakeArtifact) {
+  std::vector<uint8_t> bytes = fakeArtifact();
+  TempFile f(bytes);
+  kiln_artifact_t *a = nullptr;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_artifact_open(f.path().c_str(), nullptr, &a, &err), KILN_STATUS_OK)
+      << err.message;
+  EXPECT_STREQ(err.message, "");
+  kiln_artifact_info_t info;
+  kiln_artifact_info(a, &info);
+  EXPECT_STREQ(info.target_name, "x86-64-fake");
+  EXPECT_STREQ(info.arch, "llama");
+  EXPECT_EQ(info.vocab_size, fakeTokenizer().tokens.size());
+  EXPECT_EQ(info.max_ctx, kFakeMaxCtx);
+  EXPECT_EQ(info.max_batch, kFakeMaxBatch);
+  EXPECT_EQ(info.weight_bytes_per_token, 12345u);
+  EXPECT_EQ(info.num_tensors, 1u);
+  EXPECT_EQ(info.bos_id, 1);
+  EXPECT_EQ(info.eos_id, 2);
+  EXPECT_EQ(info.file_bytes, bytes.size());
+  kiln_artifact_close(a);
+}
+
+TEST(RuntimeArtifact, LoadsCodeThroughTemporaryFile) {
+  setenv("KILN_NO_MEMFD", "1", 1);
+  OpenResult r = openBytes(fakeArtifact());
+  unsetenv("KILN_NO_MEMFD");
+  EXPECT_EQ(r.status, KILN_STATUS_OK) << r.message;
+}
+
+TEST(RuntimeArtifact, MissingFile) {
+  kiln_artifact_t *a = nullptr;
+  kiln_error_t err;
+  EXPECT_EQ(kiln_artifact_open("/nonexistent/x.kiln", nullptr, &a, &err), KILN_STATUS_IO_ERROR);
+  EXPECT_NE(std::string(err.message).find("cannot open"), std::string::npos);
+  EXPECT_EQ(a, nullptr);
+  EXPECT_EQ(kiln_artifact_open(nullptr, nullptr, &a, nullptr), KILN_STATUS_INVALID_ARGUMENT);
+}
+
+TEST(RuntimeArtifact, TruncatedAnywhere) {
+  const std::vector<uint8_t> bytes = fakeArtifact();
+  for (size_t len = 0; len <= KILN_ARTIFACT_PREAMBLE_SIZE; ++len) {
+    SCOPED_TRACE(len);
+    EXPECT_FAILS_WITH(openBytes({bytes.begin(), bytes.begin() + long(len)}), "truncated");
+  }
+  for (size_t k = 1; k < 64; ++k) {
+    const size_t len = bytes.size() * k / 64;
+    SCOPED_TRACE(len);
+    EXPECT_FAILS_WITH(openBytes({bytes.begin(), bytes.begin() + long(len)}), "truncated");
+  }
+}
+
+TEST(RuntimeArtifact, EveryPreambleByteFlipped) {
+  const std::vector<uint8_t> bytes = fakeArtifact();
+  for (size_t i = 0; i < KILN_ARTIFACT_PREAMBLE_SIZE; ++i) {
+    SCOPED_TRACE(i);
+    std::vector<uint8_t> b = bytes;
+    b[i] ^= 0x10;
+    OpenResult r = openBytes(b);
+    EXPECT_NE(r.status, KILN_STATUS_OK);
+    EXPECT_FALSE(r.message.empty());
+  }
+}
+
+TEST(RuntimeArtifact, FlippedByteInEachSection) {
+  const std::vector<uint8_t> bytes = fakeArtifact();
+  const kiln_artifact_preamble_t p = preambleOf(bytes);
+  std::vector<uint8_t> b = bytes;
+  b[p.header_offset + p.header_size / 2] ^= 1;
+  EXPECT_FAILS_WITH(openBytes(b), "header checksum mismatch");
+
+  const ArtifactContents c = fakeContents();
+  const size_t weightsAt = (p.header_offset + p.header_size + 4095) / 4096 * 4096;
+  b = bytes;
+  b[weightsAt + c.weights.size() / 2] ^= 0x80;
+  EXPECT_FAILS_WITH(openBytes(b), "section 0 (weights): checksum mismatch");
+
+  const size_t codeAt = (weightsAt + c.weights.size() + 63) / 64 * 64;
+  ASSERT_EQ(codeAt + c.code.size(), bytes.size());
+  b = bytes;
+  b[codeAt + c.code.size() / 2] ^= 0x01;
+  EXPECT_FAILS_WITH(openBytes(b), "section 1 (code): checksum mismatch");
+}
+
+TEST(RuntimeArtifact, WrongMagicAndVersion) {
+  std::vector<uint8_t> b = fakeArtifact();
+  b[0] = 'X';
+  EXPECT_FAILS_WITH(openBytes(b), "bad magic");
+  b = fakeArtifact();
+  kiln_artifact_preamble_t p = preambleOf(b);
+  p.format_version = KILN_ARTIFACT_FORMAT_VERSION + 1;
+  std::memcpy(b.data(), &p, sizeof p);
+  OpenResult r = openBytes(b);
+  EXPECT_EQ(r.status, KILN_STATUS_UNSUPPORTED);
+  EXPECT_NE(r.message.find("unsupported artifact format version 2"), std::string::npos)
+      << r.message;
+}
+
+TEST(RuntimeArtifact, HeaderChecksumMismatch) {
+  std::vector<uint8_t> b = fakeArtifact();
+  kiln_artifact_preamble_t p = preambleOf(b);
+  p.header_xxh64 ^= 1;
+  std::memcpy(b.data(), &p, sizeof p);
+  EXPECT_FAILS_WITH(openBytes(b), "header checksum mismatch");
+}
+
+TEST(RuntimeArtifact, WrongFileIdentifier) {
+  std::vector<uint8_t> b = fakeArtifact();
+  const kiln_artifact_preamble_t p = preambleOf(b);
+  b[p.header_offset + 4] = 'X'; // "KLN1" -> "XLN1"
+  rehashHeader(b);
+  EXPECT_FAILS_WITH(openBytes(b), "identifier \"KLN1\"");
+}
+
+TEST(RuntimeArtifact, WrongAbiVersion) {
+  ArtifactContents c = fakeContents();
+  c.target.abiVersion = 2;
+  OpenResult r = openBytes(serializeArtifact(c));
+  EXPECT_EQ(r.status, KILN_STATUS_UNSUPPORTED);
+  EXPECT_NE(r.message.find("ABI version 2"), std::string::npos) << r.message;
+}
+
+TEST(RuntimeArtifact, WrongIsa) {
+  ArtifactContents c = fakeContents();
+  c.target.triple = "aarch64-linux-android";
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "the code is for 'aarch64-linux-android'");
+}
+
+TEST(RuntimeArtifact, MissingCpuFeature) {
+  // This machine (AMD, AVX-512) has no AMX.
+  ArtifactContents c = fakeContents();
+  c.target.features = {"avx2", "amx-tile"};
+  OpenResult r = openBytes(serializeArtifact(c));
+  EXPECT_EQ(r.status, KILN_STATUS_UNSUPPORTED);
+  EXPECT_NE(r.message.find("'amx-tile', which this CPU lacks"), std::string::npos) << r.message;
+}
+
+TEST(RuntimeArtifact, UnknownCpuFeature) {
+  ArtifactContents c = fakeContents();
+  c.target.features = {"sse2", "quantum-tunnelling"};
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)),
+                    "'quantum-tunnelling', which this runtime does not know");
+}
+
+TEST(RuntimeArtifact, TensorOutsideWeights) {
+  ArtifactContents c = fakeContents();
+  c.tensors[0].offset = c.weights.size() - 16;
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)),
+                    "tensor 'token_embd.weight': bytes");
+  c = fakeContents();
+  c.tensors[0].offset = ~0ull - 8; // offset + size wraps around
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "outside the");
+}
+
+TEST(RuntimeArtifact, SectionOutsideFile) {
+  const std::vector<uint8_t> bytes = fakeArtifact();
+  const ArtifactContents c = fakeContents();
+  const uint64_t codeSize = c.code.size();
+  std::vector<uint8_t> b = bytes;
+  patchHeaderU64(b, codeSize, codeSize + 64);
+  EXPECT_FAILS_WITH(openBytes(b), "section 1 (code): range");
+  b = bytes;
+  patchHeaderU64(b, codeSize, ~0ull);
+  EXPECT_FAILS_WITH(openBytes(b), "is outside the file");
+  b = bytes;
+  const uint64_t codeAt = bytes.size() - codeSize;
+  patchHeaderU64(b, codeAt, codeAt + 1); // misaligned (and checksummed bytes shift)
+  EXPECT_FAILS_WITH(openBytes(b), "section 1 (code)");
+}
+
+TEST(RuntimeArtifact, MemoryPlanZero) {
+  ArtifactContents c = fakeContents();
+  c.memory.maxCtx = 0;
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "max_ctx 0");
+  c = fakeContents();
+  c.memory.maxBatch = 0;
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "max_batch 0");
+  c = fakeContents();
+  c.memory.kvBytes = ~0ull;
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "absurd");
+}
+
+TEST(RuntimeArtifact, ConfigMismatch) {
+  ArtifactContents c = fakeContents();
+  c.config.vocabSize += 1;
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "the tokenizer has");
+  c = fakeContents();
+  c.config.numKvHeads = 3;
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "inconsistent");
+  c = fakeContents();
+  c.tokenizer.tokens[5] = c.tokenizer.tokens[6]; // duplicate text
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "tokenizer table is invalid");
+  c = fakeContents();
+  c.tokenizer.scores.pop_back();
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "scores");
+}
+
+TEST(RuntimeArtifact, CodeNotElf) {
+  ArtifactContents c = fakeContents();
+  const char junk[] = "this is not an ELF shared object";
+  c.code.assign(junk, junk + sizeof junk);
+  OpenResult r = openBytes(serializeArtifact(c));
+  EXPECT_EQ(r.status, KILN_STATUS_UNSUPPORTED);
+  EXPECT_NE(r.message.find("not a loadable shared object"), std::string::npos) << r.message;
+}
+
+TEST(RuntimeArtifact, MissingEntrySymbol) {
+  ArtifactContents c = fakeContents();
+  c.target.entry = "kiln_no_such_entry";
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)),
+                    "does not export the entry point 'kiln_no_such_entry'");
+}
+
+TEST(RuntimeArtifact, NoCodeSection) {
+  ArtifactContents c = fakeContents();
+  c.code.clear();
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "no code section");
+}
+
+// Every 5th header byte changed, with the checksum fixed so the FlatBuffer reader itself
+// meets the damage: any status is fine, a crash or sanitizer report is not.
+TEST(RuntimeArtifact, HeaderBytesScrambledPastChecksum) {
+  const std::vector<uint8_t> bytes = fakeArtifact();
+  const kiln_artifact_preamble_t p = preambleOf(bytes);
+  size_t failures = 0, cases = 0;
+  for (size_t i = 0; i < p.header_size; i += 5) {
+    for (uint8_t x : {uint8_t(0xFF), uint8_t(0x80)}) {
+      std::vector<uint8_t> b = bytes;
+      b[p.header_offset + i] ^= x;
+      rehashHeader(b);
+      OpenResult r = openBytes(b);
+      ++cases;
+      if (r.status != KILN_STATUS_OK) {
+        ++failures;
+        EXPECT_FALSE(r.message.empty()) << "byte " << i;
+      }
+    }
+  }
+  EXPECT_GT(failures, cases / 4); // most of the header is offsets, counts and ids
+}
+
+} // namespace

@@ -1,0 +1,364 @@
+// runtime-min executor: sessions on the fake artifact (positions, batching, context
+// limit, logits), the sampler, the tokenizer through the artifact, the thread pool, and an
+// allocation-failure stress test (also run under ASan, which reports any leak).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <memory>
+
+extern "C" {
+#include "runtime-min/src/exec/pool.h"
+}
+#include "tests/unit/RuntimeFakeArtifact.h"
+
+using namespace kiln::test;
+
+namespace {
+
+// The fake artifact, opened once per test.
+class RuntimeSession : public ::testing::Test {
+protected:
+  void SetUp() override {
+    file_ = std::make_unique<TempFile>(fakeArtifact());
+    kiln_error_t err;
+    ASSERT_EQ(kiln_artifact_open(file_->path().c_str(), nullptr, &a_, &err), KILN_STATUS_OK)
+        << err.message;
+    kiln_artifact_info(a_, &info_);
+  }
+  void TearDown() override { kiln_artifact_close(a_); }
+
+  kiln_session_t *session(uint32_t threads = 1) {
+    kiln_session_options_t o = kiln_session_options_default();
+    o.n_threads = threads;
+    kiln_session_t *s = nullptr;
+    kiln_error_t err;
+    EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_OK) << err.message;
+    return s;
+  }
+
+  // The fake model's prediction for a row: argmax must be (token + 1) % vocab.
+  int32_t argmaxOf(const float *row) const {
+    int32_t best = 0;
+    for (uint32_t i = 1; i < info_.vocab_size; ++i)
+      if (row[i] > row[best])
+        best = int32_t(i);
+    return best;
+  }
+
+  std::unique_ptr<TempFile> file_;
+  kiln_artifact_t *a_ = nullptr;
+  kiln_artifact_info_t info_;
+};
+
+TEST_F(RuntimeSession, PrefillDecodeAndLogits) {
+  for (uint32_t threads : {1u, 3u}) {
+    kiln_session_t *s = session(threads);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(kiln_session_logits(s), nullptr);
+    std::vector<int32_t> toks;
+    for (int i = 0; i < 19; ++i) // 3 batches of <= 8
+      toks.push_back(10 + i);
+    kiln_error_t err;
+    ASSERT_EQ(kiln_session_prefill(s, toks.data(), toks.size(), &err), KILN_STATUS_OK)
+        << err.message;
+    EXPECT_EQ(kiln_session_n_past(s), 19u);
+    uint32_t rows = 0, first = 0;
+    const float *all = kiln_session_batch_logits(s, &rows, &first);
+    ASSERT_NE(all, nullptr);
+    EXPECT_EQ(rows, 3u);
+    EXPECT_EQ(first, 16u);
+    for (uint32_t r = 0; r < rows; ++r)
+      EXPECT_EQ(argmaxOf(all + r * info_.vocab_size), toks[16 + r] + 1);
+    EXPECT_EQ(argmaxOf(kiln_session_logits(s)), 29);
+    int32_t next = -1;
+    ASSERT_EQ(kiln_session_sample(s, &next, &err), KILN_STATUS_OK);
+    EXPECT_EQ(next, 29);
+    ASSERT_EQ(kiln_session_decode(s, next, &err), KILN_STATUS_OK) << err.message;
+    EXPECT_EQ(kiln_session_n_past(s), 20u);
+    EXPECT_EQ(argmaxOf(kiln_session_logits(s)), 30);
+    kiln_session_stats_t st;
+    kiln_session_stats(s, &st);
+    EXPECT_EQ(st.prefill_tokens, 19u);
+    EXPECT_EQ(st.decode_tokens, 1u);
+    EXPECT_EQ(st.weight_bytes_per_token, 12345u);
+    EXPECT_EQ(st.n_threads, threads);
+    EXPECT_GT(st.ttft_s, 0.0);
+    EXPECT_GE(st.peak_memory_bytes, st.session_bytes + info_.file_bytes);
+    EXPECT_GE(st.session_bytes, info_.kv_bytes + 8 * info_.vocab_size * sizeof(float));
+    kiln_session_destroy(s);
+  }
+}
+
+TEST_F(RuntimeSession, ContextLimitRefusedNoWrap) {
+  kiln_session_t *s = session();
+  std::vector<int32_t> toks(kFakeMaxCtx - 1, 5);
+  kiln_error_t err;
+  ASSERT_EQ(kiln_session_prefill(s, toks.data(), toks.size(), &err), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_session_decode(s, 7, &err), KILN_STATUS_OK); // position 63: the last
+  EXPECT_EQ(kiln_session_decode(s, 7, &err), KILN_STATUS_OUT_OF_RANGE);
+  EXPECT_NE(std::string(err.message).find("exceed the context of 64"), std::string::npos)
+      << err.message;
+  EXPECT_EQ(kiln_session_n_past(s), kFakeMaxCtx); // unchanged
+  kiln_session_reset(s);
+  EXPECT_EQ(kiln_session_n_past(s), 0u);
+  EXPECT_EQ(kiln_session_logits(s), nullptr);
+  std::vector<int32_t> tooMany(kFakeMaxCtx + 1, 5);
+  EXPECT_EQ(kiln_session_prefill(s, tooMany.data(), tooMany.size(), &err),
+            KILN_STATUS_OUT_OF_RANGE);
+  EXPECT_EQ(kiln_session_n_past(s), 0u);
+  ASSERT_EQ(kiln_session_prefill(s, toks.data(), 4, &err), KILN_STATUS_OK) << err.message;
+  kiln_session_destroy(s);
+}
+
+TEST_F(RuntimeSession, BadTokensAndArguments) {
+  kiln_session_t *s = session();
+  kiln_error_t err;
+  int32_t bad[] = {1, 2, int32_t(info_.vocab_size)};
+  EXPECT_EQ(kiln_session_prefill(s, bad, 3, &err), KILN_STATUS_OUT_OF_RANGE);
+  EXPECT_NE(std::string(err.message).find("outside the vocabulary"), std::string::npos);
+  EXPECT_EQ(kiln_session_decode(s, -1, &err), KILN_STATUS_OUT_OF_RANGE);
+  EXPECT_EQ(kiln_session_n_past(s), 0u);
+  int32_t tok;
+  EXPECT_EQ(kiln_session_sample(s, &tok, &err), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_prefill(s, nullptr, 2, &err), KILN_STATUS_INVALID_ARGUMENT);
+  kiln_session_destroy(s);
+  kiln_session_options_t o = kiln_session_options_default();
+  o.n_threads = 5000;
+  EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(s, nullptr);
+  kiln_allocator_t half = {nullptr, nullptr, nullptr};
+  o = kiln_session_options_default();
+  o.allocator = &half;
+  EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_INVALID_ARGUMENT);
+}
+
+TEST_F(RuntimeSession, TokenizerRoundTrip) {
+  const std::string text = "hello world, héllo\tworld!";
+  size_t n = 0;
+  kiln_error_t err;
+  EXPECT_EQ(kiln_artifact_tokenize(a_, text.data(), text.size(), 1, nullptr, 0, &n, &err),
+            KILN_STATUS_BUFFER_TOO_SMALL);
+  std::vector<int32_t> ids(n);
+  ASSERT_EQ(kiln_artifact_tokenize(a_, text.data(), text.size(), 1, ids.data(), n, &n, &err),
+            KILN_STATUS_OK) << err.message;
+  EXPECT_EQ(ids[0], 1); // BOS
+  std::string back;
+  for (int32_t id : ids) {
+    char buf[64];
+    size_t len = 0;
+    ASSERT_EQ(kiln_artifact_detokenize(a_, id, buf, sizeof buf, &len, &err), KILN_STATUS_OK);
+    back.append(buf, len);
+  }
+  EXPECT_EQ(back, " " + text); // the SPM space prefix
+  // "▁hello" is one token.
+  EXPECT_EQ(kiln_artifact_tokenize(a_, "hello", 5, 0, ids.data(), ids.size(), &n, &err),
+            KILN_STATUS_OK);
+  ASSERT_EQ(n, 1u);
+  char buf[8];
+  size_t len;
+  EXPECT_EQ(kiln_artifact_detokenize(a_, ids[0], buf, sizeof buf, &len, &err), KILN_STATUS_OK);
+  EXPECT_EQ(std::string(buf, len), " hello");
+  EXPECT_EQ(kiln_artifact_detokenize(a_, int32_t(info_.vocab_size), buf, 8, &len, &err),
+            KILN_STATUS_OUT_OF_RANGE);
+  EXPECT_EQ(kiln_artifact_detokenize(a_, ids[0], buf, 2, &len, &err),
+            KILN_STATUS_BUFFER_TOO_SMALL);
+}
+
+TEST(RuntimeSampler, GreedyLowestIdOnTies) {
+  kiln_sampler_t *s = nullptr;
+  ASSERT_EQ(kiln_sampler_create(6, nullptr, nullptr, &s, nullptr), KILN_STATUS_OK);
+  const float logits[6] = {1, 5, NAN, 5, -INFINITY, 2};
+  int32_t tok = -1;
+  ASSERT_EQ(kiln_sampler_sample(s, logits, &tok, nullptr), KILN_STATUS_OK);
+  EXPECT_EQ(tok, 1);
+  kiln_sampler_destroy(s);
+}
+
+TEST(RuntimeSampler, TopKTopPAndSeeds) {
+  const uint32_t vocab = 100;
+  std::vector<float> logits(vocab);
+  for (uint32_t i = 0; i < vocab; ++i)
+    logits[i] = float(i % 10) * 0.5f; // ids 9, 19, ... share the top logit
+  kiln_sampler_params_t p = {1.0f, 3, 1.0f, 42};
+  kiln_sampler_t *s = nullptr;
+  ASSERT_EQ(kiln_sampler_create(vocab, &p, nullptr, &s, nullptr), KILN_STATUS_OK);
+  std::map<int32_t, int> seen;
+  std::vector<int32_t> first;
+  for (int i = 0; i < 2000; ++i) {
+    int32_t t;
+    ASSERT_EQ(kiln_sampler_sample(s, logits.data(), &t, nullptr), KILN_STATUS_OK);
+    seen[t]++;
+    if (i < 50)
+      first.push_back(t);
+  }
+  // top-k 3 keeps the three lowest ids among the tied best: 9, 19, 29.
+  EXPECT_EQ(seen.size(), 3u);
+  for (int32_t id : {9, 19, 29})
+    EXPECT_GT(seen[id], 500) << id;
+  // Same seed, same sequence.
+  ASSERT_EQ(kiln_sampler_set_params(s, &p, nullptr), KILN_STATUS_OK);
+  for (int32_t want : first) {
+    int32_t t;
+    kiln_sampler_sample(s, logits.data(), &t, nullptr);
+    EXPECT_EQ(t, want);
+  }
+  // top-p: one dominant logit takes all the mass.
+  logits[42] = 100.0f;
+  p = {0.8f, 0, 0.5f, 7};
+  ASSERT_EQ(kiln_sampler_set_params(s, &p, nullptr), KILN_STATUS_OK);
+  for (int i = 0; i < 200; ++i) {
+    int32_t t;
+    kiln_sampler_sample(s, logits.data(), &t, nullptr);
+    EXPECT_EQ(t, 42);
+  }
+  // Temperature: high temperature spreads over all tokens, tiny over the best.
+  logits[42] = 4.5f;
+  p = {50.0f, 0, 1.0f, 1};
+  kiln_sampler_set_params(s, &p, nullptr);
+  seen.clear();
+  for (int i = 0; i < 5000; ++i) {
+    int32_t t;
+    kiln_sampler_sample(s, logits.data(), &t, nullptr);
+    seen[t]++;
+  }
+  EXPECT_GT(seen.size(), 90u);
+  kiln_error_t err;
+  p = {1.0f, -1, 1.0f, 0};
+  EXPECT_EQ(kiln_sampler_set_params(s, &p, &err), KILN_STATUS_INVALID_ARGUMENT);
+  p = {1.0f, 0, 0.0f, 0};
+  EXPECT_EQ(kiln_sampler_set_params(s, &p, &err), KILN_STATUS_INVALID_ARGUMENT);
+  p = {NAN, 0, 1.0f, 0};
+  EXPECT_EQ(kiln_sampler_set_params(s, &p, &err), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("temperature"), std::string::npos);
+  kiln_sampler_destroy(s);
+}
+
+TEST(RuntimePool, EveryTaskRunsOnce) {
+  struct Malloc {
+    static void *alloc(void *, size_t size, size_t alignment) {
+      void *p = nullptr;
+      return posix_memalign(&p, alignment < sizeof(void *) ? sizeof(void *) : alignment, size)
+                 ? nullptr
+                 : p;
+    }
+    static void release(void *, void *ptr, size_t) { free(ptr); }
+  };
+  kiln_allocator_t alloc = {Malloc::alloc, Malloc::release, nullptr};
+  kiln_error_t err;
+  for (uint32_t threads : {1u, 2u, 4u}) {
+    kiln_pool_t *pool = nullptr;
+    ASSERT_EQ(kiln_pool_create(threads, &alloc, &pool, &err), KILN_STATUS_OK);
+    constexpr int kJobs = 1000;
+    std::vector<std::atomic<int>> hits(257);
+    for (int job = 0; job < kJobs; ++job) {
+      const int32_t n = 1 + job % 257;
+      struct Arg {
+        std::vector<std::atomic<int>> *hits;
+      } arg{&hits};
+      kiln_pool_parallel_for(
+          pool,
+          [](void *p, int32_t task, int32_t) { (*static_cast<Arg *>(p)->hits)[task]++; },
+          &arg, n);
+    }
+    long total = 0;
+    for (auto &h : hits)
+      total += h.load();
+    long want = 0;
+    for (int job = 0; job < kJobs; ++job)
+      want += 1 + job % 257;
+    EXPECT_EQ(total, want);
+    EXPECT_EQ(hits[0].load(), kJobs);
+    kiln_pool_destroy(pool);
+  }
+}
+
+// An allocator that fails the k-th call and tracks what is outstanding.
+struct FailingAllocator {
+  long calls = 0, failAt = 0;
+  long live = 0;
+  size_t liveBytes = 0;
+  static void *alloc(void *user, size_t size, size_t alignment) {
+    auto *f = static_cast<FailingAllocator *>(user);
+    if (++f->calls == f->failAt)
+      return nullptr;
+    void *p = nullptr;
+    if (posix_memalign(&p, alignment < sizeof(void *) ? sizeof(void *) : alignment, size))
+      return nullptr;
+    f->live++;
+    f->liveBytes += size;
+    return p;
+  }
+  static void release(void *user, void *ptr, size_t size) {
+    auto *f = static_cast<FailingAllocator *>(user);
+    f->live--;
+    f->liveBytes -= size;
+    free(ptr);
+  }
+};
+
+TEST(RuntimeAllocation, EveryAllocationFailureIsClean) {
+  TempFile file(fakeArtifact());
+  bool succeeded = false;
+  for (long k = 1; k < 100 && !succeeded; ++k) {
+    SCOPED_TRACE(k);
+    FailingAllocator f;
+    f.failAt = k;
+    kiln_allocator_t alloc = {FailingAllocator::alloc, FailingAllocator::release, &f};
+    kiln_artifact_t *a = nullptr;
+    kiln_session_t *s = nullptr;
+    kiln_error_t err;
+    kiln_status_t st = kiln_artifact_open(file.path().c_str(), &alloc, &a, &err);
+    if (st == KILN_STATUS_OK) {
+      kiln_session_options_t o = kiln_session_options_default();
+      o.allocator = &alloc;
+      o.n_threads = 2;
+      st = kiln_session_create(a, &o, &s, &err);
+      if (st == KILN_STATUS_OK) {
+        const int32_t toks[3] = {4, 5, 6};
+        EXPECT_EQ(kiln_session_prefill(s, toks, 3, &err), KILN_STATUS_OK);
+        const long before = f.calls;
+        int32_t t;
+        EXPECT_EQ(kiln_session_sample(s, &t, &err), KILN_STATUS_OK);
+        EXPECT_EQ(kiln_session_decode(s, t, &err), KILN_STATUS_OK);
+        EXPECT_EQ(f.calls, before) << "prefill/decode/sample must not allocate";
+        succeeded = true;
+        EXPECT_EQ(f.calls, k - 1); // every allocation succeeded
+        kiln_session_destroy(s);
+      } else {
+        EXPECT_EQ(s, nullptr);
+      }
+      kiln_artifact_close(a);
+    } else {
+      EXPECT_EQ(a, nullptr);
+    }
+    if (!succeeded) {
+      EXPECT_EQ(st, KILN_STATUS_OUT_OF_MEMORY);
+      EXPECT_NE(std::string(err.message).find("cannot allocate"), std::string::npos)
+          << err.message;
+    }
+    EXPECT_EQ(f.live, 0) << "leaked allocations";
+    EXPECT_EQ(f.liveBytes, 0u);
+  }
+  EXPECT_TRUE(succeeded);
+}
+
+TEST(RuntimeAllocation, MisalignedAllocatorIsRefused) {
+  TempFile file(fakeArtifact());
+  struct Bad {
+    static void *alloc(void *, size_t size, size_t) {
+      char *p = static_cast<char *>(malloc(size + 1));
+      return p ? p + 1 : nullptr;
+    }
+    static void release(void *, void *ptr, size_t) { free(static_cast<char *>(ptr) - 1); }
+  };
+  kiln_allocator_t alloc = {Bad::alloc, Bad::release, nullptr};
+  kiln_artifact_t *a = nullptr;
+  kiln_error_t err;
+  EXPECT_EQ(kiln_artifact_open(file.path().c_str(), &alloc, &a, &err),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("not aligned"), std::string::npos) << err.message;
+}
+
+} // namespace
