@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 # llama.cpp's reference values, from ../shared/models/README.md.
 GREEDY_PROMPT = "Once upon a time"
@@ -48,9 +49,11 @@ def run(cmd):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["greedy", "top-logit", *PPL_CASES])
+    ap.add_argument("case", choices=["greedy", "top-logit", "static-obj", *PPL_CASES])
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--models", default="../shared/models")
+    ap.add_argument("--src", help="source root (static-obj: the harness and headers)")
+    ap.add_argument("--cc", default="cc", help="C compiler (static-obj)")
     a = ap.parse_args()
     models = os.environ.get("KILN_MODELS_DIR") or a.models
 
@@ -71,6 +74,24 @@ def main():
         print(f"top token {tok} logit {logit:.4f} (llama.cpp: {TOP_TOKEN} {TOP_LOGIT})")
         if tok != TOP_TOKEN or abs(logit - TOP_LOGIT) > TOP_TOL:
             fail(f"want token {TOP_TOKEN} at {TOP_LOGIT} +/- {TOP_TOL}")
+    elif a.case == "static-obj":
+        # --emit=obj + header, linked statically with a C harness, no runtime, no artifact.
+        with tempfile.TemporaryDirectory() as d:
+            run([a.kiln, "compile", need(models, "stories260K.gguf"), "--emit=obj",
+                 "-o", os.path.join(d, "model.o")])
+            exe = os.path.join(d, "harness")
+            run([a.cc, "-O2", "-I", os.path.join(a.src, "runtime-min", "include"), "-I", d,
+                 os.path.join(a.src, "tests", "e2e", "static_link_example.c"),
+                 os.path.join(d, "model.o"), "-o", exe])
+            p = run([exe])
+        print(p.stdout.strip())
+        m = re.search(r"^top (\d+) (-?[0-9.]+)$", p.stdout, re.M)
+        if not m or int(m.group(1)) != TOP_TOKEN or abs(float(m.group(2)) - TOP_LOGIT) > TOP_TOL:
+            fail(f"statically linked code: want top token {TOP_TOKEN} at {TOP_LOGIT}")
+        if "greedy 432 383 286 261 376 298 315 421" not in p.stdout:
+            fail("statically linked code: greedy tokens differ from the reference text")
+        if "bad token -> -1" not in p.stdout:
+            fail("statically linked code ran an out-of-vocabulary token")
     else:
         model, text, want, tol = PPL_CASES[a.case]
         p = run([a.kiln, "ppl", need(models, model), need(models, text), "--ctx", "256"])
