@@ -11,6 +11,14 @@ uint64_t WeightView::numRows() const {
   return rows;
 }
 
+void WeightStore::addOwnedF32(const std::string &name, std::vector<uint64_t> dims,
+                              std::vector<float> data) {
+  std::vector<float> &backing = owned_[name];
+  backing = std::move(data);
+  add(WeightView{name, 0 /* f32 */, std::move(dims),
+                 reinterpret_cast<const uint8_t *>(backing.data()), backing.size() * 4});
+}
+
 const WeightView *WeightStore::find(const std::string &name) const {
   auto it = views_.find(name);
   return it == views_.end() ? nullptr : &it->second;

@@ -28,6 +28,9 @@ struct WeightView {
 class WeightStore {
 public:
   void add(WeightView view) { views_[view.name] = std::move(view); }
+  // Adds (or replaces) a tensor whose fp32 bytes the store owns - a weight a pass derived.
+  void addOwnedF32(const std::string &name, std::vector<uint64_t> dims,
+                   std::vector<float> data);
   const WeightView *find(const std::string &name) const;
   const std::map<std::string, WeightView> &all() const { return views_; }
 
@@ -37,6 +40,7 @@ public:
 
 private:
   std::map<std::string, WeightView> views_;
+  std::map<std::string, std::vector<float>> owned_; // backing of addOwnedF32 views
 };
 
 } // namespace kiln

@@ -106,8 +106,14 @@ OwningOpRef<ModuleOp> Builder::build(std::string &error) {
   Value x = b.create<EmbedOp>(loc("token_embd.weight"), act(c.dim), tokens,
                               b.getStringAttr("token_embd.weight"),
                               StorageFormatAttr::get(&ctx, format("token_embd.weight")));
-  for (uint32_t l = 0; l < c.numLayers; ++l)
+  for (uint32_t l = 0; l < c.numLayers; ++l) {
+    Operation *before = x.getDefiningOp();
     x = decoderLayer(l, x, positions);
+    // Every op of decoder layer l carries kiln.layer = l, so analyses and slimming passes
+    // can find a layer's ops without pattern-matching the residual stream.
+    for (Operation *op = before->getNextNode(); op; op = op->getNextNode())
+      op->setAttr("kiln.layer", b.getI32IntegerAttr(int32_t(l)));
+  }
   x = rmsNorm(x, "output_norm.weight");
   std::string out = c.outputWeight();
   Value logits = b.create<LogitsOp>(loc(out), act(c.vocabSize), x, b.getStringAttr(out),

@@ -1,0 +1,37 @@
+//===- DerivedWeights.h - weights that passes derive from stored ones -----===//
+//
+// A pass that needs a new weight (the rows of wq for the heads it keeps, a scaled
+// matrix, ...) never touches bytes: it records the recipe in the module attribute
+// `kiln.derived_weights`, a dictionary from the new name to a recipe dictionary:
+//   {source = "blk.0.attn_q.weight", op = "select_rows", indices = array<i64: 0, 1, 3>}
+//   {source = "blk.0.attn_output.weight", op = "select_cols", indices = array<i64: ...>}
+//   {source = "blk.0.attn_output.weight", op = "scale", factor = 0.5 : f32}
+// Recipes may name other derived weights as their source. materializeDerivedWeights turns
+// the recipes into fp32 tensors owned by the store, so the executor and the code
+// generator see derived weights exactly like stored ones, and the IR stays the single
+// record of what was done.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H
+#define KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H
+
+#include <string>
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "compiler/weights/WeightStore.h"
+
+namespace kiln {
+
+constexpr const char *kDerivedWeightsAttr = "kiln.derived_weights";
+
+// Adds (or replaces) one recipe on the module.
+void addDerivedWeight(mlir::ModuleOp module, const std::string &name,
+                      mlir::DictionaryAttr recipe);
+
+// Materialises every recipe of the module into `store` (fp32, owned). One-line error
+// naming the weight on failure (unknown source or op, index out of range).
+bool materializeDerivedWeights(mlir::ModuleOp module, WeightStore &store, std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H
