@@ -3,7 +3,7 @@
  *   kiln-run generate A.kiln -p PROMPT [-n N] [--temp T --top-k K --top-p P --seed S]
  *                     [--threads N] [--no-bos]
  *   kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N]
- *   kiln-run bench A.kiln [-p 128] [-n 128] [-r 5] [--threads N]
+ *   kiln-run bench A.kiln [-p 64] [-n 128] [-r 5] [--threads N]
  *
  * generate streams the prompt (verbatim) and then each generated piece to stdout, and the
  * timings to stderr. ppl is llama.cpp's perplexity method (see run_ppl.c); bench measures
@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.sampler = kiln_sampler_params_default();
   o.n_predict = strcmp(cmd, "generate") ? 128 : 64;
-  o.prompt_tokens = 128;
+  o.prompt_tokens = 64; /* the prefill size the benchmarks report */
   o.reps = 5;
   if (parse(argc, argv, cmd, &o))
     return 1;

@@ -41,5 +41,7 @@ int run_tokenize(const kiln_artifact_t *a, const char *text, size_t len, int add
 int run_generate(const run_options_t *o);
 int run_ppl(const run_options_t *o);
 int run_bench(const run_options_t *o);
+/* Best-of-5 streaming read bandwidth over `bytes` with n threads, GB/s (bandwidth.c). */
+double run_read_bandwidth_gbs(uint32_t n_threads, size_t bytes);
 
 #endif /* KILN_TOOLS_KILN_RUN_H_ */

@@ -16,9 +16,14 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void report(const char *name, const char *unit, series_t *s) {
+/* Sorts the series and returns its median. */
+static double median(series_t *s) {
   qsort(s->v, s->n, sizeof *s->v, cmp_double);
-  const double med = s->n % 2 ? s->v[s->n / 2] : (s->v[s->n / 2 - 1] + s->v[s->n / 2]) / 2;
+  return s->n % 2 ? s->v[s->n / 2] : (s->v[s->n / 2 - 1] + s->v[s->n / 2]) / 2;
+}
+
+static void report(const char *name, const char *unit, series_t *s) {
+  const double med = median(s);
   printf("%-18s %12.2f %-6s (min %.2f, max %.2f)\n", name, med, unit, s->v[0], s->v[s->n - 1]);
 }
 
@@ -80,8 +85,17 @@ int run_bench(const run_options_t *o) {
     if (n)
       report("decode", "tok/s", &ser[1]);
     report("TTFT", "ms", &ser[2]);
-    if (n)
+    if (n) {
       report("effective", "GB/s", &ser[3]);
+      /* The roofline, measured now with the same threads: decode is judged by the share
+       * of it that its weight reads reach. */
+      const double bw = run_read_bandwidth_gbs(st.n_threads, (size_t)512 << 20);
+      printf("%-18s %12.2f GB/s   (streaming read, %u threads, same run)\n", "read bandwidth",
+             bw, st.n_threads);
+      if (bw > 0)
+        printf("%-18s %12.1f %%      (median effective / read bandwidth)\n", "of bandwidth",
+               100.0 * median(&ser[3]) / bw);
+    }
     printf("%-18s %12llu bytes\n", "weights/token", (unsigned long long)st.weight_bytes_per_token);
     printf("%-18s %12.2f MiB\n", "peak memory", (double)st.peak_memory_bytes / (1 << 20));
   }

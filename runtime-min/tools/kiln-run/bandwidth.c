@@ -1,0 +1,97 @@
+/* Memory read bandwidth, measured in the same process as the benchmark it is compared
+ * with: n threads each stream their slice of a buffer several times larger than the last
+ * level cache, with wide loads, and the best of a few passes counts. The result is the
+ * roofline decode is judged against (tok/s <= bandwidth / weight bytes per token). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kiln-run.h"
+
+typedef struct {
+  const uint64_t *p;
+  size_t words;
+  uint64_t sink;
+} slice_t;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t words) {
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  size_t i = 0;
+  for (; i + 16 <= words; i += 16) {
+    a = _mm256_xor_si256(a, _mm256_load_si256((const __m256i *)(p + i)));
+    b = _mm256_xor_si256(b, _mm256_load_si256((const __m256i *)(p + i + 4)));
+    c = _mm256_xor_si256(c, _mm256_load_si256((const __m256i *)(p + i + 8)));
+    d = _mm256_xor_si256(d, _mm256_load_si256((const __m256i *)(p + i + 12)));
+  }
+  a = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
+  uint64_t out[4];
+  _mm256_storeu_si256((__m256i *)out, a);
+  return out[0] ^ out[1] ^ out[2] ^ out[3];
+}
+#endif
+
+static uint64_t sum_scalar(const uint64_t *p, size_t words) {
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  for (size_t i = 0; i + 4 <= words; i += 4) {
+    a ^= p[i];
+    b ^= p[i + 1];
+    c ^= p[i + 2];
+    d ^= p[i + 3];
+  }
+  return a ^ b ^ c ^ d;
+}
+
+static void *stream(void *arg) {
+  slice_t *s = arg;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (__builtin_cpu_supports("avx2")) {
+    s->sink = sum_avx2(s->p, s->words);
+    return NULL;
+  }
+#endif
+  s->sink = sum_scalar(s->p, s->words);
+  return NULL;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double run_read_bandwidth_gbs(uint32_t n_threads, size_t bytes) {
+  if (n_threads < 1)
+    n_threads = 1;
+  if (n_threads > 64)
+    n_threads = 64;
+  uint64_t *buf = aligned_alloc(64, bytes);
+  if (!buf)
+    return 0.0;
+  memset(buf, 0x5a, bytes); /* touch every page before timing */
+  const size_t words = bytes / 8, per = words / n_threads / 16 * 16;
+  slice_t slices[64];
+  pthread_t tids[64];
+  double best = 0.0;
+  for (int pass = 0; pass < 5; ++pass) {
+    double t0 = now_s();
+    for (uint32_t t = 0; t < n_threads; ++t) {
+      slices[t] = (slice_t){buf + t * per, per, 0};
+      if (t > 0)
+        pthread_create(&tids[t], NULL, stream, &slices[t]);
+    }
+    stream(&slices[0]);
+    for (uint32_t t = 1; t < n_threads; ++t)
+      pthread_join(tids[t], NULL);
+    double gbs = (double)(per * 8 * n_threads) / (now_s() - t0) / 1e9;
+    if (gbs > best)
+      best = gbs;
+  }
+  volatile uint64_t keep = slices[0].sink; /* the loads must not be optimised away */
+  (void)keep;
+  free(buf);
+  return best;
+}

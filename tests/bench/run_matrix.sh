@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Benchmark matrix: model shapes x weight formats x threads, one markdown table.
+# Not a test: it prints numbers (decode/prefill tok/s, bytes per token, achieved GB/s and
+# the share of the streaming-read bandwidth measured in the same kiln-run process).
+#
+#   tests/bench/run_matrix.sh [OUT.md]
+#   KILN_BENCH_SHAPES="stories tinyllama layer7b"  KILN_BENCH_FORMATS="f32 f16 q8_0"
+#   KILN_BENCH_THREADS="1 2"  KILN_BENCH_DIR=/tmp/kiln-bench (synthetic models, GBs)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${KILN_BUILD_DIR:-build}
+KILN="$BUILD/bin/kiln"
+RUN="$BUILD/bin/kiln-run"
+MODELS=${KILN_MODELS_DIR:-../shared/models}
+WORK=${KILN_BENCH_DIR:-/tmp/kiln-bench}
+OUT=${1:-$WORK/bench.md}
+SHAPES=${KILN_BENCH_SHAPES:-"stories tinyllama layer7b"}
+FORMATS=${KILN_BENCH_FORMATS:-"f32 f16 q8_0"}
+THREADS=${KILN_BENCH_THREADS:-"1 2"}
+mkdir -p "$WORK"
+
+model_for() {
+  case "$1" in
+    stories) echo "$MODELS/stories260K.gguf" ;;
+    # TinyLlama-1.1B shape and a 7B-layer shape (4 layers), deterministic random weights.
+    tinyllama)
+      [ -f "$WORK/tinyllama.gguf" ] || "$KILN" synth -o "$WORK/tinyllama.gguf" --type f16 \
+        --dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --ctx 2048 >&2
+      echo "$WORK/tinyllama.gguf" ;;
+    layer7b)
+      [ -f "$WORK/layer7b.gguf" ] || "$KILN" synth -o "$WORK/layer7b.gguf" --type f16 \
+        --dim 4096 --layers 4 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --ctx 4096 >&2
+      echo "$WORK/layer7b.gguf" ;;
+    *) echo "unknown shape $1" >&2; exit 1 ;;
+  esac
+}
+
+{
+  echo "| shape | format | threads | decode tok/s | prefill tok/s (64) | weight bytes/token | GB/s | read GB/s | % of bandwidth |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+} > "$OUT"
+for shape in $SHAPES; do
+  model=$(model_for "$shape")
+  for fmt in $FORMATS; do
+    art="$WORK/$shape-$fmt.kiln"
+    "$KILN" compile "$model" --target host --weights "$fmt" --ctx 256 -o "$art" 2>/dev/null
+    for t in $THREADS; do
+      log=$("$RUN" bench "$art" -p 64 -n 64 -r 3 --threads "$t")
+      dec=$(echo "$log" | awk '/^decode/ {print $2}')
+      pre=$(echo "$log" | awk '/^prefill/ {print $2}')
+      bpt=$(echo "$log" | awk '/^weights\/token/ {print $2}')
+      gbs=$(echo "$log" | awk '/^effective/ {print $2}')
+      bw=$(echo "$log" | awk '/^read bandwidth/ {print $3}')
+      pct=$(echo "$log" | awk '/^of bandwidth/ {print $3}')
+      echo "| $shape | $fmt | $t | $dec | $pre | $bpt | $gbs | $bw | $pct |" | tee -a "$OUT"
+    done
+  done
+done
+echo "wrote $OUT"
