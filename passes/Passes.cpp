@@ -1,10 +1,14 @@
 #include "passes/Passes.h"
 
 #include "passes/precision/Passes.h"
+#include "passes/slimming/Passes.h"
 
 namespace kiln {
 
 // One call per pass area (each area's Passes.td generates its register function).
-void registerKilnPasses() { registerKilnPrecisionPasses(); }
+void registerKilnPasses() {
+  registerKilnSlimmingPasses();
+  registerKilnPrecisionPasses();
+}
 
 } // namespace kiln

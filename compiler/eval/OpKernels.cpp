@@ -57,7 +57,7 @@ void applyRope(const Matrix &x, const std::vector<int32_t> &positions, const Rop
 
 bool attention(const Matrix &q, const Matrix &k, const Matrix &v,
                const std::vector<int32_t> &positions, const AttentionParams &p,
-               KvCache &cache, Matrix &out, std::string &error) {
+               KvCache &cache, Matrix &out, std::string &error, const AttentionProbe *probe) {
   for (size_t t = 0; t < positions.size(); ++t) {
     const int32_t pos = positions[t];
     if (pos < 0 || pos >= cache.k.rows()) {
@@ -88,6 +88,8 @@ bool attention(const Matrix &q, const Matrix &k, const Matrix &v,
       scores = (kh * qh.transpose()) * p.scale;
       scores = (scores.array() - scores.maxCoeff()).exp();
       scores /= scores.sum();
+      if (probe)
+        (*probe)(t, h, scores);
       out.row(t).segment(h * d, d) = scores.transpose() * vh;
     }
   }

@@ -6,6 +6,7 @@
 #ifndef KILN_COMPILER_EVAL_OPKERNELS_H
 #define KILN_COMPILER_EVAL_OPKERNELS_H
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,17 @@ struct KvCache {
   bool f16 = false;    // round stored K/V to fp16, as llama.cpp's default cache does
 };
 
-// Appends k/v at `positions`, then causal softmax(scale * q K^T) V per head.
+// Receives the softmax probabilities of query row `t`, head `head`, over cache positions
+// 0..positions[t] (an observation hook for analyses; see RefExecutor's AttentionObserver).
+using AttentionProbe =
+    std::function<void(Eigen::Index t, int32_t head, const Eigen::VectorXf &probs)>;
+
+// Appends k/v at `positions`, then causal softmax(scale * q K^T) V per head. `probe`, when
+// given, sees every row of probabilities.
 bool attention(const Matrix &q, const Matrix &k, const Matrix &v,
                const std::vector<int32_t> &positions, const AttentionParams &p,
-               KvCache &cache, Matrix &out, std::string &error);
+               KvCache &cache, Matrix &out, std::string &error,
+               const AttentionProbe *probe = nullptr);
 
 } // namespace kiln
 

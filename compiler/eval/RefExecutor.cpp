@@ -37,6 +37,10 @@ struct RefExecutor::Impl {
   std::map<std::string, std::shared_ptr<Matrix>> weights; // decoded once, by name
   std::map<int32_t, KvCache> cache;                       // by attention layer
   std::vector<Step> steps;
+  std::vector<ObservedOp> stepOps; // what the hooks are told, one per step
+  std::vector<int> stepOut;        // result slot of each step
+  ResultObserver resultObserver;
+  AttentionObserver attentionObserver;
   size_t numSlots = 0;
   int resultSlot = -1;
 
@@ -184,8 +188,15 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     it->second.f16 = kvStorage == KvStorage::F16;
     KvCache *kv = &it->second;
     int out = newSlot(a);
-    steps.push_back([p, kv, q, k, v, out](Frame &f, std::string &err) {
-      return attention(f.act[q], f.act[k], f.act[v], f.positions, p, *kv, f.act[out], err);
+    size_t step = steps.size();
+    steps.push_back([this, step, p, kv, q, k, v, out](Frame &f, std::string &err) {
+      if (!attentionObserver)
+        return attention(f.act[q], f.act[k], f.act[v], f.positions, p, *kv, f.act[out], err);
+      AttentionProbe probe = [&](Eigen::Index t, int32_t h, const Eigen::VectorXf &probs) {
+        attentionObserver(stepOps[step], t, h, probs);
+      };
+      return attention(f.act[q], f.act[k], f.act[v], f.positions, p, *kv, f.act[out], err,
+                       &probe);
     });
     return true;
   }
@@ -231,9 +242,24 @@ bool RefExecutor::Impl::compile(func::FuncOp fn, std::string &error) {
   }
   intArgs[fn.getArgument(0)] = IntArg::Tokens;
   intArgs[fn.getArgument(1)] = IntArg::Positions;
-  for (Operation &op : fn.getBody().front())
+  uint32_t index = 0;
+  for (Operation &op : fn.getBody().front()) {
+    size_t before = steps.size();
     if (!compileOp(&op, error))
       return false;
+    if (steps.size() != before) {
+      ObservedOp info;
+      info.index = index;
+      info.name = op.getName().getStringRef().str();
+      if (auto layer = op.getAttrOfType<IntegerAttr>("kiln.layer"))
+        info.layer = int32_t(layer.getInt());
+      if (auto w = op.getAttrOfType<StringAttr>("weight"))
+        info.weight = w.getValue().str();
+      stepOps.push_back(std::move(info));
+      stepOut.push_back(slotOf(op.getResult(0)));
+    }
+    ++index;
+  }
   if (resultSlot < 0) {
     error = "@forward returns nothing";
     return false;
@@ -305,11 +331,24 @@ bool RefExecutor::forward(const std::vector<int32_t> &tokens, uint32_t startPos,
               std::to_string(startPos);
       return false;
     }
-  for (Step &s : impl_->steps)
-    if (!s(f, error))
+  for (size_t i = 0; i < impl_->steps.size(); ++i) {
+    if (!impl_->steps[i](f, error))
       return false;
+    if (impl_->resultObserver)
+      impl_->resultObserver(impl_->stepOps[i], f.act[size_t(impl_->stepOut[i])]);
+  }
   logits = std::move(f.act[impl_->resultSlot]);
   return true;
 }
+
+void RefExecutor::setResultObserver(ResultObserver observer) {
+  impl_->resultObserver = std::move(observer);
+}
+
+void RefExecutor::setAttentionObserver(AttentionObserver observer) {
+  impl_->attentionObserver = std::move(observer);
+}
+
+const std::vector<ObservedOp> &RefExecutor::ops() const { return impl_->stepOps; }
 
 } // namespace kiln

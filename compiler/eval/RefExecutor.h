@@ -9,6 +9,7 @@
 #define KILN_COMPILER_EVAL_REFEXECUTOR_H
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,24 @@ using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 // what is stored, which is what llama.cpp does by default (useful for exact comparisons).
 enum class KvStorage { F32, F16 };
 
+// What the observation hooks are told about the op that just ran.
+struct ObservedOp {
+  uint32_t index = 0;  // position of the op in @forward's body, counted from 0
+  std::string name;    // e.g. "kiln.linear"
+  int32_t layer = -1;  // the op's kiln.layer attribute; -1 when it has none
+  std::string weight;  // the weight it reads; empty for ops without one
+};
+
+// Observation hooks for analyses (importance scores, calibration statistics). Unset, they
+// cost nothing; set, they see values but cannot change them.
+// Called after each op with the op's result ([tokens, features] of this forward call).
+using ResultObserver = std::function<void(const ObservedOp &op, const Matrix &result)>;
+// Called by every attention op for each query row `t` of this forward call and each query
+// head, with the softmax probabilities over cache positions 0..pos (pos = the row's
+// position; entries sum to 1).
+using AttentionObserver = std::function<void(const ObservedOp &op, Eigen::Index t,
+                                             int32_t head, const Eigen::VectorXf &probs)>;
+
 class RefExecutor {
 public:
   // Binds every weight the module names (decoding it to fp32 and checking its shape
@@ -47,6 +66,12 @@ public:
   // hold positions 0..startPos-1 of this sequence. `logits` gets one row per token.
   bool forward(const std::vector<int32_t> &tokens, uint32_t startPos, Matrix &logits,
                std::string &error);
+
+  // Observation hooks (see above); an empty function removes one.
+  void setResultObserver(ResultObserver observer);
+  void setAttentionObserver(AttentionObserver observer);
+  // The ops forward() runs, in order (every op of @forward but the return).
+  const std::vector<ObservedOp> &ops() const;
 
 private:
   struct Impl;

@@ -2,6 +2,7 @@
 #ifndef KILN_COMPILER_PIPELINES_COMPILEPIPELINE_H
 #define KILN_COMPILER_PIPELINES_COMPILEPIPELINE_H
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,12 @@ namespace kiln::pipelines {
 
 struct CompileOptions {
   std::string weightFormat = "f32"; // f32 | f16 | q8_0
+  // Slimming (passes/slimming), as explicit decisions: measured requests ("auto",
+  // "N/layer") are resolved into these first (SlimmingSearch.h).
+  uint32_t maxCtx = 0;              // kiln-prune-context; 0: not run
+  std::vector<int32_t> pruneLayers; // kiln-prune-layers; empty: not run
+  std::string pruneHeads;           // kiln-prune-heads "layer:h,h;layer:h"; empty: not run
+  bool quiet = false;               // keep the passes' remarks off stderr (searches)
 };
 
 // A pass that ran, for the artifact's provenance.
@@ -18,7 +25,14 @@ struct AppliedPass {
   std::string name, params, effects;
 };
 
-// Runs the kiln-level passes on an imported module, in order. One-line error on failure.
+// The slimming passes alone, in pipeline order: context, layers, heads. The searches
+// run them on copies of the module to measure a candidate.
+bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
+                       std::vector<AppliedPass> &applied, std::string &error);
+
+// Runs the kiln-level passes on an imported module, in order: slimming, then precision.
+// One-line error on failure. Slimming may add derived weights (kiln.derived_weights):
+// materialise them (compiler/weights/DerivedWeights.h) before executing or lowering.
 bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error);
 

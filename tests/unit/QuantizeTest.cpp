@@ -1,10 +1,11 @@
 // kiln runtime-min quantizers against llama.cpp: quantizing each record's input from
 // $KILN_TESTDATA_DIR/ggml-quant-vectors.bin (format in shared/testdata/README.md) must give
-// ggml's bytes exactly for f16, q8_0 and q4_0. Also the float -> half conversion: round
+// ggml's bytes exactly for f16, q8_0, q4_0 and q4_1. Also the float -> half conversion: round
 // trips of all 65536 halves, round-to-nearest-even ties, overflow, subnormals, and (where
 // the CPU has F16C) agreement with vcvtps2ph on a sweep of float bit patterns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -117,7 +118,7 @@ std::string hex(uint32_t v) {
 }
 
 // The formats kiln quantizes exactly as ggml does.
-const char *const kQuantFormats[] = {"f16", "q8_0", "q4_0"};
+const char *const kQuantFormats[] = {"f16", "q8_0", "q4_0", "q4_1"};
 
 class QuantizeVectors : public ::testing::TestWithParam<const char *> {};
 
@@ -160,13 +161,14 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizeVectors, ::testing::ValuesIn(kQuantFor
                            return std::string(info.param);
                          });
 
-// Quantizing what q8_0/q4_0 decode to gives the same blocks back (a fixed point), on an
-// unaligned source and with several blocks per row.
+// Quantizing what q8_0/q4_0/q4_1 decode to gives the same blocks back (a fixed point), on
+// an unaligned source and with several blocks per row.
 TEST(Quantize, DequantizedBlocksAreFixedPoints) {
   std::vector<float> x(256);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = std::sin(float(i) * 0.37f) * float(1 + i % 7);
-  for (uint32_t type : {uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0)}) {
+  for (uint32_t type : {uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
+                        uint32_t(KILN_GGML_TYPE_Q4_1)}) {
     uint64_t bytes = 0;
     ASSERT_EQ(kiln_ggml_row_bytes(type, x.size(), &bytes), KILN_STATUS_OK);
     std::vector<uint8_t> q1(bytes), q2(bytes);
@@ -176,6 +178,34 @@ TEST(Quantize, DequantizedBlocksAreFixedPoints) {
     ASSERT_EQ(kiln_quantize(type, y.data(), q2.data(), y.size()), KILN_STATUS_OK);
     EXPECT_EQ(q1, q2) << kiln_ggml_type_name(type);
   }
+}
+
+// q4_1 stores value = q * d + m with m the block minimum: a constant block decodes exactly
+// (d = 0), and every value of a varied block is within half a step of its input (plus the
+// fp16 rounding of d and m).
+TEST(Quantize, Q4_1ConstantAndRangeBlocks) {
+  std::vector<float> x(64);
+  for (size_t i = 0; i < 32; ++i)
+    x[i] = 3.0f;
+  for (size_t i = 32; i < 64; ++i)
+    x[i] = std::cos(float(i) * 0.9f) * 5.0f - 2.0f;
+  std::vector<uint8_t> q(2 * sizeof(kiln_block_q4_1_t));
+  std::vector<float> y(x.size());
+  ASSERT_EQ(kiln_quantize(KILN_GGML_TYPE_Q4_1, x.data(), q.data(), x.size()), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_dequantize(KILN_GGML_TYPE_Q4_1, q.data(), y.data(), y.size()), KILN_STATUS_OK);
+  kiln_block_q4_1_t b[2];
+  std::memcpy(b, q.data(), sizeof b);
+  EXPECT_EQ(b[0].d, 0);
+  EXPECT_EQ(kiln_fp16_to_fp32(b[0].m), 3.0f);
+  for (size_t i = 0; i < 32; ++i)
+    EXPECT_EQ(y[i], 3.0f);
+  const float d = kiln_fp16_to_fp32(b[1].d);
+  float lo = x[32];
+  for (size_t i = 32; i < 64; ++i)
+    lo = std::min(lo, x[i]);
+  EXPECT_NEAR(kiln_fp16_to_fp32(b[1].m), lo, std::fabs(lo) * 1e-3f);
+  for (size_t i = 32; i < 64; ++i)
+    EXPECT_NEAR(y[i], x[i], d * 0.5f + 2e-2f) << "element " << i;
 }
 
 TEST(Quantize, F32IsACopy) {
@@ -190,6 +220,9 @@ TEST(Quantize, RejectsBadArguments) {
   uint8_t dst[128];
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q8_0, src, dst, 33), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q4_0, src, dst, 16), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q4_1, src, dst, 48), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q4_1, src, nullptr, 32), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q5_1, src, dst, 32), KILN_STATUS_UNSUPPORTED);
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q6_K, src, dst, 256), KILN_STATUS_UNSUPPORTED);
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_BF16, src, dst, 4), KILN_STATUS_UNSUPPORTED);
   EXPECT_EQ(kiln_quantize(4, src, dst, 32), KILN_STATUS_UNSUPPORTED);

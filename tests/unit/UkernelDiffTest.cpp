@@ -126,8 +126,10 @@ bool bitEqual(const std::vector<float> &a, const std::vector<float> &b) {
 }
 
 // A [rows, cols] weight in `format` as the compiler lays it out: rows at row_stride bytes,
-// q8_0 rows of ceil(cols/32) blocks with the last one zero-padded; f32/f16 rows padded to
-// 16 bytes with NaN bytes, so a kernel reading past a row would produce NaN.
+// block-format rows of ceil(cols/32) blocks with the last one zero-padded; f32/f16/q4 rows
+// padded to 16 bytes with 0xFF (NaN halves/floats, NaN-scaled q4 codes), so a kernel
+// reading past a row's elements or blocks would produce NaN. q8_0 rows are exactly their
+// blocks, q4_0 rows (18-byte blocks) leave the scales at 2-byte alignment.
 struct Weights {
   uint32_t format = 0;
   int64_t rowStride = 0;
@@ -238,6 +240,34 @@ TEST_F(UkernelLinear, Q8_0) {
         checkLinear(KILN_GGML_TYPE_Q8_0, n, in, out, 1e-4, maxErr);
 }
 
+// int4 formats: the kernels decode exactly the dequantised weights, so the bound is q8_0's.
+// in = 7 and 172 end in a partial block, 16/48 split a block between the two halves of
+// its nibbles (a 16-lane chunk boundary), out = 5 leaves a row tail after 8-row tiles.
+TEST_F(UkernelLinear, Q4_0) {
+  static MaxError maxErr("linear q4_0 (|err| / sum|x w|)");
+  for (int32_t n : {1, 3, 17})
+    for (int32_t in : {7, 16, 32, 48, 64, 172, 256})
+      for (int32_t out : {1, 5, 64, 512})
+        checkLinear(KILN_GGML_TYPE_Q4_0, n, in, out, 1e-4, maxErr);
+}
+
+TEST_F(UkernelLinear, Q4_1) {
+  static MaxError maxErr("linear q4_1 (|err| / sum|x w|)");
+  for (int32_t n : {1, 3, 17})
+    for (int32_t in : {7, 16, 32, 48, 64, 172, 256})
+      for (int32_t out : {1, 5, 64, 512})
+        checkLinear(KILN_GGML_TYPE_Q4_1, n, in, out, 1e-4, maxErr);
+}
+
+// A larger decode and prefill shape (several 8-row tiles per task, 4096-wide rows as in a
+// 7B layer's K dimension, kept short in out so the test stays fast).
+TEST_F(UkernelLinear, Int4WideRows) {
+  static MaxError maxErr("linear q4 in=4096 (|err| / sum|x w|)");
+  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_Q4_0), uint32_t(KILN_GGML_TYPE_Q4_1)})
+    for (int32_t n : {1, 3})
+      checkLinear(format, n, 4096, 37, 1e-4, maxErr);
+}
+
 // Shapes of stories260K (dim 64, hidden 172, vocab 512): small enough to stay serial.
 TEST_F(UkernelLinear, TinyModelShapesRunSerially) {
   std::mt19937 rng(5);
@@ -255,8 +285,9 @@ TEST_F(UkernelLinear, TinyModelShapesRunSerially) {
 // embed: decoding is exact, so the rows must be bit-identical to the reference's.
 
 TEST_F(UkernelEmbed, AllFormatsExact) {
-  for (uint32_t format : {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16, KILN_GGML_TYPE_Q8_0})
-    for (int32_t dim : {7, 32, 64, 172}) {
+  for (uint32_t format : {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16, KILN_GGML_TYPE_Q8_0,
+                          KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1})
+    for (int32_t dim : {7, 32, 48, 64, 172}) {
       SCOPED_TRACE(std::string(formatName(format)) + " dim=" + std::to_string(dim));
       std::mt19937 rng(uint32_t(dim + format));
       const int32_t vocab = 37;

@@ -55,9 +55,38 @@ KILN_UK_INLINE float kiln_uk_fp16_to_fp32(uint16_t h) {
   return kiln_uk_f32_from_bits(sign | bits);
 }
 
-/* Little-endian 16-bit load from any address (q8_0 scales sit at odd offsets). */
+/* Little-endian 16-bit load from any address (block scales sit at odd offsets). */
 KILN_UK_INLINE uint16_t kiln_uk_load_u16(const uint8_t *p) {
   return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+/* Bytes of one 32-element block of the block formats the kernels read (q8_0, q4_0, q4_1). */
+KILN_UK_INLINE int64_t kiln_uk_block_bytes(uint32_t format) {
+  return format == KILN_GGML_TYPE_Q4_0   ? (int64_t)sizeof(kiln_block_q4_0_t)
+         : format == KILN_GGML_TYPE_Q4_1 ? (int64_t)sizeof(kiln_block_q4_1_t)
+                                         : (int64_t)sizeof(kiln_block_q8_0_t);
+}
+
+/* Decodes one whole q4_0 or q4_1 block (b: its bytes, any alignment) into dst[0..32), the
+ * values kiln_dequantize gives: element j < 16 is the low nibble of qs[j], element j + 16
+ * the high one; q4_0 is (q - 8) * d, q4_1 is q * d + m. Bit-exact with or without FMA
+ * contraction: q * d is exact in float (an 11-bit scale times a 4-bit quant). */
+KILN_UK_INLINE void kiln_uk_decode_q4(uint32_t format, const uint8_t *b, float *dst) {
+  const float d = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b));
+  if (format == KILN_GGML_TYPE_Q4_0) {
+    const uint8_t *qs = b + 2;
+    for (int32_t j = 0; j < 16; ++j) {
+      dst[j] = (float)((qs[j] & 15) - 8) * d;
+      dst[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+    }
+  } else {
+    const float m = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 2));
+    const uint8_t *qs = b + 4;
+    for (int32_t j = 0; j < 16; ++j) {
+      dst[j] = (float)(qs[j] & 15) * d + m;
+      dst[j + 16] = (float)(qs[j] >> 4) * d + m;
+    }
+  }
 }
 
 /* e^x in float without libm: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2),

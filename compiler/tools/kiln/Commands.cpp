@@ -10,7 +10,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "compiler/eval/Perplexity.h"
+#include "compiler/pipelines/CompilePipeline.h"
+#include "compiler/pipelines/SlimmingSearch.h"
 #include "compiler/tools/kiln/ModelSession.h"
+#include "compiler/weights/DerivedWeights.h"
 #include "models/llama/SyntheticLlama.h"
 
 namespace kiln::tool {
@@ -44,7 +47,76 @@ void printTopLogits(const ModelSession &s, const float *row, int32_t vocab, int3
                  ("'" + s.tokenizer->decode(ids[size_t(i)]) + "'").c_str(), row[ids[size_t(i)]]);
 }
 
+bool readFile(const std::string &path, std::string &out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  out = buf.str();
+  return true;
+}
+
+bool anyPruning(const SlimmingFlags &f) {
+  return !f.pruneLayers.empty() || !f.pruneHeads.empty();
+}
+
+// The context eval/ppl run with: --ctx, else --max-ctx, else the declared one. Both
+// given must agree for eval (it generates in that context); ppl's chunks must fit the cap.
+bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, bool chunks,
+                uint32_t &out, std::string &error) {
+  out = ctx ? ctx : f.maxCtx ? f.maxCtx : s.declaredContext();
+  if (ctx && f.maxCtx && (chunks ? ctx > f.maxCtx : ctx != f.maxCtx)) {
+    error = "--ctx " + std::to_string(ctx) + (chunks ? " exceeds" : " disagrees with") +
+            " --max-ctx " + std::to_string(f.maxCtx);
+    return false;
+  }
+  return true;
+}
+
 } // namespace
+
+bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weightFormat,
+               std::vector<pipelines::AppliedPass> &records, std::string &error) {
+  mlir::ModuleOp module = *s.model.module;
+  pipelines::SlimmingRequest req;
+  req.maxCtx = f.maxCtx;
+  req.layers = f.pruneLayers;
+  req.heads = f.pruneHeads;
+  req.maxPplIncrease = f.maxPplIncrease;
+  req.log = [](const std::string &line) { std::fprintf(stderr, "kiln: %s\n", line.c_str()); };
+  pipelines::Calibration calib;
+  if (!f.calib.empty() && !anyPruning(f))
+    std::fprintf(stderr, "kiln: warning: --calib is only used by --prune-layers/--prune-heads\n");
+  if (!f.calib.empty() && anyPruning(f)) {
+    std::string text;
+    if (!readFile(f.calib, text)) {
+      error = "cannot read calibration text '" + f.calib + "'";
+      return false;
+    }
+    calib.name = f.calib;
+    calib.tokens = s.tokenizer->encode(text, true);
+    calib.bos = s.tokenizer->bos();
+    calib.ctx = f.calibCtx;
+    calib.maxChunks = f.calibChunks;
+    if (calib.tokens.size() < calib.ctx) {
+      error = "the calibration text has " + std::to_string(calib.tokens.size()) +
+              " tokens, fewer than one chunk of " + std::to_string(calib.ctx) +
+              " (--calib-ctx)";
+      return false;
+    }
+    req.calib = &calib;
+  }
+  pipelines::CompileOptions po;
+  po.weightFormat = weightFormat;
+  pipelines::SlimmingPlan plan;
+  if (!pipelines::resolveSlimming(module, s.model.weights, req, po, plan, records, error))
+    return false;
+  bool ran = weightFormat.empty() ? pipelines::runSlimmingPasses(module, po, records, error)
+                                  : pipelines::runKilnPipeline(module, po, records, error);
+  return ran && materializeDerivedWeights(module, s.model.weights, error) &&
+         pipelines::recordSlimmingResult(module, s.model.weights, req, plan, records, error);
+}
 
 int runImport(const ImportOptions &opts) {
   ModelSession s;
@@ -64,7 +136,11 @@ int runEval(const EvalOptions &opts) {
   std::string error;
   if (!s.load(opts.model, error))
     return fail(error);
-  uint32_t ctx = opts.ctx ? opts.ctx : s.declaredContext();
+  uint32_t ctx;
+  std::vector<pipelines::AppliedPass> records;
+  if (!runContext(s, opts.ctx, opts.slim, false, ctx, error) ||
+      !runPasses(s, opts.slim, "", records, error))
+    return fail(error);
   std::vector<int32_t> prompt = s.tokenizer->encode(opts.prompt, !opts.noBos);
   if (prompt.empty())
     return fail("the prompt is empty and --no-bos leaves nothing to start from");
@@ -119,7 +195,11 @@ int runPpl(const PplOptions &opts) {
   std::string error;
   if (!s.load(opts.model, error))
     return fail(error);
-  uint32_t ctx = opts.ctx ? opts.ctx : s.declaredContext();
+  uint32_t ctx;
+  std::vector<pipelines::AppliedPass> records;
+  if (!runContext(s, opts.ctx, opts.slim, true, ctx, error) ||
+      !runPasses(s, opts.slim, "", records, error))
+    return fail(error);
   if (ctx > s.declaredContext())
     std::fprintf(stderr, "kiln: warning: --ctx %u exceeds the model's declared context %u\n",
                  ctx, s.declaredContext());

@@ -3,11 +3,28 @@
 #define KILN_TOOLS_KILN_COMMANDS_H
 
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "compiler/eval/Sampler.h"
 
+namespace kiln::pipelines {
+struct AppliedPass;
+} // namespace kiln::pipelines
+
 namespace kiln::tool {
+
+// Slimming flags of compile, eval and ppl (docs/slimming.md, "Pruning").
+struct SlimmingFlags {
+  uint32_t maxCtx = 0;     // --max-ctx N: kiln-prune-context
+  std::string pruneLayers; // --prune-layers auto | L1,L2
+  std::string pruneHeads;  // --prune-heads auto | N/layer | L:H,H;L:H
+  double maxPplIncrease = std::numeric_limits<double>::quiet_NaN(); // percent
+  std::string calib;       // --calib TEXT: calibration text
+  uint32_t calibCtx = 256; // --calib-ctx: calibration chunk length
+  size_t calibChunks = 0;  // --calib-chunks: 0 = every chunk
+};
 
 struct ImportOptions {
   std::string model;
@@ -23,6 +40,7 @@ struct EvalOptions {
   bool noBos = false;
   std::string kv = "f32";
   SamplerOptions sampler;
+  SlimmingFlags slim;
 };
 
 struct PplOptions {
@@ -32,6 +50,7 @@ struct PplOptions {
   uint32_t ctx = 0;
   size_t chunks = 0;
   std::string kv = "f32";
+  SlimmingFlags slim;
 };
 
 struct SynthOptions {
@@ -52,10 +71,19 @@ struct CompileOptions {
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
+  SlimmingFlags slim;
 };
 
 struct InspectOptions {
   std::string artifact;
+};
+
+struct AnalyzeOptions {
+  std::string model;
+  std::string calib;   // calibration text
+  uint32_t ctx = 256;  // chunk length
+  size_t chunks = 0;   // 0: every chunk
+  std::string json, svg; // outputs; empty: not written
 };
 
 // Each returns the process exit code; errors go to stderr as one line.
@@ -65,6 +93,15 @@ int runPpl(const PplOptions &opts);
 int runSynth(const SynthOptions &opts);
 int runCompile(const CompileOptions &opts);
 int runInspect(const InspectOptions &opts);
+int runAnalyze(const AnalyzeOptions &opts);
+
+struct ModelSession;
+// Runs the kiln passes on `s`'s module: the slimming `flags` ask for (auto and N/layer
+// measured on --calib), then, when `weightFormat` is not empty, the rest of the pipeline;
+// materialises derived weights into the session's store. `records` gets every pass,
+// measurement and decision for the provenance; progress goes to stderr.
+bool runPasses(ModelSession &s, const SlimmingFlags &flags, const std::string &weightFormat,
+               std::vector<pipelines::AppliedPass> &records, std::string &error);
 
 } // namespace kiln::tool
 

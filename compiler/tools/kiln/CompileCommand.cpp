@@ -120,15 +120,17 @@ int runCompile(const CompileOptions &opts) {
   const codegen::HostTarget *target = codegen::findHostTarget(opts.target, error);
   if (!target)
     return fail(error);
+  if (opts.ctx && opts.slim.maxCtx && opts.ctx != opts.slim.maxCtx)
+    return fail("--ctx " + std::to_string(opts.ctx) + " disagrees with --max-ctx " +
+                std::to_string(opts.slim.maxCtx));
   ModelSession s;
   if (!s.load(opts.model, error))
     return fail(error);
   mlir::ModuleOp module = *s.model.module;
 
-  pipelines::CompileOptions po;
-  po.weightFormat = opts.weights;
+  // Slimming (measured on --calib when asked), precision; derived weights materialised.
   std::vector<pipelines::AppliedPass> applied;
-  if (!pipelines::runKilnPipeline(module, po, applied, error))
+  if (!runPasses(s, opts.slim, opts.weights, applied, error))
     return fail(error);
   if (opts.emit == "kiln") {
     std::error_code ec;
@@ -139,7 +141,11 @@ int runCompile(const CompileOptions &opts) {
     return 0;
   }
 
-  const uint32_t maxCtx = opts.ctx ? opts.ctx : s.declaredContext();
+  // kiln-prune-context (--max-ctx) records the cap on the module; --ctx sizes the same
+  // tables without the pass. Both given must agree.
+  uint32_t maxCtx = opts.ctx ? opts.ctx : s.declaredContext();
+  if (auto cap = module->getAttrOfType<mlir::IntegerAttr>("kiln.max_ctx"))
+    maxCtx = uint32_t(cap.getInt());
   const uint32_t maxBatch = opts.maxBatch ? opts.maxBatch : std::min(128u, maxCtx);
   if (maxBatch > maxCtx)
     return fail("--max-batch " + std::to_string(maxBatch) + " exceeds the context " +
@@ -184,6 +190,8 @@ int runCompile(const CompileOptions &opts) {
   llama::LlamaConfig cfg;
   if (!llama::configFromGguf(*s.model.file, cfg, error))
     return fail(error);
+  // The source model's hyper-parameters (slimming shows in the tensors, the memory plan
+  // and the provenance; pruned layers can have different head counts).
   a.config = {"llama",      cfg.vocabSize,  cfg.dim,           cfg.numLayers,
               cfg.numHeads, cfg.numKvHeads, cfg.headDim,       cfg.ffnDim,
               cfg.contextLength, cfg.ropeDims, cfg.ropeTheta, cfg.rmsEps,

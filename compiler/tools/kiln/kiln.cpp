@@ -6,12 +6,44 @@
 //   kiln synth -o OUT.gguf [--dim ...]         deterministic random-weight model
 //   kiln compile MODEL --target T -o A.kiln    generate code + pack weights into an artifact
 //   kiln inspect A.kiln                        print an artifact's header and check it
+//   kiln analyze MODEL --calib TEXT            layer/head importance tables, JSON, SVG
 //===----------------------------------------------------------------------===//
+#include <cmath>
+#include <cstdlib>
+
 #include <CLI/CLI.hpp>
 
 #include "compiler/tools/kiln/Commands.h"
 
 using namespace kiln::tool;
+
+namespace {
+
+// Slimming flags, shared by compile, eval and ppl (docs/slimming.md, "Pruning").
+void addSlimmingFlags(CLI::App *cmd, SlimmingFlags &f) {
+  cmd->add_option("--max-ctx", f.maxCtx,
+                  "cap the context (KV cache, RoPE tables, memory plan) to N positions")
+      ->check(CLI::Range(1u, 1u << 20));
+  cmd->add_option("--prune-layers", f.pruneLayers,
+                  "remove decoder layers: L1,L2 or auto (--max-ppl-increase, --calib)");
+  cmd->add_option("--prune-heads", f.pruneHeads,
+                  "remove attention heads: L:H,H;L:H, N/layer or auto (--calib)");
+  cmd->add_option("--max-ppl-increase", f.maxPplIncrease,
+                  "quality budget of the auto searches: calibration PPL increase, percent")
+      ->check(CLI::Validator(
+          [](std::string &v) {
+            double x = std::strtod(v.c_str(), nullptr);
+            return std::isfinite(x) ? std::string() : "must be a finite percentage, got " + v;
+          },
+          "PERCENT"));
+  cmd->add_option("--calib", f.calib, "calibration text the pruning decisions measure on");
+  cmd->add_option("--calib-ctx", f.calibCtx, "calibration chunk length in tokens")
+      ->check(CLI::Range(4u, 1u << 20));
+  cmd->add_option("--calib-chunks", f.calibChunks,
+                  "use at most this many calibration chunks (0 = all)");
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"kiln: ahead-of-time compiler for Llama-family models on edge SoCs"};
@@ -44,6 +76,7 @@ int main(int argc, char **argv) {
   evalCmd->add_flag("--no-bos", ev.noBos, "do not start the prompt with BOS");
   evalCmd->add_option("--kv", ev.kv, "KV cache storage: f32, or f16 as llama.cpp's default")
       ->check(CLI::IsMember({"f32", "f16"}));
+  addSlimmingFlags(evalCmd, ev.slim);
 
   PplOptions ppl;
   auto *pplCmd = app.add_subcommand("ppl", "perplexity on a text file (llama.cpp's method)");
@@ -56,6 +89,7 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"f32", "f16"}));
   pplCmd->add_option("--compare", ppl.compare,
                      "second model: report top-1 agreement and mean KL divergence from it");
+  addSlimmingFlags(pplCmd, ppl.slim);
 
   SynthOptions syn;
   auto *synthCmd = app.add_subcommand("synth", "write a deterministic random-weight Llama GGUF");
@@ -89,12 +123,26 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1u, 1u << 20));
   compileCmd->add_option("--max-batch", cmp.maxBatch, "most tokens per forward call")
       ->check(CLI::Range(1u, 1u << 16));
+  addSlimmingFlags(compileCmd, cmp.slim);
 
   InspectOptions ins;
   auto *inspectCmd = app.add_subcommand("inspect", "print and verify a .kiln artifact");
   inspectCmd->add_option("artifact", ins.artifact, ".kiln file")->required();
 
+  AnalyzeOptions ana;
+  auto *analyzeCmd =
+      app.add_subcommand("analyze", "layer and head importance on calibration text");
+  analyzeCmd->add_option("model", ana.model, "GGUF model file")->required();
+  analyzeCmd->add_option("--calib", ana.calib, "calibration text file")->required();
+  analyzeCmd->add_option("--ctx", ana.ctx, "chunk size in tokens")
+      ->check(CLI::Range(4u, 1u << 20));
+  analyzeCmd->add_option("--chunks", ana.chunks, "use at most this many chunks (0 = all)");
+  analyzeCmd->add_option("--json", ana.json, "write the tables as JSON");
+  analyzeCmd->add_option("--svg", ana.svg, "write a chart (layer bars, head heat maps)");
+
   CLI11_PARSE(app, argc, argv);
+  if (analyzeCmd->parsed())
+    return runAnalyze(ana);
   if (compileCmd->parsed())
     return runCompile(cmp);
   if (inspectCmd->parsed())

@@ -71,8 +71,8 @@ void kiln_dequantize_row_iq4_xs(const void *src, float *dst, uint64_t n);
 uint16_t kiln_fp32_to_fp16(float f);
 
 /* Encodes n floats (a multiple of the block size) from src into dst in `type`: F32, F16,
- * Q8_0 or Q4_0, with ggml's reference algorithms (quantize_row_q8_0_ref,
- * quantize_row_q4_0_ref), so the bytes equal ggml's. dst receives exactly the bytes
+ * Q8_0, Q4_0 or Q4_1, with ggml's reference algorithms (quantize_row_q8_0_ref,
+ * quantize_row_q4_0_ref, quantize_row_q4_1_ref), so the bytes equal ggml's. dst receives exactly the bytes
  * kiln_ggml_row_bytes gives for n. Fails with KILN_STATUS_INVALID_ARGUMENT when n is not a
  * multiple of the block size or a buffer is NULL, KILN_STATUS_UNSUPPORTED for other types. */
 kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t n);

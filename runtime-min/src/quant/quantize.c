@@ -1,13 +1,15 @@
 /* kiln runtime-min: float -> half conversion and the reference quantizers (f32, f16, q8_0,
- * q4_0).
+ * q4_0, q4_1).
  *
- * The quantizers are ggml's reference algorithms (quantize_row_q8_0_ref and
- * quantize_row_q4_0_ref in ggml/src/ggml-quants.c) with the same float operations in the
- * same order, so they produce ggml's bytes exactly (checked against llama.cpp's output by
- * tests/unit/QuantizeTest.cpp). No libm: roundf is replaced by an exact
- * round-half-away-from-zero. Blocks are built in a local struct and copied out, since dst
- * need not be aligned. Host byte order is assumed little-endian, as GGUF is.
+ * The quantizers are ggml's reference algorithms (quantize_row_q8_0_ref,
+ * quantize_row_q4_0_ref and quantize_row_q4_1_ref in ggml/src/ggml-quants.c) with the same
+ * float operations in the same order, so they produce ggml's bytes exactly (checked against
+ * llama.cpp's output by tests/unit/QuantizeTest.cpp). No libm: roundf is replaced by an
+ * exact round-half-away-from-zero, and the q4 formats' truncating casts by a clamped one.
+ * Blocks are built in a local struct and copied out, since dst need not be aligned. Host
+ * byte order is assumed little-endian, as GGUF is.
  */
+#include <float.h>
 #include <string.h>
 
 #include "kiln/quant.h"
@@ -86,8 +88,8 @@ static void quantize_q8_0(const float *x, uint8_t *dst, uint64_t n) {
   }
 }
 
-/* (int8_t)(x + 8.5f) of ggml, defined for every input: values are in [0.5, 16.5] for
- * finite blocks; anything else is clamped. */
+/* (int8_t)(v) of ggml's q4 quantizers (v = x + 8.5f for q4_0, x + 0.5f for q4_1), defined
+ * for every input: v is in [0.5, 16.5] for finite blocks; anything else is clamped. */
 static int kiln_trunc_q4(float v) {
   if (!(v >= 0.0f))
     return 0;
@@ -120,13 +122,42 @@ static void quantize_q4_0(const float *x, uint8_t *dst, uint64_t n) {
   }
 }
 
+/* Asymmetric: value = q * d + m with m the block minimum and d = (max - min) / 15. */
+static void quantize_q4_1(const float *x, uint8_t *dst, uint64_t n) {
+  for (uint64_t i = 0; i < n / QK4_1; ++i, x += QK4_1) {
+    float min = FLT_MAX;
+    float max = -FLT_MAX;
+    for (int j = 0; j < QK4_1; ++j) {
+      const float v = x[j];
+      if (v < min)
+        min = v;
+      if (v > max)
+        max = v;
+    }
+    const float d = (max - min) / ((1 << 4) - 1);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    kiln_block_q4_1_t b;
+    b.d = kiln_fp32_to_fp16(d);
+    b.m = kiln_fp32_to_fp16(min);
+    for (int j = 0; j < QK4_1 / 2; ++j) {
+      const float x0 = (x[j] - min) * id;
+      const float x1 = (x[QK4_1 / 2 + j] - min) * id;
+      const int q0 = kiln_trunc_q4(x0 + 0.5f);
+      const int q1 = kiln_trunc_q4(x1 + 0.5f);
+      b.qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
+    }
+    memcpy(dst + i * sizeof b, &b, sizeof b);
+  }
+}
+
 kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t n) {
   uint64_t bytes = 0;
   switch ((kiln_ggml_type_t)type) {
   case KILN_GGML_TYPE_F32:
   case KILN_GGML_TYPE_F16:
   case KILN_GGML_TYPE_Q8_0:
-  case KILN_GGML_TYPE_Q4_0: break;
+  case KILN_GGML_TYPE_Q4_0:
+  case KILN_GGML_TYPE_Q4_1: break;
   default: return KILN_STATUS_UNSUPPORTED;
   }
   KILN_RETURN_IF_ERROR(kiln_ggml_row_bytes(type, n, &bytes));
@@ -149,7 +180,8 @@ kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t
     }
     break;
   case KILN_GGML_TYPE_Q8_0: quantize_q8_0(src, out, n); break;
-  default: quantize_q4_0(src, out, n); break;
+  case KILN_GGML_TYPE_Q4_0: quantize_q4_0(src, out, n); break;
+  default: quantize_q4_1(src, out, n); break;
   }
   return KILN_STATUS_OK;
 }

@@ -1,12 +1,13 @@
-/* kiln micro-kernels, portable C: linear (y = x W^T) for f32, f16 and q8_0 weights.
+/* kiln micro-kernels, portable C: linear (y = x W^T) for f32, f16, q8_0, q4_0 and q4_1
+ * weights.
  *
- * Weights are decoded 32 elements at a time (one q8_0 block) into floats - exactly, since a
- * q8_0 weight is an int8 times an fp16 scale - and multiplied into eight lane accumulators
- * per (row, token), which the SLP vectoriser turns into one vector register. Tokens are
- * taken two at a time (a constant count, so the accumulators stay in registers), each
- * decoded group serving both. Every output element is computed by the same sequence of
- * operations whatever the tiling or the task split, so results do not depend on the
- * thread count.
+ * Weights are decoded 32 elements at a time (one block) into floats - exactly, since a
+ * q8_0/q4_0 weight is an integer times an fp16 scale and a q4_1 weight rounds once as in
+ * kiln_dequantize - and multiplied into eight lane accumulators per (row, token), which
+ * the SLP vectoriser turns into one vector register. Tokens are taken two at a time (a
+ * constant count, so the accumulators stay in registers), each decoded group serving both.
+ * Every output element is computed by the same sequence of operations whatever the tiling
+ * or the task split, so results do not depend on the thread count.
  *
  * Rows are split into tasks over ctx->parallel_for once the work reaches
  * KILN_UK_LINEAR_PARALLEL_MIN_WORK multiply-adds.
@@ -14,7 +15,7 @@
 #include "common.h"
 #include "ukernel_abi.h"
 
-#define GROUP 32 /* decoded per step: one q8_0 block */
+#define GROUP 32 /* decoded per step: one q8_0/q4_0/q4_1 block */
 #define LANES 8
 #define TOKEN_TILE 2 /* more token accumulators than this spill on 16-register ISAs */
 _Static_assert(TOKEN_TILE == 2, "linear_rows handles the token remainder for a tile of 2");
@@ -35,7 +36,8 @@ typedef struct linear_args_s {
   float *y;
 } linear_args_t;
 
-/* Decodes elements [i0, i0 + count) of a row (i0 a multiple of GROUP) into dst. */
+/* Decodes elements [i0, i0 + count) of a row (i0 a multiple of GROUP) into dst; q4 formats
+ * decode the whole block (its padding elements are never multiplied with x). */
 KILN_UK_INLINE void decode_group(uint32_t format, const uint8_t *row, int32_t i0, int32_t count,
                                  float *dst) {
   if (format == KILN_GGML_TYPE_F32) {
@@ -48,6 +50,8 @@ KILN_UK_INLINE void decode_group(uint32_t format, const uint8_t *row, int32_t i0
     KILN_UK_NO_UNROLL
     for (int32_t j = 0; j < count; ++j)
       dst[j] = kiln_uk_fp16_to_fp32(p[j]);
+  } else if (format == KILN_GGML_TYPE_Q4_0 || format == KILN_GGML_TYPE_Q4_1) {
+    kiln_uk_decode_q4(format, row + (int64_t)(i0 / GROUP) * kiln_uk_block_bytes(format), dst);
   } else { /* q8_0 */
     const uint8_t *b = row + (int64_t)(i0 / QK8_0) * (int64_t)sizeof(kiln_block_q8_0_t);
     const float d = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b));
@@ -113,6 +117,8 @@ static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   switch (a->format) {
   case KILN_GGML_TYPE_F32: linear_rows(a, KILN_GGML_TYPE_F32, r0, r1); break;
   case KILN_GGML_TYPE_F16: linear_rows(a, KILN_GGML_TYPE_F16, r0, r1); break;
+  case KILN_GGML_TYPE_Q4_0: linear_rows(a, KILN_GGML_TYPE_Q4_0, r0, r1); break;
+  case KILN_GGML_TYPE_Q4_1: linear_rows(a, KILN_GGML_TYPE_Q4_1, r0, r1); break;
   default: linear_rows(a, KILN_GGML_TYPE_Q8_0, r0, r1); break;
   }
 }
