@@ -16,9 +16,7 @@
 #include "compiler/weights/DerivedWeights.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "passes/slimming/SlimmingUtils.h"
-#ifdef KILN_HAVE_ANALYSIS
 #include "compiler/analysis/Importance.h"
-#endif
 
 using namespace mlir;
 
@@ -161,12 +159,6 @@ bool Search::layersAuto(double base, double limit, std::vector<int32_t> &removed
 
 bool Search::headsRanked(const std::vector<int32_t> &layers, int32_t perLayer, bool greedy,
                          double base, double limit, std::string &spec, std::string &error) {
-#ifndef KILN_HAVE_ANALYSIS
-  (void)layers, (void)perLayer, (void)greedy, (void)base, (void)limit, (void)spec;
-  error = "--prune-heads auto and N/layer rank heads with compiler/analysis (Importance.h), "
-          "which this build does not include";
-  return false;
-#else
   // The ranking is measured on the model with the chosen layers already removed.
   OwningOpRef<ModuleOp> pruned(module.clone());
   CompileOptions o;
@@ -292,7 +284,6 @@ bool Search::headsRanked(const std::vector<int32_t> &layers, int32_t perLayer, b
         num(lastPpl) + " (+" + percent(lastPpl, base) + "%)");
   spec = specOf(drop);
   return true;
-#endif
 }
 
 } // namespace
