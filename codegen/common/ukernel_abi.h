@@ -34,7 +34,8 @@ void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *t
 void kiln_uk_rms_norm(const float *x, const float *w, int32_t n, int32_t dim, float eps,
                       float *out);
 
-/* y[t, o] = sum_i x[t, i] * W[o, i], W in `format` (f32, f16 or q8_0), [out_features, in]. */
+/* y[t, o] = sum_i x[t, i] * W[o, i], W [out_features, in] in `format` (f32, f16, q8_0,
+ * q4_0 or q4_1). */
 void kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x, int32_t n,
                     int32_t in, const uint8_t *w, int64_t row_stride, int32_t out_features,
                     float *y);

@@ -11,7 +11,7 @@
 namespace kiln::pipelines {
 
 struct CompileOptions {
-  std::string weightFormat = "f32"; // f32 | f16 | q8_0
+  std::string weightFormat = "f32"; // f32 | f16 | q8_0 | q4_0 | q4_1
   // Slimming (passes/slimming), as explicit decisions: measured requests ("auto",
   // "N/layer") are resolved into these first (SlimmingSearch.h).
   uint32_t maxCtx = 0;              // kiln-prune-context; 0: not run

@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
   compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
   compileCmd->add_option("--target", cmp.target, "host, x86-64-v3 or x86-64-v4");
   compileCmd->add_option("--weights", cmp.weights, "weight storage format")
-      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
+      ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1"}));
   compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
       ->check(CLI::IsMember({"kiln", "lowered", "llvm", "obj", "artifact"}));
   compileCmd->add_option("--ctx", cmp.ctx, "context the KV cache and RoPE tables hold")

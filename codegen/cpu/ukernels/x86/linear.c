@@ -20,13 +20,15 @@
  * differential tests' data: 4 to 40 times their bound, where fp32 stays below 3e-7), needs
  * scratch space the ABI does not give linear, and with ggml's block layout (an fp16 scale
  * per 32 weights, 18- or 20-byte blocks) the per-block scale handling costs about what it
- * saves. Measured, 4096 x 4096 weights, n = 1, 1 thread, Zen 5 (streaming read ~25-30
- * GB/s), GB/s of weights from DRAM / from L2:
- *   AVX-512: q8_0 27 / 35, q4_0 18.5 / 21.5, q4_1 18.7 / 20.3
- *   AVX2:    q4_0 10.6 / 11.2, q4_1 10.9 / 11.4
- * The q4 kernels are bound by decode work (about 9 vector instructions per block and row
- * with AVX-512), not by DRAM; a repacked layout (scales of several rows together) is the
- * way past that.
+ * saves. Measured (kiln_uk_linear, 4096 x 4096 weights, n = 1, 1 thread, Zen 5 whose
+ * streaming read reaches 31-35 GB/s in the same runs; GB/s of weights from DRAM / with the
+ * weights in L2):
+ *   AVX-512: f16 25.8, q8_0 25.5 / 35.2, q4_0 18.9 / 21.6, q4_1 18.6 / 20.4
+ *   AVX2:    f16 24.3, q8_0 17.7 / 20.6, q4_0 10.9 / 11.1, q4_1 11.2 / 11.4
+ * so a decode step over q4_0 weights takes 0.71x the time of q8_0 with AVX-512 (18.9 GB/s
+ * at 4.5 bits is 33.6 G weights/s, q8_0 24 G). The q4 kernels are bound by decode work
+ * (about 9 vector instructions per block and row with AVX-512, 18 with AVX2), not by DRAM;
+ * a repacked layout (the scales of several rows together) is the way past that.
  *
  * A row's tail (in not a multiple of 32) is read with masked loads, so x is never read
  * past `in`; the padding of a block format's last block is read whole and its (finite)
@@ -285,8 +287,10 @@ KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t ROWS, 
    * row is 36 cache lines), which the hardware prefetchers pick up too late: fetch the same
    * block of the rows two tiles ahead, every block for q8_0 and every other one for the
    * q4 formats (< 64 bytes apart either way, so no line is skipped). Prefetches never
-   * fault, so reaching past the last row is harmless (the address is formed as an integer). Measured on 4096 x 4096 weights,
-   * 1 thread: q8_0 17.6 -> 27 GB/s, q4_0 9.6 -> 18 GB/s. */
+   * fault, so reaching past the last row is harmless (the address is formed as an
+   * integer). From DRAM, 4096 x 4096, 1 thread, AVX-512 / AVX2: q8_0 17.2 -> 25.5 /
+   * 12.7 -> 17.7 GB/s, q4_0 10.9 -> 18.9 / 7.0 -> 10.9 GB/s; with the weights in L2 the
+   * prefetches cost q8_0 about 7%. */
   const int32_t prefetch =
       TOKENS == 1 && ROWS == MAX_ROWS && (format == KILN_GGML_TYPE_Q8_0 || is_q4(format));
   const int64_t bb = kiln_uk_block_bytes(format);
