@@ -13,81 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "QuantVectors.h"
 #include "TestPaths.h"
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
 
 namespace {
 
-struct VectorRecord {
-  std::string name;
-  int32_t type = 0, nrows = 0, ncols = 0, rowBytes = 0, block = 0;
-  std::vector<uint8_t> quantized;  // nrows * rowBytes
-  std::vector<float> dequantized;  // nrows * ncols, ggml's output
-};
-
-struct VectorFile {
-  std::string error;  // empty when parsed
-  std::vector<VectorRecord> records;
-};
-
-std::string vectorsPath() { return kiln::test::testdataDir() + "/ggml-quant-vectors.bin"; }
-
-// Bounds-checked little-endian cursor over the file.
-struct Cursor {
-  const std::vector<uint8_t> &buf;
-  size_t pos = 0;
-  bool take(void *dst, size_t n) {
-    if (n > buf.size() - pos) return false;
-    std::memcpy(dst, buf.data() + pos, n);
-    pos += n;
-    return true;
-  }
-};
-
-VectorFile parseVectors(const std::string &path) {
-  VectorFile f;
-  auto fail = [&f](std::string msg) {
-    f.error = std::move(msg);
-    return f;
-  };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot open " + path);
-  const std::vector<uint8_t> buf((std::istreambuf_iterator<char>(in)), {});
-  Cursor c{buf};
-  char magic[4];
-  int32_t count = 0;
-  if (!c.take(magic, 4) || std::memcmp(magic, "KQV1", 4) != 0 || !c.take(&count, 4) || count < 0)
-    return fail("bad header");
-  for (int32_t r = 0; r < count; ++r) {
-    VectorRecord rec;
-    char name[17] = {};
-    int32_t hdr[5];
-    if (!c.take(name, 16) || !c.take(hdr, sizeof hdr))
-      return fail("truncated record header " + std::to_string(r));
-    rec.name = name;
-    rec.type = hdr[0], rec.nrows = hdr[1], rec.ncols = hdr[2], rec.rowBytes = hdr[3],
-    rec.block = hdr[4];
-    if (rec.nrows <= 0 || rec.ncols <= 0 || rec.rowBytes <= 0 || rec.nrows > 1024 ||
-        rec.ncols > (1 << 20) || rec.rowBytes > (1 << 24))
-      return fail("implausible sizes in record " + rec.name);
-    const size_t nvals = size_t(rec.nrows) * size_t(rec.ncols);
-    std::vector<float> input(nvals);  // the quantizer's input; unused here
-    rec.quantized.resize(size_t(rec.nrows) * size_t(rec.rowBytes));
-    rec.dequantized.resize(nvals);
-    if (!c.take(input.data(), nvals * 4) || !c.take(rec.quantized.data(), rec.quantized.size()) ||
-        !c.take(rec.dequantized.data(), nvals * 4))
-      return fail("truncated record " + rec.name);
-    f.records.push_back(std::move(rec));
-  }
-  if (c.pos != buf.size()) f.error = "trailing bytes after last record";
-  return f;
-}
-
-const VectorFile &vectorFile() {
-  static const VectorFile f = parseVectors(vectorsPath());
-  return f;
-}
+using kiln::test::VectorFile;
+using kiln::test::VectorRecord;
+using kiln::test::vectorFile;
+using kiln::test::vectorsPath;
 
 uint32_t bitsOf(float v) {
   uint32_t b;

@@ -19,85 +19,17 @@
 #include <immintrin.h>
 #endif
 
+#include "QuantVectors.h"
 #include "TestPaths.h"
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
 
 namespace {
 
-struct QuantRecord {
-  std::string name;
-  int32_t type = 0, nrows = 0, ncols = 0, rowBytes = 0, block = 0;
-  std::vector<float> input;       // nrows * ncols, what ggml quantized
-  std::vector<uint8_t> quantized; // nrows * rowBytes, ggml's bytes
-};
-
-struct QuantFile {
-  std::string error; // empty when parsed
-  std::vector<QuantRecord> records;
-};
-
-std::string vectorsPath() { return kiln::test::testdataDir() + "/ggml-quant-vectors.bin"; }
-
-// Bounds-checked little-endian cursor (as in DequantTest.cpp).
-struct Cursor {
-  const std::vector<uint8_t> &buf;
-  size_t pos = 0;
-  bool take(void *dst, size_t n) {
-    if (n > buf.size() - pos)
-      return false;
-    std::memcpy(dst, buf.data() + pos, n);
-    pos += n;
-    return true;
-  }
-};
-
-QuantFile parseVectors(const std::string &path) {
-  QuantFile f;
-  auto fail = [&f](std::string msg) {
-    f.error = std::move(msg);
-    return f;
-  };
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail("cannot open " + path);
-  const std::vector<uint8_t> buf((std::istreambuf_iterator<char>(in)), {});
-  Cursor c{buf};
-  char magic[4];
-  int32_t count = 0;
-  if (!c.take(magic, 4) || std::memcmp(magic, "KQV1", 4) != 0 || !c.take(&count, 4) || count < 0)
-    return fail("bad header");
-  for (int32_t r = 0; r < count; ++r) {
-    QuantRecord rec;
-    char name[17] = {};
-    int32_t hdr[5];
-    if (!c.take(name, 16) || !c.take(hdr, sizeof hdr))
-      return fail("truncated record header " + std::to_string(r));
-    rec.name = name;
-    rec.type = hdr[0], rec.nrows = hdr[1], rec.ncols = hdr[2], rec.rowBytes = hdr[3],
-    rec.block = hdr[4];
-    if (rec.nrows <= 0 || rec.ncols <= 0 || rec.rowBytes <= 0 || rec.nrows > 1024 ||
-        rec.ncols > (1 << 20) || rec.rowBytes > (1 << 24))
-      return fail("implausible sizes in record " + rec.name);
-    const size_t nvals = size_t(rec.nrows) * size_t(rec.ncols);
-    rec.input.resize(nvals);
-    rec.quantized.resize(size_t(rec.nrows) * size_t(rec.rowBytes));
-    std::vector<float> dequantized(nvals); // checked by DequantTest
-    if (!c.take(rec.input.data(), nvals * 4) ||
-        !c.take(rec.quantized.data(), rec.quantized.size()) ||
-        !c.take(dequantized.data(), nvals * 4))
-      return fail("truncated record " + rec.name);
-    f.records.push_back(std::move(rec));
-  }
-  if (c.pos != buf.size())
-    f.error = "trailing bytes after last record";
-  return f;
-}
-
-const QuantFile &quantFile() {
-  static const QuantFile f = parseVectors(vectorsPath());
-  return f;
-}
+using kiln::test::VectorFile;
+using kiln::test::VectorRecord;
+using kiln::test::vectorFile;
+using kiln::test::vectorsPath;
 
 uint32_t bitsOf(float v) {
   uint32_t b;
@@ -125,12 +57,12 @@ class QuantizeVectors : public ::testing::TestWithParam<const char *> {};
 TEST_P(QuantizeVectors, MatchesGgmlBytes) {
   const std::string path = vectorsPath();
   KILN_REQUIRE_FILE(path);
-  const QuantFile &file = quantFile();
+  const VectorFile &file = vectorFile();
   ASSERT_TRUE(file.error.empty()) << path << ": " << file.error;
 
   const std::string format = GetParam();
   int seen = 0;
-  for (const QuantRecord &rec : file.records) {
+  for (const VectorRecord &rec : file.records) {
     if (rec.name != format)
       continue;
     ++seen;
