@@ -245,6 +245,7 @@ int run_generate(const run_options_t *o) {
   }
   if (!rc) {
     fputs("\n", stdout);
+    fflush(stdout); /* the text first, then the timings on stderr */
     kiln_session_stats_t st;
     kiln_session_stats(s, &st);
     fprintf(stderr,
