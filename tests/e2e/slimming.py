@@ -23,20 +23,8 @@ import re
 import subprocess
 import sys
 
-PROMPT = "Once upon a time"
+from e2e_common import PROMPT, fail, need
 
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
-
-
-def need(models, name):
-    path = os.path.join(models, name)
-    if not os.path.isfile(path):
-        fail(f"{path} is missing: put the shared models there or set KILN_MODELS_DIR "
-             f"to the directory holding {name}")
-    return path
 
 
 def run(cmd, expect_fail=False):

@@ -12,8 +12,9 @@ import subprocess
 import sys
 import tempfile
 
+from e2e_common import PROMPT, fail, need
+
 # llama.cpp's reference values, from ../shared/models/README.md.
-GREEDY_PROMPT = "Once upon a time"
 GREEDY_TEXT = ("Once upon a time, there was a little girl named Lily. She loved to play outside "
                "in the park. One day, she saw a big, red ball. She wanted to play with it, but "
                "it was too high.\nLily's mom said")
@@ -24,19 +25,6 @@ PPL_CASES = {
     "ppl-q8_0": ("stories260K-Q8_0.gguf", "tinystories-calib.txt", 6.6315, 0.001),
     "ppl-q4_0": ("stories260K-Q4_0.gguf", "tinystories-calib.txt", 7.1502, 0.001),
 }
-
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
-
-
-def need(models, name):
-    path = os.path.join(models, name)
-    if not os.path.isfile(path):
-        fail(f"{path} is missing: put the shared models there or set KILN_MODELS_DIR "
-             f"to the directory holding {name}")
-    return path
 
 
 def run(cmd):
@@ -58,14 +46,14 @@ def main():
     models = os.environ.get("KILN_MODELS_DIR") or a.models
 
     if a.case == "greedy":
-        p = run([a.kiln, "eval", need(models, "stories260K.gguf"), "--prompt", GREEDY_PROMPT,
+        p = run([a.kiln, "eval", need(models, "stories260K.gguf"), "--prompt", PROMPT,
                  "-n", "64"])
         got = p.stdout[:-1] if p.stdout.endswith("\n") else p.stdout
         if got != GREEDY_TEXT:
             fail(f"greedy text differs from llama.cpp's:\n got: {got!r}\nwant: {GREEDY_TEXT!r}")
         print(f"greedy text matches llama.cpp ({len(got)} bytes)")
     elif a.case == "top-logit":
-        p = run([a.kiln, "eval", need(models, "stories260K.gguf"), "--prompt", GREEDY_PROMPT,
+        p = run([a.kiln, "eval", need(models, "stories260K.gguf"), "--prompt", PROMPT,
                  "-n", "0", "--show-top", "1"])
         m = re.search(r"^\s*(\d+)\s+'.*'\s+(-?[0-9.]+)\s*$", p.stderr, re.M)
         if not m:
