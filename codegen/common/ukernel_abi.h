@@ -64,6 +64,10 @@ void kiln_uk_silu(const float *x, int64_t count, float *out);
 void kiln_uk_mul(const float *a, const float *b, int64_t count, float *out);
 void kiln_uk_add(const float *a, const float *b, int64_t count, float *out);
 
+/* In place: y[t, i] += bias[i] for every row t of the [n, width] activations (the bias of
+ * a kiln.linear, added after kiln_uk_linear). */
+void kiln_uk_add_bias(float *y, const float *bias, int32_t n, int32_t width);
+
 #ifdef __cplusplus
 }
 #endif

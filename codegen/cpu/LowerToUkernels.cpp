@@ -122,6 +122,16 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       if (!out.weights.addWeight(store, op->getAttrOfType<StringAttr>("weight").str(),
                                  fmt(op), error))
         return false;
+      if (auto bias = op->getAttrOfType<StringAttr>("bias")) {
+        const WeightView *bv = store.find(bias.str());
+        if (bv && (bv->dims.size() != 1 || int64_t(bv->dims[0]) != features(op->getResult(0)))) {
+          error = "kiln.linear bias '" + bias.str() + "' must be a 1-D [" +
+                  std::to_string(features(op->getResult(0))) + "] f32 vector";
+          return false;
+        }
+        if (!out.weights.addWeight(store, bias.str(), KILN_GGML_TYPE_F32, error))
+          return false;
+      }
     } else if (auto r = dyn_cast<RopeOp>(op)) {
       if (!r.getInput().hasOneUse()) {
         error = "kiln.rope rotates in place, so its input must have no other use";
@@ -208,6 +218,7 @@ void Lowering::emit(func::FuncOp fn) {
   declare("kiln_uk_silu", voidTy, {ptrTy, i64, ptrTy});
   declare("kiln_uk_mul", voidTy, {ptrTy, ptrTy, i64, ptrTy});
   declare("kiln_uk_add", voidTy, {ptrTy, ptrTy, i64, ptrTy});
+  declare("kiln_uk_add_bias", voidTy, {ptrTy, ptrTy, i32, i32});
 
   // Constant query-head -> KV-head maps of attention ops that carry one.
   llvm::DenseMap<Operation *, std::string> headMaps;
@@ -273,6 +284,8 @@ void Lowering::emit(func::FuncOp fn) {
       call("kiln_uk_linear", {ctxArg, i32c(t->format), bufferPtr(input), nArg,
                               i32c(features(input)), weightPtr(name),
                               i64c(int64_t(t->rowStride)), i32c(features(result)), dst});
+      if (auto bias = op->getAttrOfType<StringAttr>("bias"))
+        call("kiln_uk_add_bias", {dst, weightPtr(bias.getValue()), nArg, i32c(features(result))});
     } else if (auto r = dyn_cast<RopeOp>(op)) {
       auto key = std::make_pair(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
       const std::string &table = ropeTableNames[key];
@@ -325,9 +338,12 @@ bool Lowering::run(std::string &error) {
       out.weightBytesPerToken += out.weights.find(e.getWeight().str())->rowStride;
     else if (auto n = dyn_cast<RmsNormOp>(op))
       out.weightBytesPerToken += out.weights.find(n.getWeight().str())->size;
-    else if (isa<LinearOp, LogitsOp>(op))
+    else if (isa<LinearOp, LogitsOp>(op)) {
       out.weightBytesPerToken +=
           out.weights.find(op->getAttrOfType<StringAttr>("weight").str())->size;
+      if (auto bias = op->getAttrOfType<StringAttr>("bias"))
+        out.weightBytesPerToken += out.weights.find(bias.str())->size;
+    }
   });
   if (failed(out.module->verify())) {
     error = "internal error: the lowered module does not verify";

@@ -145,9 +145,25 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     auto w = weight(op, name, features(result), features(input), error);
     if (!w || !floatIn(input, in))
       return false;
+    // The optional bias: a 1-D [out_features] vector added to every row.
+    std::shared_ptr<Matrix> bias;
+    if (auto l = dyn_cast<LinearOp>(op); l && l.getBias()) {
+      const WeightView *bv = store->find(l.getBias()->str());
+      if (bv && bv->dims.size() != 1) {
+        error = "kiln.linear bias '" + l.getBias()->str() + "' must be a 1-D [" +
+                std::to_string(features(result)) + "] vector, it has " +
+                std::to_string(bv->dims.size()) + " dimensions";
+        return false;
+      }
+      bias = weight(op, *l.getBias(), 1, features(result), error);
+      if (!bias)
+        return false;
+    }
     int out = newSlot(result);
-    steps.push_back([w, in, out](Frame &f, std::string &) {
+    steps.push_back([w, bias, in, out](Frame &f, std::string &) {
       f.act[out].noalias() = f.act[in] * w->transpose();
+      if (bias)
+        f.act[out].rowwise() += bias->row(0);
       return true;
     });
     return true;

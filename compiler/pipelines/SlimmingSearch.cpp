@@ -17,6 +17,7 @@
 #include "dialects/kiln/IR/KilnOps.h"
 #include "passes/slimming/SlimmingUtils.h"
 #include "compiler/analysis/Importance.h"
+#include "compiler/analysis/ModelLayout.h"
 
 using namespace mlir;
 
@@ -286,6 +287,201 @@ bool Search::headsRanked(const std::vector<int32_t> &layers, int32_t perLayer, b
   return true;
 }
 
+// "0:1,5;3:2" -> {0: {1, 5}, 3: {2}} (already validated by the pass or the search).
+std::map<int32_t, std::set<int32_t>> parseHeadSpec(const std::string &spec) {
+  std::map<int32_t, std::set<int32_t>> out;
+  SmallVector<StringRef> groups;
+  StringRef(spec).split(groups, ';', -1, /*KeepEmpty=*/false);
+  for (StringRef g : groups) {
+    auto [layer, heads] = g.split(':');
+    int32_t l;
+    if (layer.trim().getAsInteger(10, l))
+      continue;
+    SmallVector<StringRef> hs;
+    heads.split(hs, ',', -1, false);
+    for (StringRef h : hs) {
+      int32_t v;
+      if (!h.trim().getAsInteger(10, v))
+        out[l].insert(v);
+    }
+  }
+  return out;
+}
+
+// Mean outputs of the unpruned `module` on the scored calibration positions: the attention
+// result of every layer in `headLayers`, the sum of the residual branches of every layer
+// in `layers`.
+bool measureCompensation(ModuleOp module, WeightStore &store, const Calibration &calib,
+                         const std::set<int32_t> &headLayers, const std::set<int32_t> &layers,
+                         CompensationStats &stats, std::string &error) {
+  std::vector<analysis::LayerLayout> layouts;
+  if (!analysis::findLayers(module, layouts, error) ||
+      !materializeDerivedWeights(module, store, error))
+    return false;
+  std::map<uint32_t, std::pair<int32_t, bool>> watch; // op index -> (layer, attention?)
+  for (const analysis::LayerLayout &l : layouts) {
+    if (headLayers.count(l.layer) && l.attentionOp >= 0) {
+      watch[uint32_t(l.attentionOp)] = {l.layer, true};
+      stats.headDim[l.layer] = l.headDim;
+      stats.attnOutWeight[l.layer] = l.attnOutWeight;
+    }
+    if (layers.count(l.layer))
+      for (const analysis::ResidualBranch &b : l.branches)
+        watch[b.branchOp] = {l.layer, false};
+  }
+  auto exec = RefExecutor::create(module, store, calib.ctx, error);
+  if (!exec)
+    return false;
+  // The rows perplexity() scores: first..ctx-2 of every chunk.
+  const Eigen::Index first = Eigen::Index(calib.ctx / 2);
+  exec->setResultObserver([&](const ObservedOp &op, const Matrix &r) {
+    auto it = watch.find(op.index);
+    if (it == watch.end())
+      return;
+    auto &acc = (it->second.second ? stats.attention : stats.branches)[it->second.first];
+    acc.resize(size_t(r.cols()), 0.0);
+    for (Eigen::Index t = first; t + 1 < r.rows(); ++t)
+      for (Eigen::Index c = 0; c < r.cols(); ++c)
+        acc[size_t(c)] += double(r(t, c));
+  });
+  PerplexityResult pr;
+  if (!perplexity(*exec, nullptr, calib.tokens, calib.bos, calib.ctx, calib.maxChunks, pr, error))
+    return false;
+  stats.positions = pr.scored;
+  for (auto *m : {&stats.attention, &stats.branches})
+    for (auto &[l, v] : *m)
+      for (double &x : v)
+        x /= double(std::max<size_t>(pr.scored, 1));
+  stats.measured = true;
+  return true;
+}
+
+// Adds the compensation biases to `slimmed`. `notes`: what was done or skipped, per target.
+bool applyCompensation(ModuleOp slimmed, WeightStore &store, const CompileOptions &applied,
+                       const CompensationStats &stats, std::vector<std::string> &notes,
+                       int &biases, std::string &error) {
+  biases = 0;
+  auto fn = slimmed.lookupSymbol<func::FuncOp>("forward");
+  std::vector<analysis::LayerLayout> layouts;
+  if (!fn || !analysis::findLayers(slimmed, layouts, error))
+    return false;
+  std::vector<Operation *> body;
+  for (Operation &op : fn.getBody().front())
+    body.push_back(&op);
+  std::map<Operation *, std::vector<double>> add; // target linear -> bias to add
+  std::map<Operation *, int32_t> targetLayer;
+
+  // Heads: W_o[:, removed columns] . mean of the removed heads' outputs.
+  for (const auto &[l, heads] : parseHeadSpec(applied.pruneHeads)) {
+    auto mean = stats.attention.find(l);
+    const analysis::LayerLayout *layout = nullptr;
+    for (const auto &x : layouts)
+      if (x.layer == l && x.attentionOp >= 0)
+        layout = &x;
+    if (mean == stats.attention.end() || !layout)
+      continue;
+    LinearOp wo;
+    for (Operation *user : body[size_t(layout->attentionOp)]->getUsers())
+      if (auto lin = dyn_cast<LinearOp>(user))
+        wo = lin;
+    const std::string &wName = stats.attnOutWeight.at(l);
+    const WeightView *wv = store.find(wName);
+    std::vector<float> w;
+    if (!wo || !wv || !store.dequantize(wName, w, error)) {
+      if (error.empty())
+        error = "compensation: layer " + std::to_string(l) + " has no attention output projection";
+      return false;
+    }
+    const uint64_t cols = wv->rowLength(), rows = wv->numRows();
+    const int32_t hd = stats.headDim.at(l);
+    if (cols != mean->second.size()) {
+      error = "compensation: layer " + std::to_string(l) + ": '" + wName + "' has " +
+              std::to_string(cols) + " columns for " + std::to_string(mean->second.size()) +
+              " attention features";
+      return false;
+    }
+    std::vector<double> &b = add[wo.getOperation()];
+    b.resize(rows, 0.0);
+    targetLayer[wo.getOperation()] = l;
+    for (uint64_t o = 0; o < rows; ++o)
+      for (int32_t h : heads)
+        for (int32_t d = 0; d < hd; ++d) {
+          const uint64_t c = uint64_t(h) * uint64_t(hd) + uint64_t(d);
+          b[o] += double(w[o * cols + c]) * mean->second[c];
+        }
+    notes.push_back("heads " + plusList(std::vector<int32_t>(heads.begin(), heads.end())) +
+                    " of layer " + std::to_string(l) + " -> bias of " + wo.getWeight().str());
+  }
+
+  // Layers: the mean of both branches, on the last branch projection of the nearest kept
+  // layer below.
+  for (int32_t l : applied.pruneLayers) {
+    auto mean = stats.branches.find(l);
+    if (mean == stats.branches.end())
+      continue;
+    const analysis::LayerLayout *below = nullptr;
+    for (const auto &x : layouts)
+      if (x.layer < l && !x.branches.empty() && (!below || x.layer > below->layer))
+        below = &x;
+    if (!below) {
+      notes.push_back("no compensation for layer " + std::to_string(l) +
+                      " (no earlier layer's projection)");
+      continue;
+    }
+    auto target = dyn_cast<LinearOp>(body[below->branches.back().branchOp]);
+    if (!target || slimming::features(target.getResult()) != int64_t(mean->second.size())) {
+      notes.push_back("no compensation for layer " + std::to_string(l) +
+                      " (the projection below does not write the residual stream)");
+      continue;
+    }
+    std::vector<double> &b = add[target.getOperation()];
+    b.resize(mean->second.size(), 0.0);
+    targetLayer[target.getOperation()] = below->layer;
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] += mean->second[i];
+    notes.push_back("layer " + std::to_string(l) + " -> bias of " + target.getWeight().str());
+  }
+
+  Builder builder(slimmed.getContext());
+  auto derived = [&]() { return slimmed->getAttrOfType<DictionaryAttr>(kDerivedWeightsAttr); };
+  for (auto &[op, b] : add) {
+    auto lin = cast<LinearOp>(op);
+    std::vector<float> bias(b.begin(), b.end());
+    if (auto old = lin.getBias()) {
+      std::vector<float> prev;
+      if (!store.dequantize(old->str(), prev, error))
+        return false;
+      if (prev.size() != bias.size()) {
+        error = "compensation: bias '" + old->str() + "' has " + std::to_string(prev.size()) +
+                " values, the projection writes " + std::to_string(bias.size());
+        return false;
+      }
+      for (size_t i = 0; i < bias.size(); ++i)
+        bias[i] += prev[i];
+    }
+    std::string base = lin.getWeight().str();
+    if (size_t dot = base.find(".weight"); dot != std::string::npos)
+      base = base.substr(0, dot);
+    std::string name;
+    for (int n = 0;; ++n) {
+      name = base + ".comp_bias" + (n ? std::to_string(n) : "");
+      // Unique among the module's own recipes (a copy measured before may have left the
+      // same name in the store; materialising replaces it).
+      auto all = derived();
+      if (!(all && all.get(name)) && name != lin.getBias().value_or(""))
+        break;
+    }
+    addDerivedWeight(slimmed, name,
+                     builder.getDictionaryAttr({
+                         builder.getNamedAttr("op", builder.getStringAttr("values")),
+                         builder.getNamedAttr("values", builder.getDenseF32ArrayAttr(bias)),
+                     }));
+    lin.setBiasAttr(builder.getStringAttr(name));
+    ++biases;
+  }
+  return materializeDerivedWeights(slimmed, store, error);
+}
+
 } // namespace
 
 Footprint footprintOf(ModuleOp module) {
@@ -335,6 +531,14 @@ bool resolveSlimming(ModuleOp module, WeightStore &store, const SlimmingRequest 
             " measures on calibration text: give --calib TEXT";
     return false;
   }
+  if (req.compensate != "on" && req.compensate != "off" && req.compensate != "auto") {
+    error = "--compensate must be on, off or auto, got '" + req.compensate + "'";
+    return false;
+  }
+  if (req.compensate == "on" && !req.calib && (!req.layers.empty() || !req.heads.empty())) {
+    error = "--compensate on measures on calibration text: give --calib TEXT";
+    return false;
+  }
   if (headsPerLayer && perLayer < 1) {
     error = "--prune-heads " + req.heads + ": the count per layer must be at least 1";
     return false;
@@ -377,7 +581,69 @@ bool resolveSlimming(ModuleOp module, WeightStore &store, const SlimmingRequest 
       !search.headsRanked(out.pruneLayers, perLayer, headsAuto, plan.basePpl, limit, out.pruneHeads,
                           error))
     return false;
+  if (req.compensate != "off" && (!out.pruneLayers.empty() || !out.pruneHeads.empty())) {
+    std::set<int32_t> headLayers, layers(out.pruneLayers.begin(), out.pruneLayers.end());
+    for (const auto &entry : parseHeadSpec(out.pruneHeads))
+      headLayers.insert(entry.first);
+    if (!measureCompensation(module, store, calib, headLayers, layers, plan.compensation, error))
+      return false;
+  }
   return true;
+}
+
+bool compensateSlimming(ModuleOp slimmed, WeightStore &store, const SlimmingRequest &req,
+                        const CompileOptions &applied, const SlimmingPlan &plan,
+                        std::vector<AppliedPass> &records, std::string &error) {
+  auto log = [&](const std::string &line) {
+    if (req.log)
+      req.log(line);
+  };
+  if (applied.pruneLayers.empty() && applied.pruneHeads.empty())
+    return true;
+  if (req.compensate == "off") {
+    records.push_back({"kiln-compensate", "mode=off", "applied=no"});
+    return true;
+  }
+  if (!plan.compensation.measured || !req.calib) {
+    records.push_back({"kiln-compensate", "mode=" + req.compensate,
+                       "applied=no,reason=no calibration text"});
+    return true;
+  }
+  const Calibration &calib = *req.calib;
+  OwningOpRef<ModuleOp> with(slimmed.clone());
+  std::vector<std::string> notes;
+  int biases = 0;
+  if (!applyCompensation(*with, store, applied, plan.compensation, notes, biases, error))
+    return false;
+  for (const std::string &n : notes)
+    log("compensation: " + n);
+  std::string params = "mode=" + req.compensate + ",calib=" + calib.name +
+                       ",ctx=" + std::to_string(calib.ctx) +
+                       ",positions=" + std::to_string(plan.compensation.positions);
+  if (biases == 0) {
+    records.push_back({"kiln-compensate", params, "applied=no,reason=nothing to compensate"});
+    return true;
+  }
+  double without, withPpl;
+  if (!calibrationPpl(slimmed, store, calib, without, error) ||
+      !calibrationPpl(*with, store, calib, withPpl, error))
+    return false;
+  const bool keep = req.compensate == "on" || withPpl < without;
+  std::string effects = "ppl_without=" + num(without) + ",ppl_with=" + num(withPpl) +
+                        ",biases=" + std::to_string(biases) +
+                        ",applied=" + (keep ? "yes" : "no");
+  for (const std::string &n : notes)
+    if (n.rfind("no compensation", 0) == 0)
+      effects += ",note=" + n.substr(0, n.find(" ("));
+  records.push_back({"kiln-compensate", params, effects});
+  log("compensation (" + req.compensate + "): calibration PPL without " + num(without) +
+      ", with " + num(withPpl) + " (" + std::to_string(biases) + " biases): " +
+      (keep ? "applied" : "not applied"));
+  if (!keep)
+    return true;
+  // Apply to the module itself (same inputs, same biases).
+  notes.clear();
+  return applyCompensation(slimmed, store, applied, plan.compensation, notes, biases, error);
 }
 
 bool recordSlimmingResult(ModuleOp slimmed, WeightStore &store, const SlimmingRequest &req,
@@ -404,8 +670,8 @@ bool recordSlimmingResult(ModuleOp slimmed, WeightStore &store, const SlimmingRe
     params += ",calib=" + req.calib->name + ",ctx=" + std::to_string(req.calib->ctx);
     effects += ",ppl_before=" + num(plan.basePpl) + ",ppl_after=" + num(ppl) +
                ",increase_pct=" + percent(ppl, plan.basePpl);
-    line += ", calibration PPL " + num(plan.basePpl) + " -> " + num(ppl) + " (+" +
-            percent(ppl, plan.basePpl) + "%)";
+    line += ", calibration PPL " + num(plan.basePpl) + " -> " + num(ppl) + " (" +
+            (ppl >= plan.basePpl ? "+" : "") + percent(ppl, plan.basePpl) + "%)";
   }
   records.push_back({"slimming-result", params, effects});
   if (req.log)

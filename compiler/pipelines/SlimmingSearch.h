@@ -15,6 +15,17 @@
 //     would be its last is passed over).
 // The budget is relative to the unpruned model for both searches (layers run first).
 // Every measurement, score and decision is appended to `records` for the provenance.
+//
+// Compensation (`--compensate on|off|auto`, default auto): the removed parts' mean output
+// on the scored calibration positions (same chunks as the PPL) of the UNPRUNED model
+// becomes a bias, closed form, no training:
+//   - removed query heads H of layer l: bias of l's attention output projection
+//     += W_o[:, columns of H] . mean_t(attention output of H);
+//   - removed layer l: bias of the last residual-branch projection (ffn_down) of the
+//     nearest kept layer below l += mean_t(attention branch + FFN branch of l); layer 0
+//     has no earlier projection and gets no compensation.
+// An existing bias is added to (under a new derived name). auto measures the calibration
+// PPL with and without and keeps the better; on and auto record both in the provenance.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_COMPILER_PIPELINES_SLIMMINGSEARCH_H
 #define KILN_COMPILER_PIPELINES_SLIMMINGSEARCH_H
@@ -22,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +58,7 @@ struct SlimmingRequest {
   std::string heads;   // "" | "auto" | "N/layer" | "0:1,5;3:2"
   double maxPplIncrease = std::numeric_limits<double>::quiet_NaN(); // percent; NaN: not given
   const Calibration *calib = nullptr;
+  std::string compensate = "auto"; // on | off | auto
   // Progress lines (stderr in the driver); may be empty.
   std::function<void(const std::string &)> log;
 };
@@ -57,9 +70,20 @@ struct Footprint {
 };
 Footprint footprintOf(mlir::ModuleOp module);
 
+// Mean outputs of the unpruned model on the scored calibration positions, for compensation.
+struct CompensationStats {
+  bool measured = false;
+  size_t positions = 0;
+  std::map<int32_t, std::vector<double>> attention; // layer -> mean attention result
+  std::map<int32_t, int32_t> headDim;
+  std::map<int32_t, std::string> attnOutWeight;     // the unpruned output projection
+  std::map<int32_t, std::vector<double>> branches;  // layer -> mean sum of its branches
+};
+
 struct SlimmingPlan {
   double basePpl = std::numeric_limits<double>::quiet_NaN(); // unpruned, when calibrated
   Footprint before;                                          // of the unpruned module
+  CompensationStats compensation;
 };
 
 // Checks the request (one-line error for a bad one) and fills the slimming fields of
@@ -68,6 +92,13 @@ struct SlimmingPlan {
 bool resolveSlimming(mlir::ModuleOp module, WeightStore &store, const SlimmingRequest &req,
                      CompileOptions &out, SlimmingPlan &plan, std::vector<AppliedPass> &records,
                      std::string &error);
+
+// After the slimming passes ran on `slimmed` (derived weights materialised): adds the
+// compensation biases per `req.compensate` and records the decision. Does nothing when
+// nothing was pruned or compensation is off.
+bool compensateSlimming(mlir::ModuleOp slimmed, WeightStore &store, const SlimmingRequest &req,
+                        const CompileOptions &applied, const SlimmingPlan &plan,
+                        std::vector<AppliedPass> &records, std::string &error);
 
 // After the slimming passes ran on `slimmed`: measures it (calibration PPL when the
 // request has a calibration text; its derived weights are materialised into `store`) and

@@ -22,8 +22,20 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
                     WeightStore &store, int depth, std::string &error) {
   if (store.find(name) && !all.get(name))
     return true;
-  auto source = recipe.getAs<StringAttr>("source");
   auto op = recipe.getAs<StringAttr>("op");
+  // Inline data (small vectors such as compensation biases): no source.
+  if (op && op.getValue() == "values") {
+    auto values = recipe.getAs<DenseF32ArrayAttr>("values");
+    if (!values || values.empty()) {
+      error = "derived weight '" + name + "': values needs a non-empty array<f32> 'values'";
+      return false;
+    }
+    std::vector<float> out(values.asArrayRef().begin(), values.asArrayRef().end());
+    std::vector<uint64_t> dims{uint64_t(out.size())};
+    store.addOwnedF32(name, std::move(dims), std::move(out));
+    return true;
+  }
+  auto source = recipe.getAs<StringAttr>("source");
   if (!source || !op) {
     error = "derived weight '" + name + "' needs a source and an op";
     return false;

@@ -6,6 +6,8 @@
 //   {source = "blk.0.attn_q.weight", op = "select_rows", indices = array<i64: 0, 1, 3>}
 //   {source = "blk.0.attn_output.weight", op = "select_cols", indices = array<i64: ...>}
 //   {source = "blk.0.attn_output.weight", op = "scale", factor = 0.5 : f32}
+//   {op = "values", values = array<f32: 0.1, -0.2>}   (inline 1-D [n] data, no source:
+//                                                      compensation biases)
 // Recipes may name other derived weights as their source. materializeDerivedWeights turns
 // the recipes into fp32 tensors owned by the store, so the executor and the code
 // generator see derived weights exactly like stored ones, and the IR stays the single

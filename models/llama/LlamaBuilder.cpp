@@ -39,7 +39,7 @@ private:
   }
   Value linear(Value x, const std::string &name, int64_t out) {
     return b.create<LinearOp>(loc(name), act(out), x, b.getStringAttr(name),
-                              StorageFormatAttr::get(&ctx, format(name)));
+                              StorageFormatAttr::get(&ctx, format(name)), StringAttr());
   }
   Value rmsNorm(Value x, const std::string &name) {
     return b.create<RmsNormOp>(loc(name), x.getType(), x, b.getStringAttr(name),

@@ -90,6 +90,9 @@ struct PruneHeads : public impl::KilnPruneHeadsBase<PruneHeads> {
     if (!b.linear || !b.linear->hasOneUse())
       return emitError(a.getLoc()) << "kiln-prune-heads: layer " << layer << ": " << what
                                    << " is not a kiln.linear used only by this attention";
+    if (b.linear.getBias())
+      return emitError(a.getLoc()) << "kiln-prune-heads: layer " << layer << ": the " << what
+                                   << " projection has a bias; selecting its rows is not supported";
     return b;
   }
 
@@ -136,8 +139,9 @@ struct PruneHeads : public impl::KilnPruneHeadsBase<PruneHeads> {
       return;
     std::set<std::string> used;
     module.walk([&](Operation *op) {
-      if (auto w = op->getAttrOfType<StringAttr>("weight"))
-        used.insert(w.str());
+      for (const char *attr : {"weight", "bias"})
+        if (auto w = op->getAttrOfType<StringAttr>(attr))
+          used.insert(w.str());
     });
     bool changed = true;
     while (changed) {

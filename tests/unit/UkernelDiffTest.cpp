@@ -519,6 +519,18 @@ TEST_F(UkernelEltwise, SiluMulAdd) {
   kiln_uk_mul(a.data(), b.data(), 0, nullptr); // empty: touches nothing
 }
 
+TEST_F(UkernelEltwise, AddBias) {
+  std::mt19937 rng(12);
+  const int32_t n = 5, width = 37;
+  const std::vector<float> y0 = randomVector(rng, size_t(n) * width), bias = randomVector(rng, width);
+  std::vector<float> y = y0;
+  kiln_uk_add_bias(y.data(), bias.data(), n, width);
+  for (int32_t t = 0; t < n; ++t)
+    for (int32_t i = 0; i < width; ++i)
+      ASSERT_EQ(y[size_t(t) * width + i], y0[size_t(t) * width + i] + bias[size_t(i)]);
+  kiln_uk_add_bias(nullptr, bias.data(), 0, width); // no rows: touches nothing
+}
+
 // ---------------------------------------------------------------------------------------
 // kiln_uk_expf against the correctly rounded e^x, over a dense sweep of float bit patterns.
 

@@ -84,6 +84,7 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weigh
   req.layers = f.pruneLayers;
   req.heads = f.pruneHeads;
   req.maxPplIncrease = f.maxPplIncrease;
+  req.compensate = f.compensate;
   req.log = [](const std::string &line) { std::fprintf(stderr, "kiln: %s\n", line.c_str()); };
   pipelines::Calibration calib;
   if (!f.calib.empty() && !anyPruning(f))
@@ -112,9 +113,18 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weigh
   pipelines::SlimmingPlan plan;
   if (!pipelines::resolveSlimming(module, s.model.weights, req, po, plan, records, error))
     return false;
-  bool ran = weightFormat.empty() ? pipelines::runSlimmingPasses(module, po, records, error)
-                                  : pipelines::runKilnPipeline(module, po, records, error);
-  return ran && materializeDerivedWeights(module, s.model.weights, error) &&
+  // Slimming, compensation (measured on the slimmed module), then the rest of the pipeline.
+  if (!pipelines::runSlimmingPasses(module, po, records, error) ||
+      !materializeDerivedWeights(module, s.model.weights, error) ||
+      !pipelines::compensateSlimming(module, s.model.weights, req, po, plan, records, error))
+    return false;
+  if (!weightFormat.empty()) {
+    pipelines::CompileOptions rest;
+    rest.weightFormat = weightFormat;
+    if (!pipelines::runKilnPipeline(module, rest, records, error))
+      return false;
+  }
+  return materializeDerivedWeights(module, s.model.weights, error) &&
          pipelines::recordSlimmingResult(module, s.model.weights, req, plan, records, error);
 }
 

@@ -24,6 +24,7 @@ struct SlimmingFlags {
   std::string calib;       // --calib TEXT: calibration text
   uint32_t calibCtx = 256; // --calib-ctx: calibration chunk length
   size_t calibChunks = 0;  // --calib-chunks: 0 = every chunk
+  std::string compensate = "auto"; // --compensate on | off | auto
 };
 
 struct ImportOptions {

@@ -41,6 +41,9 @@ void addSlimmingFlags(CLI::App *cmd, SlimmingFlags &f) {
       ->check(CLI::Range(4u, 1u << 20));
   cmd->add_option("--calib-chunks", f.calibChunks,
                   "use at most this many calibration chunks (0 = all)");
+  cmd->add_option("--compensate", f.compensate,
+                  "after pruning, add the removed parts' mean calibration output as a bias: "
+                  "on, off or auto (keep it when it lowers the calibration PPL)");
 }
 
 } // namespace

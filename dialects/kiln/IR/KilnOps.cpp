@@ -87,7 +87,11 @@ LogicalResult RmsNormOp::verify() {
 }
 
 LogicalResult LinearOp::verify() {
-  return verifyProjection(*this, getInput().getType(), getType(), getWeight());
+  if (failed(verifyProjection(*this, getInput().getType(), getType(), getWeight())))
+    return failure();
+  if (auto bias = getBias(); bias && bias->empty())
+    return emitOpError("bias name must not be empty");
+  return success();
 }
 
 LogicalResult LogitsOp::verify() {

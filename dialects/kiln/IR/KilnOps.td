@@ -46,19 +46,23 @@ def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, SameOperandsAndResultType]> {
 def Kiln_LinearOp : Kiln_Op<"linear", [Pure]> {
   let summary = "x times the transpose of a stored [out, in] weight";
   let description = [{
-    `y[t, o] = sum_i x[t, i] * W[o, i]` with `W` read from the weight store in the given
-    storage format.
+    `y[t, o] = sum_i x[t, i] * W[o, i] (+ b[o])` with `W` read from the weight store in the
+    given storage format. The optional `bias` names a 1-D `[out_features]` f32 weight added
+    to every row (the slimming compensation writes one).
 
     ```mlir
     %q = kiln.linear %x weight "blk.0.attn_q.weight" format f32
         : tensor<?x64xf32> -> tensor<?x64xf32>
+    %d = kiln.linear %g weight "blk.0.ffn_down.weight" bias "blk.0.ffn_down.comp_bias"
+        format f32 : tensor<?x172xf32> -> tensor<?x64xf32>
     ```
   }];
   let arguments = (ins Kiln_Activations:$input, StrAttr:$weight,
-                       Kiln_StorageFormat:$format);
+                       Kiln_StorageFormat:$format, OptionalAttr<StrAttr>:$bias);
   let results = (outs Kiln_Activations:$result);
   let assemblyFormat = [{
-    $input `weight` $weight `format` $format attr-dict `:` type($input) `->` type($result)
+    $input `weight` $weight (`bias` $bias^)? `format` $format attr-dict `:` type($input)
+    `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -198,3 +198,11 @@ func.func @add_dynamic(%a: tensor<?x?xf32>) {
   %s = kiln.add %a, %a : tensor<?x?xf32>
   return
 }
+
+// -----
+
+func.func @linear_empty_bias(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{bias name must not be empty}}
+  %y = kiln.linear %x weight "w" bias "" format f32 : tensor<?x64xf32> -> tensor<?x64xf32>
+  return
+}

@@ -28,7 +28,9 @@ func.func @layer(%tokens: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x512xf3
   %s = kiln.silu %g : tensor<?x172xf32>
   // CHECK: kiln.mul %{{.*}}, %{{.*}} : tensor<?x172xf32>
   %m = kiln.mul %s, %u : tensor<?x172xf32>
-  %d = kiln.linear %m weight "blk.0.ffn_down.weight" format f32 : tensor<?x172xf32> -> tensor<?x64xf32>
+  // A compensation bias (a 1-D [out_features] f32 weight) is optional.
+  // CHECK: kiln.linear %{{.*}} weight "blk.0.ffn_down.weight" bias "blk.0.ffn_down.comp_bias" format f32 : tensor<?x172xf32> -> tensor<?x64xf32>
+  %d = kiln.linear %m weight "blk.0.ffn_down.weight" bias "blk.0.ffn_down.comp_bias" format f32 : tensor<?x172xf32> -> tensor<?x64xf32>
   %y = kiln.add %r, %d : tensor<?x64xf32>
   // CHECK: kiln.logits %{{.*}} weight "output.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x512xf32>
   %l = kiln.logits %y weight "output.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x512xf32>
