@@ -12,6 +12,7 @@
 
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
+#include "quant_args.h"
 
 typedef struct kiln_type_info_s {
   uint32_t type;
@@ -202,17 +203,10 @@ static void dequant_q8_0(const uint8_t *src, float *y, uint64_t n) {
 }
 
 kiln_status_t kiln_dequantize(uint32_t type, const void *src, float *dst, uint64_t n) {
-  uint64_t bytes = 0;
-  KILN_RETURN_IF_ERROR(kiln_ggml_row_bytes(type, n, &bytes));
-  if (n == 0)
+  int empty;
+  KILN_RETURN_IF_ERROR(kiln_quant_check_args(type, src, dst, n, &empty));
+  if (empty)
     return KILN_STATUS_OK;
-  if (!src || !dst)
-    return KILN_STATUS_INVALID_ARGUMENT;
-#if UINT64_MAX > SIZE_MAX
-  /* both buffers must be addressable on this (32-bit) host */
-  if (bytes > SIZE_MAX || n > SIZE_MAX / sizeof(float))
-    return KILN_STATUS_OUT_OF_RANGE;
-#endif
   const uint8_t *p = (const uint8_t *)src;
   switch ((kiln_ggml_type_t)type) {
   case KILN_GGML_TYPE_F32: dequant_f32(p, dst, n); break;

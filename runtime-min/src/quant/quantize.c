@@ -14,6 +14,7 @@
 
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
+#include "quant_args.h"
 
 static uint32_t kiln_bits_of(float f) {
   uint32_t u;
@@ -151,7 +152,6 @@ static void quantize_q4_1(const float *x, uint8_t *dst, uint64_t n) {
 }
 
 kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t n) {
-  uint64_t bytes = 0;
   switch ((kiln_ggml_type_t)type) {
   case KILN_GGML_TYPE_F32:
   case KILN_GGML_TYPE_F16:
@@ -160,15 +160,10 @@ kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t
   case KILN_GGML_TYPE_Q4_1: break;
   default: return KILN_STATUS_UNSUPPORTED;
   }
-  KILN_RETURN_IF_ERROR(kiln_ggml_row_bytes(type, n, &bytes));
-  if (n == 0)
+  int empty;
+  KILN_RETURN_IF_ERROR(kiln_quant_check_args(type, src, dst, n, &empty));
+  if (empty)
     return KILN_STATUS_OK;
-  if (!src || !dst)
-    return KILN_STATUS_INVALID_ARGUMENT;
-#if UINT64_MAX > SIZE_MAX
-  if (bytes > SIZE_MAX || n > SIZE_MAX / sizeof(float))
-    return KILN_STATUS_OUT_OF_RANGE;
-#endif
   uint8_t *out = (uint8_t *)dst;
   switch ((kiln_ggml_type_t)type) {
   case KILN_GGML_TYPE_F32: memcpy(out, src, (size_t)n * sizeof(float)); break;
