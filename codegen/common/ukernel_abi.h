@@ -30,9 +30,9 @@ void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *t
                    int64_t row_stride, int32_t dim, const int32_t *ids, int32_t n, float *out);
 
 /* out[t, i] = x[t, i] / sqrt(mean_i(x[t, :]^2) + eps) * w[i]; sum of squares in double as
- * ggml does. out may alias x. */
-void kiln_uk_rms_norm(const float *x, const float *w, int32_t n, int32_t dim, float eps,
-                      float *out);
+ * ggml does. w is `format` f32 or f16 (dim elements). out may alias x. */
+void kiln_uk_rms_norm(uint32_t format, const float *x, const uint8_t *w, int32_t n,
+                      int32_t dim, float eps, float *out);
 
 /* y[t, o] = sum_i x[t, i] * W[o, i], W [out_features, in] in `format` (f32, f16, q8_0,
  * q4_0 or q4_1). */

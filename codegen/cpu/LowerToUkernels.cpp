@@ -116,7 +116,8 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       if (!out.weights.addWeight(store, e.getWeight().str(), fmt(op), error))
         return false;
     } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-      if (!out.weights.addWeight(store, n.getWeight().str(), KILN_GGML_TYPE_F32, error))
+      uint32_t normFormat = n.getFormat() ? uint32_t(*n.getFormat()) : KILN_GGML_TYPE_F32;
+      if (!out.weights.addWeight(store, n.getWeight().str(), normFormat, error))
         return false;
     } else if (isa<LinearOp, LogitsOp>(op)) {
       if (!out.weights.addWeight(store, op->getAttrOfType<StringAttr>("weight").str(),
@@ -209,7 +210,7 @@ void Lowering::emit(func::FuncOp fn) {
   b.setInsertionPointToEnd(out.module->getBody());
   declare("kiln_uk_check_inputs", i32, {ptrTy, ptrTy, i32, i32, i32, i32});
   declare("kiln_uk_embed", voidTy, {ptrTy, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy});
-  declare("kiln_uk_rms_norm", voidTy, {ptrTy, ptrTy, i32, i32, f32, ptrTy});
+  declare("kiln_uk_rms_norm", voidTy, {i32, ptrTy, ptrTy, i32, i32, f32, ptrTy});
   declare("kiln_uk_linear", voidTy, {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy});
   declare("kiln_uk_rope", voidTy, {ptrTy, i32, i32, i32, i32, i32, ptrTy, ptrTy, ptrTy});
   declare("kiln_uk_attention", voidTy,
@@ -273,7 +274,9 @@ void Lowering::emit(func::FuncOp fn) {
                              i64c(int64_t(t->rowStride)), i32c(features(e)), tokensArg, nArg,
                              bufferPtr(e)});
     } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-      call("kiln_uk_rms_norm", {bufferPtr(n.getInput()), weightPtr(n.getWeight()), nArg,
+      const PackedTensor *t = out.weights.find(n.getWeight().str());
+      call("kiln_uk_rms_norm", {i32c(t->format), bufferPtr(n.getInput()),
+                                weightPtr(n.getWeight()), nArg,
                                 i32c(features(n)), f32c(n.getEps().convertToFloat()),
                                 bufferPtr(n)});
     } else if (isa<LinearOp, LogitsOp>(op)) {

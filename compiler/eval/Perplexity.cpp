@@ -7,9 +7,6 @@
 
 namespace kiln {
 
-namespace {
-
-// log-softmax of one row in double: log p_i = x_i - max - log(sum exp(x - max)).
 void logSoftmax(const float *x, int32_t n, std::vector<double> &out) {
   out.resize(size_t(n));
   double mx = x[0];
@@ -22,8 +19,6 @@ void logSoftmax(const float *x, int32_t n, std::vector<double> &out) {
   for (int32_t i = 0; i < n; ++i)
     out[size_t(i)] = double(x[i]) - lse;
 }
-
-} // namespace
 
 bool perplexity(RefExecutor &model, RefExecutor *compare, const std::vector<int32_t> &tokens,
                 int32_t bos, uint32_t ctx, size_t maxChunks, PerplexityResult &out,
@@ -47,7 +42,7 @@ bool perplexity(RefExecutor &model, RefExecutor *compare, const std::vector<int3
   }
   const int32_t vocab = int32_t(model.vocabSize());
   const uint32_t first = ctx / 2;
-  double nll = 0, nll2 = 0, cmpNll = 0, kld = 0;
+  double nll = 0, nll2 = 0, cmpNll = 0, kld = 0, kldReverse = 0;
   size_t n = 0, hits = 0, agree = 0;
   Matrix logits, cmpLogits;
   std::vector<double> lp, lq;
@@ -77,10 +72,13 @@ bool perplexity(RefExecutor &model, RefExecutor *compare, const std::vector<int3
         const float *crow = cmpLogits.row(j).data();
         logSoftmax(crow, vocab, lq);
         cmpNll += -lq[size_t(next)];
-        double kl = 0;
-        for (int32_t i = 0; i < vocab; ++i)
+        double kl = 0, klr = 0;
+        for (int32_t i = 0; i < vocab; ++i) {
           kl += std::exp(lp[size_t(i)]) * (lp[size_t(i)] - lq[size_t(i)]);
+          klr += std::exp(lq[size_t(i)]) * (lq[size_t(i)] - lp[size_t(i)]);
+        }
         kld += kl;
+        kldReverse += klr;
         agree += argmax(crow, vocab) == top;
       }
     }
@@ -98,6 +96,7 @@ bool perplexity(RefExecutor &model, RefExecutor *compare, const std::vector<int3
     out.compareMeanNll = cmpNll / double(n);
     out.comparePpl = std::exp(out.compareMeanNll);
     out.meanKld = kld / double(n);
+    out.meanKldReverse = kldReverse / double(n);
     out.top1Agreement = double(agree) / double(n);
   }
   return true;

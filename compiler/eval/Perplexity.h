@@ -27,9 +27,14 @@ struct PerplexityResult {
   // Only with a comparison model:
   double top1Agreement = 0;  // argmax of both models equal
   double meanKld = 0;        // mean KL(P_model || P_compare), nats
+  double meanKldReverse = 0; // mean KL(P_compare || P_model): llama.cpp's direction when
+                             // the compare model is the f32 reference
   double compareMeanNll = 0;
   double comparePpl = 0;
 };
+
+// log-softmax of one row in double: log p_i = x_i - max - log(sum exp(x - max)).
+void logSoftmax(const float *x, int32_t n, std::vector<double> &out);
 
 // `compare` may be null. `progress` (may be empty) is called after each chunk.
 bool perplexity(RefExecutor &model, RefExecutor *compare, const std::vector<int32_t> &tokens,

@@ -34,7 +34,8 @@ using Step = std::function<bool(Frame &, std::string &)>;
 struct RefExecutor::Impl {
   uint32_t vocab = 0, maxCtx = 0; // vocab: features of @forward's result
   KvStorage kvStorage = KvStorage::F32;
-  std::map<std::string, std::shared_ptr<Matrix>> weights; // decoded once, by name
+  // Decoded once per (name, storage format): what the compiled code reads.
+  std::map<std::pair<std::string, uint32_t>, std::shared_ptr<Matrix>> weights;
   std::map<int32_t, KvCache> cache;                       // by attention layer
   std::vector<Step> steps;
   std::vector<ObservedOp> stepOps; // what the hooks are told, one per step
@@ -49,9 +50,10 @@ struct RefExecutor::Impl {
   enum class IntArg { Tokens, Positions };
   llvm::DenseMap<Value, IntArg> intArgs;
 
-  // Decoded weight with the expected [rows, cols]; cols is the stored row length.
+  // Decoded weight with the expected [rows, cols]; cols is the stored row length. The
+  // values are those of the weight stored in `format` (ggml id); ~0u: its own format.
   std::shared_ptr<Matrix> weight(Operation *op, StringRef name, int64_t rows, int64_t cols,
-                                 std::string &error);
+                                 std::string &error, uint32_t format = ~0u);
   int slotOf(Value v) { return slots.lookup(v); }
   int newSlot(Value v) { return slots[v] = int(numSlots++); }
   bool compile(func::FuncOp fn, std::string &error);
@@ -60,7 +62,7 @@ struct RefExecutor::Impl {
 
 std::shared_ptr<Matrix> RefExecutor::Impl::weight(Operation *op, StringRef nameRef,
                                                   int64_t rows, int64_t cols,
-                                                  std::string &error) {
+                                                  std::string &error, uint32_t format) {
   std::string name = nameRef.str();
   const WeightView *w = store->find(name);
   std::string where = op->getName().getStringRef().str() + " weight '" + name + "'";
@@ -76,15 +78,17 @@ std::shared_ptr<Matrix> RefExecutor::Impl::weight(Operation *op, StringRef nameR
             " rows of " + std::to_string(cols);
     return nullptr;
   }
-  auto it = weights.find(name);
+  if (format == ~0u)
+    format = w->format;
+  auto it = weights.find({name, format});
   if (it != weights.end())
     return it->second;
   std::vector<float> data;
-  if (!store->dequantize(name, data, error))
+  if (!store->dequantizeAs(name, format, data, error))
     return nullptr;
   auto m = std::make_shared<Matrix>(rows, cols);
   std::copy(data.begin(), data.end(), m->data());
-  weights[name] = m;
+  weights[{name, format}] = m;
   return m;
 }
 
@@ -116,7 +120,7 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     // The table's own row count is the id range; ids are checked when they arrive.
     const WeightView *table = store->find(e.getWeight().str());
     int64_t rows = table ? int64_t(table->numRows()) : 0;
-    auto w = weight(op, e.getWeight(), rows, features(e), error);
+    auto w = weight(op, e.getWeight(), rows, features(e), error, uint32_t(e.getFormat()));
     if (!w)
       return false;
     int out = newSlot(e);
@@ -127,7 +131,9 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
   }
   if (auto n = dyn_cast<RmsNormOp>(op)) {
     int in;
-    auto w = weight(op, n.getWeight(), 1, features(n), error);
+    // Absent format: the kernels read an f32 scale.
+    uint32_t fmt = n.getFormat() ? uint32_t(*n.getFormat()) : 0u /* f32 */;
+    auto w = weight(op, n.getWeight(), 1, features(n), error, fmt);
     if (!w || !floatIn(n.getInput(), in))
       return false;
     int out = newSlot(n);
@@ -142,7 +148,8 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     Value input = op->getOperand(0), result = op->getResult(0);
     StringRef name = op->getAttrOfType<StringAttr>("weight").getValue();
     int in;
-    auto w = weight(op, name, features(result), features(input), error);
+    auto fmt = op->getAttrOfType<StorageFormatAttr>("format").getValue();
+    auto w = weight(op, name, features(result), features(input), error, uint32_t(fmt));
     if (!w || !floatIn(input, in))
       return false;
     // The optional bias: a 1-D [out_features] vector added to every row.

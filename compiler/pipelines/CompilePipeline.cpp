@@ -76,18 +76,38 @@ bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
   return true;
 }
 
-bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
-                     std::vector<AppliedPass> &applied, std::string &error) {
-  if (!runSlimmingPasses(module, opts, applied, error))
-    return false;
+bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
+                        std::vector<AppliedPass> &applied, std::string &error) {
   mlir::PassManager pm(module.getContext());
-  KilnAssignUniformFormatOptions uniform;
-  uniform.format = opts.weightFormat;
-  pm.addPass(createKilnAssignUniformFormat(uniform));
+  if (opts.precisionRules.empty()) {
+    KilnAssignUniformFormatOptions uniform;
+    uniform.format = opts.weightFormat;
+    pm.addPass(createKilnAssignUniformFormat(uniform));
+  } else {
+    KilnAssignRulesFormatOptions rules;
+    rules.rules = opts.precisionRules;
+    pm.addPass(createKilnAssignRulesFormat(rules));
+  }
+  if (!opts.precisionMap.empty()) {
+    KilnApplyPrecisionMapOptions map;
+    map.map = opts.precisionMap;
+    pm.addPass(createKilnApplyPrecisionMap(map));
+  }
   if (!run(pm, module, opts.quiet, error))
     return false;
-  applied.push_back({"kiln-assign-uniform-format", "format=" + opts.weightFormat, ""});
+  if (opts.precisionRules.empty())
+    applied.push_back({"kiln-assign-uniform-format", "format=" + opts.weightFormat, ""});
+  else
+    applied.push_back({"kiln-assign-rules-format", "rules=" + opts.precisionRules, ""});
+  if (!opts.precisionMap.empty())
+    applied.push_back({"kiln-apply-precision-map", "map=" + opts.precisionMap, ""});
   return true;
+}
+
+bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
+                     std::vector<AppliedPass> &applied, std::string &error) {
+  return runSlimmingPasses(module, opts, applied, error) &&
+         runPrecisionPasses(module, opts, applied, error);
 }
 
 } // namespace kiln::pipelines

@@ -12,6 +12,10 @@ namespace kiln::pipelines {
 
 struct CompileOptions {
   std::string weightFormat = "f32"; // f32 | f16 | q8_0 | q4_0 | q4_1
+  // Precision (passes/precision): rules replace the uniform format; a map is applied on
+  // top (both as the passes' option strings). Resolved by PrecisionSearch.h.
+  std::string precisionRules;       // kiln-assign-rules-format; empty: uniform
+  std::string precisionMap;         // kiln-apply-precision-map; empty: not run
   // Slimming (passes/slimming), as explicit decisions: measured requests ("auto",
   // "N/layer") are resolved into these first (SlimmingSearch.h).
   uint32_t maxCtx = 0;              // kiln-prune-context; 0: not run
@@ -29,6 +33,10 @@ struct AppliedPass {
 // run them on copies of the module to measure a candidate.
 bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
                        std::vector<AppliedPass> &applied, std::string &error);
+
+// The precision passes alone: uniform (or rules), then the map when one is given.
+bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
+                        std::vector<AppliedPass> &applied, std::string &error);
 
 // Runs the kiln-level passes on an imported module, in order: slimming, then precision.
 // One-line error on failure. Slimming may add derived weights (kiln.derived_weights):

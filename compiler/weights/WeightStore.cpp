@@ -1,5 +1,7 @@
 #include "compiler/weights/WeightStore.h"
 
+#include <algorithm>
+
 #include "kiln/quant.h"
 
 namespace kiln {
@@ -46,6 +48,43 @@ bool WeightStore::dequantize(const std::string &name, std::vector<float> &out,
       error = "weight '" + name + "': " + kiln_status_message(st);
       return false;
     }
+  }
+  return true;
+}
+
+bool WeightStore::dequantizeAs(const std::string &name, uint32_t format,
+                               std::vector<float> &out, std::string &error) const {
+  if (!dequantize(name, out, error))
+    return false;
+  const WeightView *w = find(name);
+  const uint64_t block = kiln_ggml_block_elems(format), n = w->rowLength();
+  if (block == 0) {
+    error = "weight '" + name + "': unknown storage format " + std::to_string(format);
+    return false;
+  }
+  if (w->format == format && n % block == 0)
+    return true; // stored as is: the decoded values are what the code reads
+  const uint64_t padded = (n + block - 1) / block * block;
+  uint64_t rowBytes = 0;
+  if (kiln_ggml_row_bytes(format, padded, &rowBytes) != KILN_STATUS_OK) {
+    error = "weight '" + name + "': rows of " + std::to_string(padded) +
+            " elements do not fit format " + std::to_string(format);
+    return false;
+  }
+  std::vector<float> row(padded, 0.0f);
+  std::vector<uint8_t> bytes(rowBytes);
+  for (uint64_t r = 0; r < w->numRows(); ++r) {
+    float *dst = out.data() + r * n;
+    std::copy(dst, dst + n, row.begin());
+    std::fill(row.begin() + long(n), row.end(), 0.0f); // zero padding, as the layout stores
+    kiln_status_t st = kiln_quantize(format, row.data(), bytes.data(), padded);
+    if (st == KILN_STATUS_OK)
+      st = kiln_dequantize(format, bytes.data(), row.data(), padded);
+    if (st != KILN_STATUS_OK) {
+      error = "weight '" + name + "' row " + std::to_string(r) + ": " + kiln_status_message(st);
+      return false;
+    }
+    std::copy(row.begin(), row.begin() + long(n), dst);
   }
   return true;
 }

@@ -37,6 +37,12 @@ public:
   // Decodes a whole tensor to fp32, row-major [numRows, rowLength]. One-line error
   // naming the tensor on failure.
   bool dequantize(const std::string &name, std::vector<float> &out, std::string &error) const;
+  // The fp32 values the compiled code sees when the tensor is stored in `format` (ggml id):
+  // rows padded with zeros to the format's block, encoded with runtime-min's quantizers
+  // and decoded again, as codegen's WeightLayout stores them. Same as dequantize() when
+  // the tensor is already in `format` with whole blocks.
+  bool dequantizeAs(const std::string &name, uint32_t format, std::vector<float> &out,
+                    std::string &error) const;
 
 private:
   std::map<std::string, WeightView> views_;

@@ -43,7 +43,7 @@ private:
   }
   Value rmsNorm(Value x, const std::string &name) {
     return b.create<RmsNormOp>(loc(name), x.getType(), x, b.getStringAttr(name),
-                               b.getF32FloatAttr(c.rmsEps));
+                               b.getF32FloatAttr(c.rmsEps), StorageFormatAttr());
   }
   Value rope(Value x, Value positions) {
     auto style = c.ropePairing == RopePairing::Adjacent ? RopeStyle::adjacent

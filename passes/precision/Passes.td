@@ -19,4 +19,34 @@ def KilnAssignUniformFormat : Pass<"kiln-assign-uniform-format", "mlir::ModuleOp
   ];
 }
 
+def KilnAssignRulesFormat : Pass<"kiln-assign-rules-format", "mlir::ModuleOp"> {
+  let summary = "storage format per tensor class (rules)";
+  let description = [{
+    `rules` is `class=format,...` (passes/precision/PrecisionSpec.h): classes attn_q,
+    attn_k, attn_v, attn_qkv, attn_output, ffn_gate, ffn_up, ffn_down, ffn, embedding,
+    output, norms, and `default=` for the classes not named (f32 unless given; norms keep
+    f32 when the default is not f32/f16). A weight read by two ops (a tied embedding and
+    classifier) takes the format of the class that was named; two named classes that
+    disagree are an error.
+  }];
+  let options = [
+    Option<"rules", "rules", "std::string", /*default=*/"\"\"",
+           "class=format,... (e.g. attn_qkv=q4_0,ffn=q8_0,norms=f16,default=q8_0)">,
+  ];
+}
+
+def KilnApplyPrecisionMap : Pass<"kiln-apply-precision-map", "mlir::ModuleOp"> {
+  let summary = "storage format per weight name (an explicit precision map)";
+  let description = [{
+    `map` is `weight=format,...`; every op reading a named weight gets that format, the
+    others keep theirs. A name no op reads, or a norm scale given a format other than
+    f32/f16, is an error. The measured search (compiler/pipelines/PrecisionSearch) writes
+    its decision through this pass.
+  }];
+  let options = [
+    Option<"map", "map", "std::string", /*default=*/"\"\"",
+           "weight=format,... (e.g. blk.0.attn_q.weight=q4_0,output_norm.weight=f16)">,
+  ];
+}
+
 #endif // KILN_PASSES_PRECISION_PASSES_TD

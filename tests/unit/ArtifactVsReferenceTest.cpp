@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include "compiler/pipelines/CompilePipeline.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "kiln/kiln.h"
@@ -31,18 +32,24 @@ struct Compiled {
   }
 };
 
-// Compiles `model` and opens it, with the reference executor beside it.
+// Compiles `model` and opens it, with the reference executor beside it; a `precision`
+// spec (--precision) applies to both.
 void compileAndOpen(const std::string &model, const std::string &weights, uint32_t ctx,
-                    uint32_t maxBatch, Compiled &c) {
+                    uint32_t maxBatch, Compiled &c, const std::string &precision = "") {
   std::string path = tempPath(weights + ".kiln"), error;
   kiln::tool::CompileOptions o;
   o.model = model;
   o.output = path;
-  o.weights = weights;
+  o.weights = precision.empty() ? weights : "";
+  o.prec.precision = precision;
   o.ctx = ctx;
   o.maxBatch = maxBatch;
   ASSERT_EQ(kiln::tool::runCompile(o), 0);
   ASSERT_TRUE(c.ref.load(model, error)) << error;
+  if (!precision.empty()) {
+    std::vector<kiln::pipelines::AppliedPass> records;
+    ASSERT_TRUE(kiln::tool::runPasses(c.ref, {}, o.prec, records, error)) << error;
+  }
   ASSERT_TRUE(c.ref.prepareExecutor(ctx, error)) << error;
   kiln_error_t err{};
   ASSERT_EQ(kiln_artifact_open(path.c_str(), nullptr, &c.artifact, &err), KILN_STATUS_OK)
@@ -77,6 +84,28 @@ TEST(ArtifactVsReference, Stories260KLastLogitsWithin1e4) {
   float diff = maxAbsDiff(kiln_session_logits(c.session), ref.row(ref.rows() - 1).data(), 512);
   std::cout << "max |logit difference| at the last prompt position: " << diff << "\n";
   EXPECT_LE(diff, 1e-4f);
+}
+
+// The reference executor honours each op's storage format (quantise, decode, zero padding
+// as the weight layout): a mixed map, f16 norm scales included, predicts the artifact's
+// logits. Without the formats the difference would be the quantisation error (~1e-1).
+TEST(ArtifactVsReference, Stories260KMixedPrecisionTracksReference) {
+  std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
+  KILN_REQUIRE_FILE(model);
+  Compiled c;
+  ASSERT_NO_FATAL_FAILURE(compileAndOpen(
+      model, "", 64, 64, c, "rules:attn_qkv=q4_0,ffn=q8_0,norms=f16,default=q4_1"));
+  std::vector<int32_t> prompt = c.ref.tokenizer->encode("Once upon a time", true);
+  kiln::Matrix ref;
+  std::string error;
+  ASSERT_TRUE(c.ref.executor->forward(prompt, 0, ref, error)) << error;
+  kiln_error_t err{};
+  ASSERT_EQ(kiln_session_prefill(c.session, prompt.data(), prompt.size(), &err), KILN_STATUS_OK)
+      << err.message;
+  float diff = maxAbsDiff(kiln_session_logits(c.session), ref.row(ref.rows() - 1).data(), 512);
+  std::cout << "mixed precision: max |logit difference| at the last prompt position: " << diff
+            << "\n";
+  EXPECT_LE(diff, 1e-3f);
 }
 
 TEST(ArtifactVsReference, SyntheticGqaSequenceTracksReference) {

@@ -321,10 +321,22 @@ TEST_F(UkernelRmsNorm, MatchesReference) {
       Matrix want;
       kiln::rmsNorm(toMatrix(x, n, dim), toMatrix(wv, 1, dim), eps, want);
       std::vector<float> out(x.size());
-      kiln_uk_rms_norm(x.data(), wv.data(), n, dim, eps, out.data());
+      const uint8_t *wb = reinterpret_cast<const uint8_t *>(wv.data());
+      kiln_uk_rms_norm(KILN_GGML_TYPE_F32, x.data(), wb, n, dim, eps, out.data());
       std::vector<float> inPlace = x; // out may alias x
-      kiln_uk_rms_norm(inPlace.data(), wv.data(), n, dim, eps, inPlace.data());
+      kiln_uk_rms_norm(KILN_GGML_TYPE_F32, inPlace.data(), wb, n, dim, eps, inPlace.data());
       EXPECT_TRUE(bitEqual(out, inPlace));
+      // An f16 scale gives the same result as its exact f32 decoding.
+      std::vector<uint16_t> wh(wv.size());
+      std::vector<float> whf(wv.size());
+      for (size_t i = 0; i < wv.size(); ++i)
+        whf[i] = kiln_fp16_to_fp32(wh[i] = kiln_fp32_to_fp16(wv[i]));
+      std::vector<float> outH(x.size()), outHf(x.size());
+      kiln_uk_rms_norm(KILN_GGML_TYPE_F16, x.data(), reinterpret_cast<const uint8_t *>(wh.data()),
+                       n, dim, eps, outH.data());
+      kiln_uk_rms_norm(KILN_GGML_TYPE_F32, x.data(),
+                       reinterpret_cast<const uint8_t *>(whf.data()), n, dim, eps, outHf.data());
+      EXPECT_TRUE(bitEqual(outH, outHf));
       for (size_t i = 0; i < out.size(); ++i) {
         const double ref = want.data()[i];
         const double err = std::fabs(double(out[i]) - ref) / std::max(std::fabs(ref), 1e-30);

@@ -11,6 +11,7 @@
 
 #include "compiler/eval/Perplexity.h"
 #include "compiler/pipelines/CompilePipeline.h"
+#include "compiler/pipelines/PrecisionSearch.h"
 #include "compiler/pipelines/SlimmingSearch.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "compiler/weights/DerivedWeights.h"
@@ -76,7 +77,7 @@ bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, boo
 
 } // namespace
 
-bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weightFormat,
+bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &prec,
                std::vector<pipelines::AppliedPass> &records, std::string &error) {
   mlir::ModuleOp module = *s.model.module;
   pipelines::SlimmingRequest req;
@@ -87,9 +88,11 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weigh
   req.compensate = f.compensate;
   req.log = [](const std::string &line) { std::fprintf(stderr, "kiln: %s\n", line.c_str()); };
   pipelines::Calibration calib;
-  if (!f.calib.empty() && !anyPruning(f))
-    std::fprintf(stderr, "kiln: warning: --calib is only used by --prune-layers/--prune-heads\n");
-  if (!f.calib.empty() && anyPruning(f)) {
+  const bool measured = anyPruning(f) || prec.precision == "auto";
+  if (!f.calib.empty() && !measured)
+    std::fprintf(stderr, "kiln: warning: --calib is only used by --prune-layers/--prune-heads"
+                         " and --precision auto\n");
+  if (!f.calib.empty() && measured) {
     std::string text;
     if (!readFile(f.calib, text)) {
       error = "cannot read calibration text '" + f.calib + "'";
@@ -106,10 +109,10 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weigh
               " (--calib-ctx)";
       return false;
     }
-    req.calib = &calib;
+    if (anyPruning(f))
+      req.calib = &calib;
   }
   pipelines::CompileOptions po;
-  po.weightFormat = weightFormat;
   pipelines::SlimmingPlan plan;
   if (!pipelines::resolveSlimming(module, s.model.weights, req, po, plan, records, error))
     return false;
@@ -118,11 +121,23 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weigh
       !materializeDerivedWeights(module, s.model.weights, error) ||
       !pipelines::compensateSlimming(module, s.model.weights, req, po, plan, records, error))
     return false;
-  if (!weightFormat.empty()) {
+  if (!materializeDerivedWeights(module, s.model.weights, error))
+    return false;
+  if (!prec.precision.empty()) {
+    // Precision after slimming: the search measures the slimmed model it will store.
+    pipelines::PrecisionRequest preq;
+    preq.spec = prec.precision;
+    preq.bpw = prec.bpw;
+    preq.maxWeightBytes = prec.maxWeightBytes;
+    preq.calib = f.calib.empty() ? nullptr : &calib;
+    preq.log = req.log;
     pipelines::CompileOptions rest;
-    rest.weightFormat = weightFormat;
-    if (!pipelines::runKilnPipeline(module, rest, records, error))
+    if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error) ||
+        !pipelines::runPrecisionPasses(module, rest, records, error))
       return false;
+  } else if (!prec.bpw.empty() || !prec.maxWeightBytes.empty()) {
+    error = "--bpw and --max-weight-bytes are budgets of --precision auto";
+    return false;
   }
   return materializeDerivedWeights(module, s.model.weights, error) &&
          pipelines::recordSlimmingResult(module, s.model.weights, req, plan, records, error);
@@ -149,7 +164,7 @@ int runEval(const EvalOptions &opts) {
   uint32_t ctx;
   std::vector<pipelines::AppliedPass> records;
   if (!runContext(s, opts.ctx, opts.slim, false, ctx, error) ||
-      !runPasses(s, opts.slim, "", records, error))
+      !runPasses(s, opts.slim, opts.prec, records, error))
     return fail(error);
   std::vector<int32_t> prompt = s.tokenizer->encode(opts.prompt, !opts.noBos);
   if (prompt.empty())
@@ -208,7 +223,7 @@ int runPpl(const PplOptions &opts) {
   uint32_t ctx;
   std::vector<pipelines::AppliedPass> records;
   if (!runContext(s, opts.ctx, opts.slim, true, ctx, error) ||
-      !runPasses(s, opts.slim, "", records, error))
+      !runPasses(s, opts.slim, opts.prec, records, error))
     return fail(error);
   if (ctx > s.declaredContext())
     std::fprintf(stderr, "kiln: warning: --ctx %u exceeds the model's declared context %u\n",
@@ -241,6 +256,7 @@ int runPpl(const PplOptions &opts) {
   if (!opts.compare.empty()) {
     std::printf("compare PPL = %.4f\n", r.comparePpl);
     std::printf("mean KLD = %.6f\n", r.meanKld);
+    std::printf("mean KLD (compare || model) = %.6f\n", r.meanKldReverse);
     std::printf("top-1 agreement = %.4f\n", r.top1Agreement);
   }
   return 0;

@@ -27,6 +27,14 @@ struct SlimmingFlags {
   std::string compensate = "auto"; // --compensate on | off | auto
 };
 
+// Precision flags of compile, eval and ppl (docs/precision.md); --calib, --calib-ctx and
+// --calib-chunks are the slimming flags'.
+struct PrecisionFlags {
+  std::string precision;      // --precision uniform:FMT | rules:... | auto; "" = as stored
+  std::string bpw;            // --bpw B (auto)
+  std::string maxWeightBytes; // --max-weight-bytes N (auto)
+};
+
 struct ImportOptions {
   std::string model;
   std::string emit = "mlir"; // mlir | generic
@@ -42,6 +50,7 @@ struct EvalOptions {
   std::string kv = "f32";
   SamplerOptions sampler;
   SlimmingFlags slim;
+  PrecisionFlags prec;
 };
 
 struct PplOptions {
@@ -52,6 +61,7 @@ struct PplOptions {
   size_t chunks = 0;
   std::string kv = "f32";
   SlimmingFlags slim;
+  PrecisionFlags prec;
 };
 
 struct SynthOptions {
@@ -68,11 +78,12 @@ struct CompileOptions {
   std::string model;
   std::string output;
   std::string target = "host";
-  std::string weights = "f32";  // f32 | f16 | q8_0 | q4_0 | q4_1
+  std::string weights;          // f32 | f16 | q8_0 | q4_0 | q4_1 (uniform:); "" = f32
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
   SlimmingFlags slim;
+  PrecisionFlags prec;
 };
 
 struct InspectOptions {
@@ -98,10 +109,11 @@ int runAnalyze(const AnalyzeOptions &opts);
 
 struct ModelSession;
 // Runs the kiln passes on `s`'s module: the slimming `flags` ask for (auto and N/layer
-// measured on --calib), then, when `weightFormat` is not empty, the rest of the pipeline;
-// materialises derived weights into the session's store. `records` gets every pass,
-// measurement and decision for the provenance; progress goes to stderr.
-bool runPasses(ModelSession &s, const SlimmingFlags &flags, const std::string &weightFormat,
+// measured on --calib), then, when `prec.precision` is not empty, the precision passes
+// (auto measured on --calib); materialises derived weights into the session's store.
+// `records` gets every pass, measurement and decision for the provenance; progress goes
+// to stderr.
+bool runPasses(ModelSession &s, const SlimmingFlags &flags, const PrecisionFlags &prec,
                std::vector<pipelines::AppliedPass> &records, std::string &error);
 
 } // namespace kiln::tool

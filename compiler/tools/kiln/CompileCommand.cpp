@@ -130,7 +130,12 @@ int runCompile(const CompileOptions &opts) {
 
   // Slimming (measured on --calib when asked), precision; derived weights materialised.
   std::vector<pipelines::AppliedPass> applied;
-  if (!runPasses(s, opts.slim, opts.weights, applied, error))
+  if (!opts.weights.empty() && !opts.prec.precision.empty())
+    return fail("give --weights or --precision, not both (--weights F is --precision uniform:F)");
+  PrecisionFlags prec = opts.prec;
+  if (prec.precision.empty())
+    prec.precision = "uniform:" + (opts.weights.empty() ? std::string("f32") : opts.weights);
+  if (!runPasses(s, opts.slim, prec, applied, error))
     return fail(error);
   if (opts.emit == "kiln") {
     std::error_code ec;
@@ -222,7 +227,7 @@ int runCompile(const CompileOptions &opts) {
   if (!artifact::writeArtifact(a, opts.output, error))
     return fail(error);
   std::fprintf(stderr, "wrote %s: target %s, weights %s (%zu bytes), code %zu bytes\n",
-               opts.output.c_str(), target->name.c_str(), opts.weights.c_str(),
+               opts.output.c_str(), target->name.c_str(), prec.precision.c_str(),
                a.weights.size(), a.code.size());
   return 0;
 }

@@ -46,6 +46,16 @@ void addSlimmingFlags(CLI::App *cmd, SlimmingFlags &f) {
                   "on, off or auto (keep it when it lowers the calibration PPL)");
 }
 
+// Precision flags, shared by compile, eval and ppl (docs/precision.md). Budgets stay text
+// so the search reports a bad one (negative, NaN) in one line of its own.
+void addPrecisionFlags(CLI::App *cmd, PrecisionFlags &f) {
+  cmd->add_option("--precision", f.precision,
+                  "weight storage formats: uniform:FMT, rules:CLASS=FMT,... or auto "
+                  "(--calib, --bpw or --max-weight-bytes)");
+  cmd->add_option("--bpw", f.bpw, "auto's budget: average bits per weight as stored");
+  cmd->add_option("--max-weight-bytes", f.maxWeightBytes, "auto's budget: total weight bytes");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -80,6 +90,7 @@ int main(int argc, char **argv) {
   evalCmd->add_option("--kv", ev.kv, "KV cache storage: f32, or f16 as llama.cpp's default")
       ->check(CLI::IsMember({"f32", "f16"}));
   addSlimmingFlags(evalCmd, ev.slim);
+  addPrecisionFlags(evalCmd, ev.prec);
 
   PplOptions ppl;
   auto *pplCmd = app.add_subcommand("ppl", "perplexity on a text file (llama.cpp's method)");
@@ -93,6 +104,7 @@ int main(int argc, char **argv) {
   pplCmd->add_option("--compare", ppl.compare,
                      "second model: report top-1 agreement and mean KL divergence from it");
   addSlimmingFlags(pplCmd, ppl.slim);
+  addPrecisionFlags(pplCmd, ppl.prec);
 
   SynthOptions syn;
   auto *synthCmd = app.add_subcommand("synth", "write a deterministic random-weight Llama GGUF");
@@ -118,7 +130,8 @@ int main(int argc, char **argv) {
   compileCmd->add_option("model", cmp.model, "GGUF model file")->required();
   compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
   compileCmd->add_option("--target", cmp.target, "host, x86-64-v3 or x86-64-v4");
-  compileCmd->add_option("--weights", cmp.weights, "weight storage format")
+  compileCmd->add_option("--weights", cmp.weights,
+                         "one weight storage format (--precision uniform:FMT)")
       ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1"}));
   compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
       ->check(CLI::IsMember({"kiln", "lowered", "llvm", "obj", "artifact"}));
@@ -127,6 +140,7 @@ int main(int argc, char **argv) {
   compileCmd->add_option("--max-batch", cmp.maxBatch, "most tokens per forward call")
       ->check(CLI::Range(1u, 1u << 16));
   addSlimmingFlags(compileCmd, cmp.slim);
+  addPrecisionFlags(compileCmd, cmp.prec);
 
   InspectOptions ins;
   auto *inspectCmd = app.add_subcommand("inspect", "print and verify a .kiln artifact");

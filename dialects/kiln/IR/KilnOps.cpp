@@ -83,6 +83,9 @@ LogicalResult RmsNormOp::verify() {
   float eps = getEps().convertToFloat();
   if (!(eps > 0.0f) || eps > 1.0f)
     return emitOpError() << "eps must be in (0, 1], got " << eps;
+  // The norm kernels read an f32 or f16 scale only.
+  if (auto f = getFormat(); f && *f != StorageFormat::f32 && *f != StorageFormat::f16)
+    return emitOpError() << "format must be f32 or f16, got " << stringifyStorageFormat(*f);
   return success();
 }
 

@@ -31,14 +31,19 @@ def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, SameOperandsAndResultType]> {
   let description = [{
     `y = x / sqrt(mean(x^2) + eps) * weight`, per token (row).
 
+    The optional `format` stores the scale in f16 instead of f32 (precision assignment,
+    `norms=f16`); absent means f32.
+
     ```mlir
     %y = kiln.rms_norm %x weight "blk.0.attn_norm.weight" eps 1.0e-05 : tensor<?x64xf32>
+    %z = kiln.rms_norm %x weight "output_norm.weight" eps 1.0e-05 format f16 : tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins Kiln_Activations:$input, StrAttr:$weight, F32Attr:$eps);
+  let arguments = (ins Kiln_Activations:$input, StrAttr:$weight, F32Attr:$eps,
+                       OptionalAttr<Kiln_StorageFormat>:$format);
   let results = (outs Kiln_Activations:$result);
   let assemblyFormat = [{
-    $input `weight` $weight `eps` $eps attr-dict `:` type($input)
+    $input `weight` $weight `eps` $eps (`format` $format^)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }

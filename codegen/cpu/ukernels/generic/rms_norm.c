@@ -8,8 +8,15 @@
 #include "common.h"
 #include "ukernel_abi.h"
 
-void kiln_uk_rms_norm(const float *x, const float *w, int32_t n, int32_t dim, float eps,
-                      float *out) {
+/* The scale's element i, f32 or f16 (norms=f16 halves the bytes, the math stays f32). */
+KILN_UK_INLINE float kiln_uk_norm_w(uint32_t format, const uint8_t *w, int32_t i) {
+  if (format == KILN_GGML_TYPE_F16)
+    return kiln_uk_fp16_to_fp32(((const kiln_uk_uu16_t *)w)[i]);
+  return ((const kiln_uk_uf32_t *)w)[i];
+}
+
+void kiln_uk_rms_norm(uint32_t format, const float *x, const uint8_t *w, int32_t n,
+                      int32_t dim, float eps, float *out) {
   for (int32_t t = 0; t < n; ++t) {
     const float *xt = x + (int64_t)t * dim;
     float *ot = out + (int64_t)t * dim;
@@ -21,6 +28,6 @@ void kiln_uk_rms_norm(const float *x, const float *w, int32_t n, int32_t dim, fl
     const float mean = (float)(sum / (double)dim);
     const float scale = 1.0f / __builtin_sqrtf(mean + eps);
     for (int32_t i = 0; i < dim; ++i)
-      ot[i] = (xt[i] * scale) * w[i];
+      ot[i] = (xt[i] * scale) * kiln_uk_norm_w(format, w, i);
   }
 }

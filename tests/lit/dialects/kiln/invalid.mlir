@@ -40,6 +40,14 @@ func.func @norm_eps(%x: tensor<?x64xf32>) {
 
 // -----
 
+func.func @norm_format(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{format must be f32 or f16, got q8_0}}
+  %y = kiln.rms_norm %x weight "n" eps 1.0e-5 format q8_0 : tensor<?x64xf32>
+  return
+}
+
+// -----
+
 func.func @norm_rank(%x: tensor<?xf32>) {
   // expected-error @+1 {{input must be rank 2 [tokens, features]}}
   %y = kiln.rms_norm %x weight "n" eps 1.0e-5 : tensor<?xf32>

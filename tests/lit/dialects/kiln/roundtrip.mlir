@@ -9,6 +9,8 @@ func.func @layer(%tokens: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x512xf3
   %x = kiln.embed %tokens weight "token_embd.weight" format f32 : tensor<?xi32> -> tensor<?x64xf32>
   // CHECK: kiln.rms_norm %{{.*}} weight "blk.0.attn_norm.weight" eps 9.99999974E-6 : tensor<?x64xf32>
   %h = kiln.rms_norm %x weight "blk.0.attn_norm.weight" eps 1.0e-05 : tensor<?x64xf32>
+  // CHECK: kiln.rms_norm %{{.*}} weight "blk.0.ffn_norm.weight" eps 9.99999974E-6 format f16 : tensor<?x64xf32>
+  %h16 = kiln.rms_norm %x weight "blk.0.ffn_norm.weight" eps 1.0e-05 format f16 : tensor<?x64xf32>
   // CHECK: kiln.linear %{{.*}} weight "blk.0.attn_q.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x64xf32>
   %q = kiln.linear %h weight "blk.0.attn_q.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x64xf32>
   %k = kiln.linear %h weight "blk.0.attn_k.weight" format q4_k : tensor<?x64xf32> -> tensor<?x32xf32>

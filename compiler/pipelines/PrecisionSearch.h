@@ -1,0 +1,49 @@
+//===- PrecisionSearch.h - storage formats chosen from measured sensitivity -===//
+//
+// Turns `--precision` into the options of the precision passes (CompileOptions):
+//   uniform:FMT          one format for every matrix (kiln-assign-uniform-format)
+//   rules:CLASS=FMT,...  per tensor class (kiln-assign-rules-format)
+//   auto                 measured on the calibration text with the reference executor,
+//                        under --bpw B or --max-weight-bytes N:
+//     1. reference: the module with every weight f32; its log-probabilities on the scored
+//        calibration positions (llama.cpp's chunking) are kept;
+//     2. sensitivity: for each weight (a tied table once) and each format it may take
+//        (f16, q8_0, q4_1, q4_0; f16 for norm scales), the mean KL(P_f32 || P) with only
+//        that weight stored in that format;
+//     3. choice: one format per weight minimising the summed KLDs with the bytes as the
+//        weight layout stores them (rows padded to whole blocks) within the budget
+//        (PrecisionKnapsack.h, exact dynamic programming);
+//     4. the chosen map's real KLD on the calibration text, next to the predicted sum.
+//   The result is a kiln-apply-precision-map pass. Every measurement and the decision go
+//   into `records` (the artifact's provenance).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_PIPELINES_PRECISIONSEARCH_H
+#define KILN_COMPILER_PIPELINES_PRECISIONSEARCH_H
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/pipelines/CompilePipeline.h"
+#include "compiler/pipelines/SlimmingSearch.h"
+#include "compiler/weights/WeightStore.h"
+
+namespace kiln::pipelines {
+
+struct PrecisionRequest {
+  std::string spec;           // uniform:FMT | rules:... | auto
+  std::string bpw;            // --bpw as given; "" when not
+  std::string maxWeightBytes; // --max-weight-bytes as given; "" when not
+  const Calibration *calib = nullptr;
+  std::function<void(const std::string &)> log; // progress lines; may be empty
+};
+
+// Checks the request (one-line error for a bad one) and fills the precision fields of
+// `out`; auto measures `module` (slimmed, derived weights materialised; left unchanged).
+bool resolvePrecision(mlir::ModuleOp module, const WeightStore &store,
+                      const PrecisionRequest &req, CompileOptions &out,
+                      std::vector<AppliedPass> &records, std::string &error);
+
+} // namespace kiln::pipelines
+
+#endif // KILN_COMPILER_PIPELINES_PRECISIONSEARCH_H

@@ -1,0 +1,169 @@
+#include "passes/precision/PrecisionSpec.h"
+
+#include <algorithm>
+
+#include "kiln/quant.h"
+
+namespace kiln::precision {
+
+namespace {
+
+std::vector<std::string> split(const std::string &text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(sep, start);
+    parts.push_back(text.substr(start, end == std::string::npos ? end : end - start));
+    if (end == std::string::npos)
+      return parts;
+    start = end + 1;
+  }
+}
+
+const char *kFormatList = "f32, f16, q8_0 (int8), q4_0 (int4) or q4_1 (int4m)";
+
+} // namespace
+
+bool parseFormat(const std::string &name, uint32_t &id) {
+  static const std::map<std::string, uint32_t> names = {
+      {"f32", KILN_GGML_TYPE_F32},   {"f16", KILN_GGML_TYPE_F16},
+      {"q8_0", KILN_GGML_TYPE_Q8_0}, {"int8", KILN_GGML_TYPE_Q8_0},
+      {"q4_0", KILN_GGML_TYPE_Q4_0}, {"int4", KILN_GGML_TYPE_Q4_0},
+      {"q4_1", KILN_GGML_TYPE_Q4_1}, {"int4m", KILN_GGML_TYPE_Q4_1}};
+  auto it = names.find(name);
+  if (it == names.end())
+    return false;
+  id = it->second;
+  return true;
+}
+
+std::string formatName(uint32_t id) {
+  const char *n = kiln_ggml_type_name(id);
+  return n ? n : "?";
+}
+
+const std::vector<uint32_t> &supportedFormats() {
+  static const std::vector<uint32_t> f = {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16,
+                                          KILN_GGML_TYPE_Q8_0, KILN_GGML_TYPE_Q4_1,
+                                          KILN_GGML_TYPE_Q4_0};
+  return f;
+}
+
+bool normFormat(uint32_t id) { return id == KILN_GGML_TYPE_F32 || id == KILN_GGML_TYPE_F16; }
+
+const std::vector<std::string> &tensorClasses() {
+  static const std::vector<std::string> c = {"attn_q",   "attn_k", "attn_v",  "attn_output",
+                                             "ffn_gate", "ffn_up", "ffn_down", "embedding",
+                                             "output",   "norms"};
+  return c;
+}
+
+std::string classOf(const std::string &opKind, const std::string &weight) {
+  if (opKind == "embed")
+    return "embedding";
+  if (opKind == "logits")
+    return "output";
+  if (opKind == "rms_norm")
+    return "norms";
+  // blk.N.<class>.weight
+  std::vector<std::string> parts = split(weight, '.');
+  if (parts.size() == 4 && parts[0] == "blk" && parts[3] == "weight") {
+    const auto &c = tensorClasses();
+    if (std::find(c.begin(), c.begin() + 7, parts[2]) != c.begin() + 7)
+      return parts[2];
+  }
+  return "";
+}
+
+uint32_t Rules::formatOf(const std::string &cls, bool *explicitly) const {
+  auto it = byClass.find(cls);
+  if (explicitly)
+    *explicitly = it != byClass.end();
+  return it != byClass.end() ? it->second : defaultFormat;
+}
+
+bool parseRules(const std::string &text, Rules &out, std::string &error) {
+  static const std::map<std::string, std::vector<std::string>> groups = {
+      {"attn_qkv", {"attn_q", "attn_k", "attn_v"}}, {"ffn", {"ffn_gate", "ffn_up", "ffn_down"}}};
+  out = Rules();
+  if (text.empty()) {
+    error = "empty precision rules (expected class=format,...)";
+    return false;
+  }
+  for (const std::string &item : split(text, ',')) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      error = "precision rule '" + item + "' is not class=format";
+      return false;
+    }
+    std::string cls = item.substr(0, eq), fmt = item.substr(eq + 1);
+    uint32_t id;
+    if (!parseFormat(fmt, id)) {
+      error = "unknown format '" + fmt + "' in rule '" + item + "' (expected " + kFormatList +
+              ")";
+      return false;
+    }
+    std::vector<std::string> targets;
+    const auto &all = tensorClasses();
+    if (cls == "default") {
+      out.defaultFormat = id;
+      continue;
+    }
+    if (auto g = groups.find(cls); g != groups.end())
+      targets = g->second;
+    else if (std::find(all.begin(), all.end(), cls) != all.end())
+      targets = {cls};
+    else {
+      error = "unknown tensor class '" + cls + "' (expected attn_q, attn_k, attn_v, attn_qkv, "
+              "attn_output, ffn_gate, ffn_up, ffn_down, ffn, embedding, output, norms or "
+              "default)";
+      return false;
+    }
+    for (const std::string &t : targets) {
+      if (t == "norms" && !normFormat(id)) {
+        error = "norms can be f32 or f16, not " + fmt;
+        return false;
+      }
+      out.byClass[t] = id;
+    }
+  }
+  return true;
+}
+
+bool parseMap(const std::string &text, std::map<std::string, uint32_t> &out,
+              std::string &error) {
+  out.clear();
+  if (text.empty())
+    return true;
+  for (const std::string &item : split(text, ',')) {
+    size_t eq = item.rfind('=');
+    uint32_t id;
+    if (eq == std::string::npos || eq == 0) {
+      error = "precision map entry '" + item + "' is not weight=format";
+      return false;
+    }
+    if (!parseFormat(item.substr(eq + 1), id)) {
+      error = "unknown format '" + item.substr(eq + 1) + "' for weight '" +
+              item.substr(0, eq) + "' (expected " + kFormatList + ")";
+      return false;
+    }
+    out[item.substr(0, eq)] = id;
+  }
+  return true;
+}
+
+std::string printMap(const std::map<std::string, uint32_t> &map) {
+  std::string s;
+  for (const auto &[name, id] : map)
+    s += (s.empty() ? "" : ",") + name + "=" + formatName(id);
+  return s;
+}
+
+uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows) {
+  const uint64_t block = kiln_ggml_block_elems(format);
+  if (block == 0)
+    return 0;
+  return (rowLength + block - 1) / block * kiln_ggml_block_bytes(format) * rows;
+}
+
+} // namespace kiln::precision

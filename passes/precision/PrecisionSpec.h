@@ -1,0 +1,55 @@
+//===- PrecisionSpec.h - format names, tensor classes, stored sizes -------===//
+//
+// The vocabulary of precision assignment, shared by the passes, the search and the
+// driver: format names (with the int8/int4/int4m aliases), the tensor class of each
+// weight read, `rules:` lists, and the bytes a tensor takes as the weight layout stores
+// it. No MLIR.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_PASSES_PRECISION_PRECISIONSPEC_H
+#define KILN_PASSES_PRECISION_PRECISIONSPEC_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::precision {
+
+// ggml type id of f32, f16, q8_0 (int8), q4_0 (int4) or q4_1 (int4m): the formats the
+// code generators store and compute with. False for any other name.
+bool parseFormat(const std::string &name, uint32_t &id);
+std::string formatName(uint32_t id); // "q4_0"; "?" for an id outside the list
+// Every supported format, largest first.
+const std::vector<uint32_t> &supportedFormats();
+// Formats a norm scale may take (the rms_norm kernel reads f32 or f16).
+bool normFormat(uint32_t id);
+
+// Tensor classes: attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down,
+// embedding, output, norms.
+const std::vector<std::string> &tensorClasses();
+// The class of a weight read by op kind ("embed", "rms_norm", "linear", "logits") and
+// weight name ("blk.3.ffn_up.weight"); "" when a linear weight's name has no known class.
+std::string classOf(const std::string &opKind, const std::string &weight);
+
+// `class=fmt,...` with the group names attn_qkv (q, k, v) and ffn (gate, up, down) and
+// `default=fmt` for every class not named (f32 unless given).
+struct Rules {
+  std::map<std::string, uint32_t> byClass; // explicitly named classes
+  uint32_t defaultFormat = 0;              // f32
+  // The format of a class and whether it was named explicitly.
+  uint32_t formatOf(const std::string &cls, bool *explicitly = nullptr) const;
+};
+bool parseRules(const std::string &text, Rules &out, std::string &error);
+
+// `weight=fmt,...` (an explicit precision map, e.g. the auto search's result).
+bool parseMap(const std::string &text, std::map<std::string, uint32_t> &out,
+              std::string &error);
+std::string printMap(const std::map<std::string, uint32_t> &map);
+
+// Bytes of `rows` rows of `rowLength` elements in `format`, each row padded with zeros to
+// a whole block (codegen/common/WeightLayout); 0 for an unknown format.
+uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows);
+
+} // namespace kiln::precision
+
+#endif // KILN_PASSES_PRECISION_PRECISIONSPEC_H

@@ -1,0 +1,180 @@
+// Precision assignment pieces without a model: the knapsack against brute force and a
+// hand-checked optimum, the rules/map vocabulary, and the reference executor's view of a
+// weight stored in a format (WeightStore::dequantizeAs) against what the weight layout
+// really packs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "codegen/common/WeightLayout.h"
+#include "compiler/pipelines/PrecisionKnapsack.h"
+#include "compiler/weights/WeightStore.h"
+#include "kiln/quant.h"
+#include "passes/precision/PrecisionSpec.h"
+
+namespace {
+
+using kiln::pipelines::KnapsackItem;
+using kiln::pipelines::solveKnapsack;
+
+// Every combination of options; the least loss within the budget (inf if none).
+double bruteForce(const std::vector<KnapsackItem> &items, uint64_t budget) {
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<size_t> c(items.size(), 0);
+  while (true) {
+    uint64_t bytes = 0;
+    double loss = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      bytes += items[i].bytes[c[i]];
+      loss += items[i].loss[c[i]];
+    }
+    if (bytes <= budget)
+      best = std::min(best, loss);
+    size_t i = 0;
+    while (i < items.size() && ++c[i] == items[i].bytes.size())
+      c[i++] = 0;
+    if (i == items.size())
+      return best;
+  }
+}
+
+double lossOf(const std::vector<KnapsackItem> &items, const std::vector<size_t> &c,
+              uint64_t *bytes) {
+  double loss = 0;
+  *bytes = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    loss += items[i].loss[c[i]];
+    *bytes += items[i].bytes[c[i]];
+  }
+  return loss;
+}
+
+TEST(PrecisionKnapsack, KnownOptimum) {
+  // Three tensors, options 8/4/2 bytes. Within 12 bytes the best is the middle option of
+  // each (1 + 3 + 0.5 = 4.5); the greedy "cheapest loss per byte first" would not find it.
+  std::vector<KnapsackItem> items = {
+      {{8, 4, 2}, {0, 1, 5}}, {{8, 4, 2}, {0, 3, 4}}, {{8, 4, 2}, {0, 0.5, 10}}};
+  std::vector<size_t> choice;
+  std::string error;
+  ASSERT_TRUE(solveKnapsack(items, 12, 1, choice, error)) << error;
+  EXPECT_EQ(choice, (std::vector<size_t>{1, 1, 1}));
+  // 24 bytes fit the largest everywhere: zero loss.
+  ASSERT_TRUE(solveKnapsack(items, 24, 1, choice, error)) << error;
+  EXPECT_EQ(choice, (std::vector<size_t>{0, 0, 0}));
+  // 6 bytes: only the smallest everywhere.
+  ASSERT_TRUE(solveKnapsack(items, 6, 1, choice, error)) << error;
+  EXPECT_EQ(choice, (std::vector<size_t>{2, 2, 2}));
+}
+
+TEST(PrecisionKnapsack, TooSmallBudgetIsOneError) {
+  std::vector<KnapsackItem> items = {{{8, 4}, {0, 1}}, {{8, 4}, {0, 1}}};
+  std::vector<size_t> choice;
+  std::string error;
+  EXPECT_FALSE(solveKnapsack(items, 7, 1, choice, error));
+  EXPECT_EQ(error, "the budget of 7 weight bytes is below the smallest possible model (8 "
+                   "bytes, every tensor in its smallest format)");
+}
+
+TEST(PrecisionKnapsack, MatchesBruteForce) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<KnapsackItem> items(1 + rng() % 6);
+    uint64_t minBytes = 0, maxBytes = 0;
+    for (KnapsackItem &it : items) {
+      size_t n = 1 + rng() % 4;
+      uint64_t lo = UINT64_MAX, hi = 0;
+      for (size_t o = 0; o < n; ++o) {
+        it.bytes.push_back(1 + rng() % 40);
+        it.loss.push_back(double(rng() % 1000) / 100.0);
+        lo = std::min(lo, it.bytes.back());
+        hi = std::max(hi, it.bytes.back());
+      }
+      minBytes += lo;
+      maxBytes += hi;
+    }
+    uint64_t budget = minBytes + rng() % (maxBytes - minBytes + 1);
+    for (uint64_t unit : {uint64_t(1), uint64_t(3)}) {
+      SCOPED_TRACE("trial " + std::to_string(trial) + " unit " + std::to_string(unit));
+      std::vector<size_t> choice;
+      std::string error;
+      if (!solveKnapsack(items, budget, unit, choice, error)) {
+        EXPECT_GT(unit, 1u) << error; // only rounding can make a fitting budget fail
+        continue;
+      }
+      uint64_t bytes;
+      double loss = lossOf(items, choice, &bytes);
+      EXPECT_LE(bytes, budget); // rounding up sizes never overshoots
+      if (unit == 1)
+        EXPECT_NEAR(loss, bruteForce(items, budget), 1e-9);
+      else
+        EXPECT_GE(loss, bruteForce(items, budget) - 1e-9);
+    }
+  }
+}
+
+TEST(PrecisionSpec, RulesAndClasses) {
+  namespace p = kiln::precision;
+  p::Rules r;
+  std::string error;
+  ASSERT_TRUE(p::parseRules("attn_qkv=int4,ffn=q8_0,norms=f16,default=int4m", r, error)) << error;
+  EXPECT_EQ(r.formatOf("attn_k"), uint32_t(KILN_GGML_TYPE_Q4_0));
+  EXPECT_EQ(r.formatOf("ffn_down"), uint32_t(KILN_GGML_TYPE_Q8_0));
+  EXPECT_EQ(r.formatOf("norms"), uint32_t(KILN_GGML_TYPE_F16));
+  bool named = true;
+  EXPECT_EQ(r.formatOf("output", &named), uint32_t(KILN_GGML_TYPE_Q4_1));
+  EXPECT_FALSE(named);
+  EXPECT_EQ(p::classOf("linear", "blk.12.attn_output.weight"), "attn_output");
+  EXPECT_EQ(p::classOf("linear", "blk.0.ffn_down.comp_bias"), "");
+  EXPECT_EQ(p::classOf("logits", "token_embd.weight"), "output");
+  EXPECT_FALSE(p::parseRules("attn_q=q4_0,", r, error));
+  EXPECT_FALSE(p::parseRules("ffn=bf16", r, error));
+  // A 172-wide row is padded to 6 blocks: 64 rows of q4_0 are 64 * 6 * 18 bytes.
+  EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_Q4_0, 172, 64), 6912u);
+  EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_F16, 172, 64), 172u * 2 * 64);
+  std::map<std::string, uint32_t> m;
+  ASSERT_TRUE(p::parseMap("a.weight=int8,b=f16", m, error)) << error;
+  EXPECT_EQ(p::printMap(m), "a.weight=q8_0,b=f16");
+}
+
+// What the reference executor reads for a weight stored in a format equals the layout's
+// packed bytes decoded, padding and all (a 172-wide row in every block format).
+TEST(PrecisionReference, DequantizeAsMatchesWeightLayout) {
+  const uint64_t rowLen = 172, rows = 5;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 0.5f);
+  std::vector<float> data(rowLen * rows);
+  for (float &x : data)
+    x = dist(rng);
+  kiln::WeightStore store;
+  store.addOwnedF32("w", {rowLen, rows}, data);
+  for (uint32_t format : {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16, KILN_GGML_TYPE_Q8_0,
+                          KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1}) {
+    SCOPED_TRACE(kiln_ggml_type_name(format));
+    std::vector<float> ref;
+    std::string error;
+    ASSERT_TRUE(store.dequantizeAs("w", format, ref, error)) << error;
+    kiln::codegen::WeightLayout layout;
+    ASSERT_TRUE(layout.addWeight(store, "w", format, error)) << error;
+    const kiln::codegen::PackedTensor *t = layout.find("w");
+    std::vector<float> row(t->paddedRowLength);
+    double err = 0;
+    for (uint64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(kiln_dequantize(format, layout.bytes().data() + t->offset + r * t->rowStride,
+                                row.data(), t->paddedRowLength),
+                KILN_STATUS_OK);
+      for (uint64_t i = 0; i < rowLen; ++i) {
+        ASSERT_EQ(row[i], ref[r * rowLen + i]) << "row " << r << " element " << i;
+        err = std::max(err, double(std::fabs(row[i] - data[r * rowLen + i])));
+      }
+    }
+    // And it is a real rounding: lossless only for f32.
+    if (format == KILN_GGML_TYPE_F32)
+      EXPECT_EQ(err, 0.0);
+    else
+      EXPECT_GT(err, 0.0);
+  }
+}
+
+} // namespace
