@@ -88,7 +88,7 @@ TEST(ArtifactVsReference, Stories260KLastLogitsWithin1e4) {
 
 // The reference executor honours each op's storage format (quantise, decode, zero padding
 // as the weight layout): a mixed map, f16 norm scales included, predicts the artifact's
-// logits. Without the formats the difference would be the quantisation error (~1e-1).
+// logits to 1e-4, as for f32 (measured: 1.2e-5).
 TEST(ArtifactVsReference, Stories260KMixedPrecisionTracksReference) {
   std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
   KILN_REQUIRE_FILE(model);
@@ -105,7 +105,7 @@ TEST(ArtifactVsReference, Stories260KMixedPrecisionTracksReference) {
   float diff = maxAbsDiff(kiln_session_logits(c.session), ref.row(ref.rows() - 1).data(), 512);
   std::cout << "mixed precision: max |logit difference| at the last prompt position: " << diff
             << "\n";
-  EXPECT_LE(diff, 1e-3f);
+  EXPECT_LE(diff, 1e-4f);
 }
 
 TEST(ArtifactVsReference, SyntheticGqaSequenceTracksReference) {
