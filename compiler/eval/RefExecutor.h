@@ -3,7 +3,8 @@
 // Runs the `forward` function of a kiln module op by op in fp32 with Eigen, with a KV
 // cache per attention layer. It is the numerical oracle of every later test and the
 // engine of calibration, so it favours being obviously right over being fast: weights
-// are decoded to fp32 once, every op is a few lines of Eigen.
+// are decoded to fp32 once, every op is a few lines of Eigen. Each weight is read as the
+// artifact stores it in its op's `format` (WeightStore::dequantizeAs).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_COMPILER_EVAL_REFEXECUTOR_H
 #define KILN_COMPILER_EVAL_REFEXECUTOR_H
