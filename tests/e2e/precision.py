@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""End-to-end checks of precision assignment (passes/precision, docs/precision.md) on the
+real stories260K model.
+
+Usage: precision.py CASE --kiln PATH --kiln-run PATH --work DIR [--models DIR]
+The models directory is $KILN_MODELS_DIR, else --models (CMake passes ../shared/models).
+
+Cases:
+  llama-mix   rules that rebuild llama.cpp's Q4_0 mix from the f32 model (ffn_down f32,
+              output q8_0, the rest q4_0) give the reference executor exactly the PPL of
+              llama.cpp's own Q4_0 file: the quantizers and the formats the executor honours
+              match ggml's bytes
+  auto-budget --precision auto --max-weight-bytes 387104 (llama.cpp's Q4_0 mix file size),
+              calibrated on tinystories-calib.txt: the artifact's weights fit the budget and
+              equal the recorded size, every weight has its measurements in the provenance,
+              and the artifact's PPL on tinystories-dev.txt is <= 5.846 (llama.cpp: F32
+              5.8233, Q8_0 5.8342, Q4_0 mix 6.2708)
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+from e2e_common import fail, need
+
+
+def run(cmd):
+    print("$ " + " ".join(cmd))
+    p = subprocess.run(cmd, capture_output=True)
+    err = p.stderr.decode(errors="replace")
+    if p.returncode != 0:
+        fail(f"exit {p.returncode}: {err.strip()}")
+    return p.stdout.decode(errors="replace"), err
+
+
+def ppl_of(out):
+    m = re.search(r"^PPL = ([0-9.]+)", out, re.M)
+    if not m:
+        fail(f"no PPL line in {out!r}")
+    return m.group(1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["llama-mix", "auto-budget"])
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--kiln-run", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--models", default="../shared/models")
+    a = ap.parse_args()
+    models = os.environ.get("KILN_MODELS_DIR") or a.models
+    f32 = need(models, "stories260K.gguf")
+    calib = need(models, "tinystories-calib.txt")
+    os.makedirs(a.work, exist_ok=True)
+
+    if a.case == "llama-mix":
+        q4 = need(models, "stories260K-Q4_0.gguf")
+        common = [calib, "--ctx", "256", "--chunks", "8"]
+        mine, _ = run([a.kiln, "ppl", f32] + common +
+                      ["--precision", "rules:ffn_down=f32,output=q8_0,default=q4_0"])
+        theirs, _ = run([a.kiln, "ppl", q4] + common)
+        print(f"rules PPL {ppl_of(mine)}, llama.cpp Q4_0 file PPL {ppl_of(theirs)}")
+        if ppl_of(mine) != ppl_of(theirs):
+            fail("the rules and llama.cpp's Q4_0 file give different PPLs")
+        return
+
+    dev = need(models, "tinystories-dev.txt")
+    art = os.path.join(a.work, "auto.kiln")
+    _, log = run([a.kiln, "compile", f32, "--ctx", "256", "-o", art, "--precision", "auto",
+                  "--max-weight-bytes", "387104", "--calib", calib, "--calib-chunks", "4"])
+    sys.stdout.write(log)
+    inspect, _ = run([a.kiln, "inspect", art])
+    sens = [l for l in inspect.splitlines() if l.startswith("  precision-sensitivity [")]
+    if len(sens) != 48:
+        fail(f"{len(sens)} precision-sensitivity records, expected one per weight (48)")
+    auto = re.search(r"^  precision-auto \[.*\] weight_bytes=(\d+),.*predicted_kld=([0-9.]+),"
+                     r"measured_kld=([0-9.]+)$", inspect, re.M)
+    if not auto:
+        fail("no precision-auto record")
+    stored = 0
+    in_table = False
+    for line in inspect.splitlines():
+        if line.startswith("tensors:"):
+            in_table = True
+            continue
+        if in_table and line.startswith("  total"):
+            break
+        cols = line.split()
+        if in_table and cols and cols[0] != "name" and not cols[0].startswith("rope"):
+            stored += int(cols[-2])
+    print(f"stored weight bytes {stored}, recorded {auto.group(1)}")
+    if stored != int(auto.group(1)) or stored > 387104:
+        fail("the stored weights do not match the recorded size or exceed the budget")
+    out, _ = run([a.kiln_run, "ppl", art, dev, "--ctx", "256"])
+    p = float(ppl_of(out))
+    print(f"dev PPL of the artifact: {p}")
+    if p > 5.846:
+        fail(f"dev PPL {p} > 5.846")
+
+
+if __name__ == "__main__":
+    main()
