@@ -5,6 +5,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "passes/fusion/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 #include "passes/slimming/SlimmingUtils.h"
@@ -87,6 +88,14 @@ bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
   if (!run(pm, module, opts.quiet, error))
     return false;
   applied.push_back({"kiln-assign-uniform-format", "format=" + opts.weightFormat, ""});
+  if (opts.fuseRope) {
+    mlir::PassManager fuse(module.getContext());
+    fuse.addPass(createKilnFuseRopeIntoAttention());
+    if (!run(fuse, module, opts.quiet, error))
+      return false;
+    applied.push_back({"kiln-fuse-rope-into-attention", "",
+                       slimming::passEffects(module, "kiln-fuse-rope-into-attention")});
+  }
   return true;
 }
 

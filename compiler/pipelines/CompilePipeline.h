@@ -18,6 +18,7 @@ struct CompileOptions {
   std::vector<int32_t> pruneLayers; // kiln-prune-layers; empty: not run
   std::string pruneHeads;           // kiln-prune-heads "layer:h,h;layer:h"; empty: not run
   bool quiet = false;               // keep the passes' remarks off stderr (searches)
+  bool fuseRope = true;             // kiln-fuse-rope-into-attention (--no-fuse-rope)
 };
 
 // A pass that ran, for the artifact's provenance.

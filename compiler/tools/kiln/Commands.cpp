@@ -25,8 +25,12 @@ int fail(const std::string &message) {
   return 1;
 }
 
+// --kv was checked when the command line was parsed (kiln.cpp).
 KvStorage kvStorage(const std::string &name) {
-  return name == "f16" ? KvStorage::F16 : KvStorage::F32;
+  KvFormat f;
+  std::string ignored;
+  parseKvFormat(name, f, ignored);
+  return f;
 }
 
 double secondsSince(std::chrono::steady_clock::time_point t0) {
@@ -77,7 +81,8 @@ bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, boo
 } // namespace
 
 bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weightFormat,
-               std::vector<pipelines::AppliedPass> &records, std::string &error) {
+               std::vector<pipelines::AppliedPass> &records, std::string &error,
+               bool fuseRope) {
   mlir::ModuleOp module = *s.model.module;
   pipelines::SlimmingRequest req;
   req.maxCtx = f.maxCtx;
@@ -121,6 +126,7 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weigh
   if (!weightFormat.empty()) {
     pipelines::CompileOptions rest;
     rest.weightFormat = weightFormat;
+    rest.fuseRope = fuseRope;
     if (!pipelines::runKilnPipeline(module, rest, records, error))
       return false;
   }

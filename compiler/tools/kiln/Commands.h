@@ -72,6 +72,8 @@ struct CompileOptions {
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
+  std::string kv = "f32";        // --kv: KV cache storage (compiler/eval/KvFormat.h)
+  bool noFuseRope = false;       // --no-fuse-rope: skip kiln-fuse-rope-into-attention
   SlimmingFlags slim;
 };
 
@@ -101,8 +103,10 @@ struct ModelSession;
 // measured on --calib), then, when `weightFormat` is not empty, the rest of the pipeline;
 // materialises derived weights into the session's store. `records` gets every pass,
 // measurement and decision for the provenance; progress goes to stderr.
+// `fuseRope` runs kiln-fuse-rope-into-attention (compile only; off with --no-fuse-rope).
 bool runPasses(ModelSession &s, const SlimmingFlags &flags, const std::string &weightFormat,
-               std::vector<pipelines::AppliedPass> &records, std::string &error);
+               std::vector<pipelines::AppliedPass> &records, std::string &error,
+               bool fuseRope = true);
 
 } // namespace kiln::tool
 
