@@ -36,6 +36,10 @@ typedef struct attention_args_s {
   float *scores, *out;
 } attention_args_t;
 
+/* Row operations over one head of d values: dots of q with a K row in each format and
+ * out += p * V row. An ISA file (x86/attention.c) defines KILN_UK_ATTENTION_ROW_OPS and its
+ * own versions, then includes this file for everything else. */
+#ifndef KILN_UK_ATTENTION_ROW_OPS
 KILN_UK_INLINE float reduce(const float *acc) {
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
@@ -72,6 +76,17 @@ KILN_UK_INLINE float dot_i8(const float *a, const int8_t *b, int32_t d) {
     acc[j] += a[i + j] * (float)b[i + j];
   return reduce(acc);
 }
+
+KILN_UK_INLINE void axpy_f32(float p, const float *v, float *o, int32_t d) {
+  for (int32_t i = 0; i < d; ++i)
+    o[i] += p * v[i];
+}
+
+KILN_UK_INLINE void axpy_f16(float p, const uint16_t *v, float *o, int32_t d) {
+  for (int32_t i = 0; i < d; ++i)
+    o[i] += p * kiln_uk_fp16_to_fp32(v[i]);
+}
+#endif
 
 /* dst = x rotated by the angles of position pos (kiln_uk_rope's math on one head). */
 KILN_UK_INLINE void rotate_head(const float *x, float *dst, int32_t d, int32_t rotary_dims,
@@ -171,20 +186,12 @@ static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
     oh[i] = 0.0f;
   if (a->v_format == KILN_UK_KV_F32) {
     const float *vc = (const float *)a->v_cache;
-    for (int32_t j = 0; j < len; ++j) {
-      const float p = s[j] / total;
-      const float *vj = vc + j * kv_width + koff;
-      for (int32_t i = 0; i < d; ++i)
-        oh[i] += p * vj[i];
-    }
+    for (int32_t j = 0; j < len; ++j)
+      axpy_f32(s[j] / total, vc + j * kv_width + koff, oh, d);
   } else {
     const uint16_t *vc = (const uint16_t *)a->v_cache;
-    for (int32_t j = 0; j < len; ++j) {
-      const float p = s[j] / total;
-      const uint16_t *vj = vc + j * kv_width + koff;
-      for (int32_t i = 0; i < d; ++i)
-        oh[i] += p * kiln_uk_fp16_to_fp32(vj[i]);
-    }
+    for (int32_t j = 0; j < len; ++j)
+      axpy_f16(s[j] / total, vc + j * kv_width + koff, oh, d);
   }
 }
 
