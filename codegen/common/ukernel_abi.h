@@ -48,16 +48,30 @@ void kiln_uk_rope(float *x, int32_t n, int32_t width, int32_t head_dim, int32_t 
                   int32_t rotate_half, const int32_t *positions, const float *cos_table,
                   const float *sin_table);
 
-/* Writes k/v rows of each token into the cache at positions[t] (cache rows are
- * kv_heads*head_dim wide, max_ctx rows per layer), then for each token t and query head h
- * out[t, h] = softmax_j(scale * q[t, h] . K[j, g(h)]) V[j, g(h)] over j = 0..positions[t],
+/* KV cache element types of kiln_uk_attention (ggml type ids, kiln/quant.h). */
+#define KILN_UK_KV_F32 0u
+#define KILN_UK_KV_F16 1u
+#define KILN_UK_KV_I8 24u
+/* Largest head_dim kiln_uk_attention takes (on-stack head buffers); the lowering checks. */
+#define KILN_UK_ATTENTION_MAX_HEAD_DIM 512
+
+/* Writes k/v rows of each token into one layer's cache at positions[t], then for each
+ * token t and query head h
+ *   out[t, h] = softmax_j(scale * q[t, h] . K[j, g(h)]) V[j, g(h)] over j = 0..positions[t],
  * g(h) = kv_head_map[h], or h / (heads / kv_heads) when kv_head_map is NULL.
- * scores is scratch of heads * max_ctx floats. */
+ * Cache: k_cache holds max_ctx rows of kv_heads*head_dim elements of k_format (f32, f16, or
+ * i8 with k_scales[pos * kv_heads + g] = max|k| / 127 of that head, q = rint(k / scale));
+ * v_cache the same rows in v_format (f32 or f16); k_scales is NULL unless k_format is i8.
+ * rotary_dims > 0 rotates q and k first as kiln_uk_rope would (k before it is stored),
+ * with the same tables; 0 means q and k arrive rotated (tables may be NULL).
+ * scores is scratch of heads * max_ctx floats; head_dim <= KILN_UK_ATTENTION_MAX_HEAD_DIM. */
 void kiln_uk_attention(const kiln_exec_ctx_t *ctx, const float *q, const float *k,
                        const float *v, int32_t n, const int32_t *positions, int32_t heads,
                        int32_t kv_heads, int32_t head_dim, float scale,
-                       const int32_t *kv_head_map, float *k_cache, float *v_cache,
-                       int32_t max_ctx, float *scores, float *out);
+                       const int32_t *kv_head_map, uint32_t k_format, uint32_t v_format,
+                       uint8_t *k_cache, float *k_scales, uint8_t *v_cache, int32_t max_ctx,
+                       int32_t rotary_dims, int32_t rotate_half, const float *cos_table,
+                       const float *sin_table, float *scores, float *out);
 
 /* Elementwise over count floats; out may alias an input. */
 void kiln_uk_silu(const float *x, int64_t count, float *out);

@@ -9,6 +9,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include "codegen/common/MemoryPlan.h"
+#include "codegen/common/ukernel_abi.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "kiln/abi.h"
 #include "kiln/quant.h"
@@ -81,11 +82,31 @@ private:
 
   llvm::DenseMap<Value, uint64_t> offsets;     // scratch offset of each activation
   llvm::DenseMap<Operation *, uint64_t> scores; // attention scratch
-  std::map<int32_t, uint64_t> kvOffsets;       // KV cache offset of each layer
+  // KV cache of one layer: K plane, int8 K scales (f32 per token and KV head), V plane,
+  // each 64-byte aligned.
+  struct KvSlots {
+    uint64_t k = 0, kScales = 0, v = 0;
+  };
+  std::map<int32_t, KvSlots> kvOffsets; // by layer
+  const std::string &ropeTable(float theta, int32_t rotaryDims);
   std::map<std::pair<float, int32_t>, std::string> ropeTableNames;
   std::map<std::string, LLVM::LLVMFuncOp> kernels;
   Value weightsBase, scratchBase, kvBase, ctxArg, tokensArg, positionsArg, nArg, logitsArg;
 };
+
+// The name of the cos/sin tables of (theta, rotary dims), made on first use.
+const std::string &Lowering::ropeTable(float theta, int32_t rotaryDims) {
+  auto key = std::make_pair(theta, rotaryDims);
+  auto it = ropeTableNames.find(key);
+  if (it != ropeTableNames.end())
+    return it->second;
+  std::string name = "rope." + std::to_string(ropeTableNames.size());
+  std::vector<float> c, s;
+  ropeTables(theta, rotaryDims, opts.maxCtx, c, s);
+  out.weights.addF32(name + ".cos", {uint64_t(rotaryDims / 2), opts.maxCtx}, c);
+  out.weights.addF32(name + ".sin", {uint64_t(rotaryDims / 2), opts.maxCtx}, s);
+  return ropeTableNames[key] = name;
+}
 
 bool Lowering::plan(func::FuncOp fn, std::string &error) {
   std::vector<Operation *> ops;
@@ -139,21 +160,31 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
         return false;
       }
       aliasOf[r.getResult()] = r.getInput();
-      auto key = std::make_pair(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
-      if (!ropeTableNames.count(key)) {
-        std::string name = "rope." + std::to_string(ropeTableNames.size());
-        std::vector<float> c, s;
-        ropeTables(key.first, key.second, opts.maxCtx, c, s);
-        out.weights.addF32(name + ".cos", {uint64_t(key.second / 2), opts.maxCtx}, c);
-        out.weights.addF32(name + ".sin", {uint64_t(key.second / 2), opts.maxCtx}, s);
-        ropeTableNames[key] = name;
-      }
+      ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
       continue;
     } else if (auto a = dyn_cast<AttentionOp>(op)) {
-      const uint64_t kvDim = uint64_t(features(a.getK()));
-      kvOffsets[int32_t(a.getLayer())] = out.kvBytes;
-      out.kvBytes += 2 * uint64_t(opts.maxCtx) * kvDim * 4;
-      out.kvBytesPerToken += 2 * kvDim * 4;
+      if (a.getHeadDim() > KILN_UK_ATTENTION_MAX_HEAD_DIM) {
+        error = "kiln.attention head_dim " + std::to_string(a.getHeadDim()) +
+                " exceeds the CPU kernels' " + std::to_string(KILN_UK_ATTENTION_MAX_HEAD_DIM);
+        return false;
+      }
+      if (a.getRopeRotaryDimsAttr())
+        ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(),
+                  int32_t(*a.getRopeRotaryDims()));
+      const uint64_t kvHeads = a.getNumKvHeads(), headDim = a.getHeadDim();
+      const uint64_t rows = uint64_t(opts.maxCtx) * kvHeads * headDim;
+      auto elemBytes = [](KvElem e) { return e == KvElem::F32 ? 4u : e == KvElem::F16 ? 2u : 1u; };
+      auto align64 = [](uint64_t x) { return (x + 63) & ~uint64_t(63); };
+      KvSlots &slots = kvOffsets[int32_t(a.getLayer())];
+      slots.k = out.kvBytes;
+      out.kvBytes = align64(out.kvBytes + rows * elemBytes(opts.kv.k));
+      if (opts.kv.k == KvElem::I8) {
+        slots.kScales = out.kvBytes;
+        out.kvBytes = align64(out.kvBytes + uint64_t(opts.maxCtx) * kvHeads * 4);
+      }
+      slots.v = out.kvBytes;
+      out.kvBytes = align64(out.kvBytes + rows * elemBytes(opts.kv.v));
+      out.kvBytesPerToken += kvBytesPerTokenLayer(opts.kv, kvHeads, headDim);
       requests.push_back({uint64_t(a.getNumHeads()) * opts.maxCtx * 4, int64_t(i), int64_t(i)});
       owners.push_back(Value());
       scoreOwners.push_back(op);
@@ -214,8 +245,8 @@ void Lowering::emit(func::FuncOp fn) {
   declare("kiln_uk_linear", voidTy, {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy});
   declare("kiln_uk_rope", voidTy, {ptrTy, i32, i32, i32, i32, i32, ptrTy, ptrTy, ptrTy});
   declare("kiln_uk_attention", voidTy,
-          {ptrTy, ptrTy, ptrTy, ptrTy, i32, ptrTy, i32, i32, i32, f32, ptrTy, ptrTy, ptrTy,
-           i32, ptrTy, ptrTy});
+          {ptrTy, ptrTy, ptrTy, ptrTy, i32, ptrTy, i32, i32, i32, f32, ptrTy, i32, i32, ptrTy,
+           ptrTy, ptrTy, i32, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy});
   declare("kiln_uk_silu", voidTy, {ptrTy, i64, ptrTy});
   declare("kiln_uk_mul", voidTy, {ptrTy, ptrTy, i64, ptrTy});
   declare("kiln_uk_add", voidTy, {ptrTy, ptrTy, i64, ptrTy});
@@ -290,24 +321,37 @@ void Lowering::emit(func::FuncOp fn) {
       if (auto bias = op->getAttrOfType<StringAttr>("bias"))
         call("kiln_uk_add_bias", {dst, weightPtr(bias.getValue()), nArg, i32c(features(result))});
     } else if (auto r = dyn_cast<RopeOp>(op)) {
-      auto key = std::make_pair(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
-      const std::string &table = ropeTableNames[key];
+      const std::string &table =
+          ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
       call("kiln_uk_rope", {bufferPtr(r), nArg, i32c(features(r)), i32c(r.getHeadDim()),
                             i32c(r.getRotaryDims()),
                             i32c(r.getStyle() == RopeStyle::rotate_half ? 1 : 0), positionsArg,
                             weightPtr(table + ".cos"), weightPtr(table + ".sin")});
     } else if (auto a = dyn_cast<AttentionOp>(op)) {
-      const uint64_t kvDim = uint64_t(features(a.getK()));
-      const uint64_t kOff = kvOffsets[int32_t(a.getLayer())];
+      const KvSlots &slots = kvOffsets[int32_t(a.getLayer())];
+      auto null = [&] { return b.create<LLVM::ZeroOp>(loc, ptrTy).getResult(); };
       Value map = headMaps.count(a)
                       ? b.create<LLVM::AddressOfOp>(loc, ptrTy, headMaps[a]).getResult()
-                      : b.create<LLVM::ZeroOp>(loc, ptrTy).getResult();
+                      : null();
+      // Fused RoPE (kiln-fuse-rope-into-attention): the kernel rotates q and k itself.
+      int32_t rotDims = 0, rotHalf = 0;
+      Value cosT = null(), sinT = null();
+      if (a.getRopeRotaryDimsAttr()) {
+        rotDims = int32_t(*a.getRopeRotaryDims());
+        rotHalf = *a.getRopeStyle() == RopeStyle::rotate_half ? 1 : 0;
+        const std::string &table =
+            ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), rotDims);
+        cosT = weightPtr(table + ".cos");
+        sinT = weightPtr(table + ".sin");
+      }
       call("kiln_uk_attention",
            {ctxArg, bufferPtr(a.getQ()), bufferPtr(a.getK()), bufferPtr(a.getV()), nArg,
             positionsArg, i32c(a.getNumHeads()), i32c(a.getNumKvHeads()), i32c(a.getHeadDim()),
-            f32c(a.getScale().convertToFloat()), map, offsetPtr(kvBase, kOff),
-            offsetPtr(kvBase, kOff + uint64_t(opts.maxCtx) * kvDim * 4), i32c(opts.maxCtx),
-            offsetPtr(scratchBase, scores.lookup(op)), bufferPtr(a)});
+            f32c(a.getScale().convertToFloat()), map, i32c(int64_t(opts.kv.k)),
+            i32c(int64_t(opts.kv.v)), offsetPtr(kvBase, slots.k),
+            opts.kv.k == KvElem::I8 ? offsetPtr(kvBase, slots.kScales) : null(),
+            offsetPtr(kvBase, slots.v), i32c(opts.maxCtx), i32c(rotDims), i32c(rotHalf), cosT,
+            sinT, offsetPtr(scratchBase, scores.lookup(op)), bufferPtr(a)});
     } else if (auto s = dyn_cast<SiluOp>(op)) {
       call("kiln_uk_silu", {bufferPtr(s.getInput()), count(features(s)), bufferPtr(s)});
     } else if (isa<MulOp, AddOp>(op)) {

@@ -16,6 +16,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include "codegen/common/WeightLayout.h"
+#include "compiler/eval/KvFormat.h"
 #include "compiler/weights/WeightStore.h"
 
 namespace kiln::codegen {
@@ -23,6 +24,7 @@ namespace kiln::codegen {
 struct LoweringOptions {
   uint32_t maxCtx = 0;   // positions the KV cache and RoPE tables hold
   uint32_t maxBatch = 0; // tokens per forward call
+  KvFormat kv;           // KV cache element types (--kv)
 };
 
 struct LoweredModel {

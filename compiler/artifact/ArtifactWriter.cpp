@@ -54,7 +54,8 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
                                              r.paddingBytes));
   const MemoryPlanRecord &p = c.memory;
   auto memory = fb::CreateMemoryPlan(b, p.scratchBytes, p.kvBytes, p.kvBytesPerToken,
-                                     p.maxBatch, p.maxCtx, p.weightBytesPerToken);
+                                     p.maxBatch, p.maxCtx, p.weightBytesPerToken, p.kvKFormat,
+                                     p.kvVFormat);
   std::vector<flatbuffers::Offset<fb::PassRecord>> passes;
   for (const PassRecord &r : c.provenance.passes)
     passes.push_back(fb::CreatePassRecordDirect(b, r.name.c_str(), r.params.c_str(),

@@ -1,5 +1,6 @@
 #include "compiler/eval/OpKernels.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln {
@@ -55,6 +56,26 @@ void applyRope(const Matrix &x, const std::vector<int32_t> &positions, const Rop
   }
 }
 
+void roundKvRow(KvElem e, int32_t headDim, float *row, int64_t width) {
+  if (e == KvElem::F16) {
+    for (int64_t i = 0; i < width; ++i)
+      row[i] = float(Eigen::half(row[i]));
+  } else if (e == KvElem::I8) {
+    for (int64_t h = 0; h + headDim <= width; h += headDim) {
+      float amax = 0.0f;
+      for (int32_t i = 0; i < headDim; ++i)
+        amax = std::max(amax, std::fabs(row[h + i]));
+      const float scale = amax / 127.0f;
+      const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+      for (int32_t i = 0; i < headDim; ++i) {
+        // nearest, ties to even, as the kernels round
+        const float qv = std::min(127.0f, std::max(-127.0f, std::nearbyint(row[h + i] * inv)));
+        row[h + i] = qv * scale;
+      }
+    }
+  }
+}
+
 bool attention(const Matrix &q, const Matrix &k, const Matrix &v,
                const std::vector<int32_t> &positions, const AttentionParams &p,
                KvCache &cache, Matrix &out, std::string &error, const AttentionProbe *probe) {
@@ -65,14 +86,10 @@ bool attention(const Matrix &q, const Matrix &k, const Matrix &v,
               std::to_string(cache.k.rows()) + " positions";
       return false;
     }
-    if (cache.f16) {
-      auto toHalf = [](float x) { return float(Eigen::half(x)); };
-      cache.k.row(pos) = k.row(Eigen::Index(t)).unaryExpr(toHalf);
-      cache.v.row(pos) = v.row(Eigen::Index(t)).unaryExpr(toHalf);
-    } else {
-      cache.k.row(pos) = k.row(Eigen::Index(t));
-      cache.v.row(pos) = v.row(Eigen::Index(t));
-    }
+    cache.k.row(pos) = k.row(Eigen::Index(t));
+    cache.v.row(pos) = v.row(Eigen::Index(t));
+    roundKvRow(cache.format.k, p.headDim, cache.k.row(pos).data(), cache.k.cols());
+    roundKvRow(cache.format.v, p.headDim, cache.v.row(pos).data(), cache.v.cols());
     cache.length = std::max<uint32_t>(cache.length, uint32_t(pos) + 1);
   }
   const int32_t d = p.headDim;

@@ -43,13 +43,18 @@ struct AttentionParams {
 struct KvCache {
   Matrix k, v;         // [maxCtx, kvHeads * headDim]
   uint32_t length = 0; // positions 0..length-1 are valid
-  bool f16 = false;    // round stored K/V to fp16, as llama.cpp's default cache does
+  KvFormat format;      // what the stored K/V are rounded to (see storeKvRow)
 };
 
 // Receives the softmax probabilities of query row `t`, head `head`, over cache positions
 // 0..positions[t] (an observation hook for analyses; see RefExecutor's AttentionObserver).
 using AttentionProbe =
     std::function<void(Eigen::Index t, int32_t head, const Eigen::VectorXf &probs)>;
+
+// Rounds one token's K or V row of kvHeads heads of headDim values in place to what a
+// cache of element type `e` holds: fp16, or int8 per head with scale max|x| / 127
+// (KvFormat.h); the generated code (codegen/cpu/ukernels/*/attention.c) stores the same.
+void roundKvRow(KvElem e, int32_t headDim, float *row, int64_t width);
 
 // Appends k/v at `positions`, then causal softmax(scale * q K^T) V per head. `probe`, when
 // given, sees every row of probabilities.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -33,7 +34,7 @@ using Step = std::function<bool(Frame &, std::string &)>;
 
 struct RefExecutor::Impl {
   uint32_t vocab = 0, maxCtx = 0; // vocab: features of @forward's result
-  KvStorage kvStorage = KvStorage::F32;
+  KvStorage kvStorage;
   // Decoded once per (name, storage format): what the compiled code reads.
   std::map<std::pair<std::string, uint32_t>, std::shared_ptr<Matrix>> weights;
   std::map<int32_t, KvCache> cache;                       // by attention layer
@@ -197,6 +198,12 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     AttentionParams p{int32_t(a.getNumHeads()), int32_t(a.getNumKvHeads()),
                       int32_t(a.getHeadDim()),
                       a.getScale().convertToFloat(), {}};
+    // Fused RoPE (kiln-fuse-rope-into-attention): q and k arrive unrotated.
+    std::optional<RopeParams> rope;
+    if (a.getRopeRotaryDimsAttr())
+      rope = RopeParams{int32_t(a.getHeadDim()), int32_t(*a.getRopeRotaryDims()),
+                        a.getRopeThetaAttr().getValue().convertToFloat(),
+                        *a.getRopeStyle() == RopeStyle::rotate_half};
     for (int32_t h = 0; h < p.heads; ++h)
       p.kvHeadOf.push_back(a.getKvHeadMap() ? (*a.getKvHeadMap())[h]
                                             : h / (p.heads / p.kvHeads));
@@ -208,18 +215,25 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     }
     it->second.k = Matrix::Zero(maxCtx, kvDim);
     it->second.v = Matrix::Zero(maxCtx, kvDim);
-    it->second.f16 = kvStorage == KvStorage::F16;
+    it->second.format = kvStorage;
     KvCache *kv = &it->second;
     int out = newSlot(a);
     size_t step = steps.size();
-    steps.push_back([this, step, p, kv, q, k, v, out](Frame &f, std::string &err) {
+    steps.push_back([this, step, p, rope, kv, q, k, v, out](Frame &f, std::string &err) {
+      const Matrix *qm = &f.act[q], *km = &f.act[k];
+      Matrix qr, kr;
+      if (rope) {
+        applyRope(*qm, f.positions, *rope, qr);
+        applyRope(*km, f.positions, *rope, kr);
+        qm = &qr;
+        km = &kr;
+      }
       if (!attentionObserver)
-        return attention(f.act[q], f.act[k], f.act[v], f.positions, p, *kv, f.act[out], err);
+        return attention(*qm, *km, f.act[v], f.positions, p, *kv, f.act[out], err);
       AttentionProbe probe = [&](Eigen::Index t, int32_t h, const Eigen::VectorXf &probs) {
         attentionObserver(stepOps[step], t, h, probs);
       };
-      return attention(f.act[q], f.act[k], f.act[v], f.positions, p, *kv, f.act[out], err,
-                       &probe);
+      return attention(*qm, *km, f.act[v], f.positions, p, *kv, f.act[out], err, &probe);
     });
     return true;
   }

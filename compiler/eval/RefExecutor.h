@@ -17,6 +17,8 @@
 
 #include <Eigen/Core>
 
+#include "compiler/eval/KvFormat.h"
+
 namespace mlir {
 class ModuleOp;
 }
@@ -27,9 +29,10 @@ class WeightStore;
 
 using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// How the KV cache stores K and V. The executor computes in fp32 either way; F16 rounds
-// what is stored, which is what llama.cpp does by default (useful for exact comparisons).
-enum class KvStorage { F32, F16 };
+// How the KV cache stores K and V (KvFormat.h). The executor computes in fp32 either way;
+// it rounds what is stored exactly as the generated code stores it (f16: as llama.cpp's
+// default cache; int8 K: per token and KV head, symmetric).
+using KvStorage = KvFormat;
 
 // What the observation hooks are told about the op that just ran.
 struct ObservedOp {
@@ -56,7 +59,7 @@ public:
   // when the module or the weights do not fit together.
   static std::unique_ptr<RefExecutor> create(mlir::ModuleOp module, const WeightStore &weights,
                                              uint32_t maxCtx, std::string &error,
-                                             KvStorage kv = KvStorage::F32);
+                                             KvStorage kv = KvStorage());
   ~RefExecutor();
 
   uint32_t vocabSize() const;

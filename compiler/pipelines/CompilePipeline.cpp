@@ -5,6 +5,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "passes/fusion/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 #include "passes/slimming/SlimmingUtils.h"
@@ -104,10 +105,24 @@ bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
   return true;
 }
 
+bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &opts,
+                     std::vector<AppliedPass> &applied, std::string &error) {
+  if (opts.fuseRope) {
+    mlir::PassManager fuse(module.getContext());
+    fuse.addPass(createKilnFuseRopeIntoAttention());
+    if (!run(fuse, module, opts.quiet, error))
+      return false;
+    applied.push_back({"kiln-fuse-rope-into-attention", "",
+                       slimming::passEffects(module, "kiln-fuse-rope-into-attention")});
+  }
+  return true;
+}
+
 bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error) {
   return runSlimmingPasses(module, opts, applied, error) &&
-         runPrecisionPasses(module, opts, applied, error);
+         runPrecisionPasses(module, opts, applied, error) &&
+         runFusionPasses(module, opts, applied, error);
 }
 
 } // namespace kiln::pipelines

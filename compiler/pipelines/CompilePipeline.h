@@ -22,6 +22,7 @@ struct CompileOptions {
   std::vector<int32_t> pruneLayers; // kiln-prune-layers; empty: not run
   std::string pruneHeads;           // kiln-prune-heads "layer:h,h;layer:h"; empty: not run
   bool quiet = false;               // keep the passes' remarks off stderr (searches)
+  bool fuseRope = true;             // kiln-fuse-rope-into-attention (--no-fuse-rope)
 };
 
 // A pass that ran, for the artifact's provenance.
@@ -38,7 +39,11 @@ bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
 bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
                         std::vector<AppliedPass> &applied, std::string &error);
 
-// Runs the kiln-level passes on an imported module, in order: slimming, then precision.
+// The fusions opts asks for (after precision: fused ops keep the assigned formats).
+bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &opts,
+                     std::vector<AppliedPass> &applied, std::string &error);
+
+// Runs the kiln-level passes on an imported module, in order: slimming, precision, fusion.
 // One-line error on failure. Slimming may add derived weights (kiln.derived_weights):
 // materialise them (compiler/weights/DerivedWeights.h) before executing or lowering.
 bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "compiler/InitAll.h"
 #include "compiler/eval/OpKernels.h"
@@ -16,6 +17,7 @@
 #include "compiler/eval/Sampler.h"
 #include "compiler/frontends/gguf/GgufImport.h"
 #include "models/llama/SyntheticLlama.h"
+#include "passes/fusion/Passes.h"
 
 namespace {
 
@@ -87,6 +89,56 @@ TEST(RefExecutor, RejectsBadPositionsAndIds) {
   EXPECT_NE(error.find("holds 0 positions but decoding starts at 5"), std::string::npos)
       << error;
   EXPECT_FALSE(m->exec->forward({}, 0, out, error));
+}
+
+// kiln-fuse-rope-into-attention moves the rotation into the attention op; the executor
+// runs the fused op with the same math, so logits are bit-identical, for every KV format.
+TEST(RefExecutor, FusedRopeEqualsSeparateRope) {
+  auto m = syntheticModel(32);
+  std::vector<int32_t> tokens = {1, 260, 270, 281, 5, 299, 100, 42};
+  mlir::OwningOpRef<mlir::ModuleOp> fused = m->imported.module->clone();
+  mlir::PassManager pm(&m->ctx);
+  pm.addPass(kiln::createKilnFuseRopeIntoAttention());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*fused)));
+  int ropes = 0, fusedAttention = 0;
+  fused->walk([&](mlir::Operation *op) {
+    ropes += op->getName().getStringRef() == "kiln.rope";
+    fusedAttention += op->hasAttr("rope_theta");
+  });
+  EXPECT_EQ(ropes, 0);
+  EXPECT_EQ(fusedAttention, 2);
+  using kiln::KvElem;
+  for (kiln::KvFormat kv : {kiln::KvFormat{KvElem::F32, KvElem::F32},
+                            kiln::KvFormat{KvElem::I8, KvElem::F16}}) {
+    std::string error;
+    auto plain = kiln::RefExecutor::create(*m->imported.module, m->imported.weights, 32, error, kv);
+    auto withFusion = kiln::RefExecutor::create(*fused, m->imported.weights, 32, error, kv);
+    ASSERT_TRUE(plain && withFusion) << error;
+    Matrix a, b;
+    ASSERT_TRUE(plain->forward(tokens, 0, a, error)) << error;
+    ASSERT_TRUE(withFusion->forward(tokens, 0, b, error)) << error;
+    EXPECT_EQ(a, b) << kiln::kvFormatName(kv);
+    ASSERT_TRUE(plain->forward({7}, 8, a, error)) << error;
+    ASSERT_TRUE(withFusion->forward({7}, 8, b, error)) << error;
+    EXPECT_EQ(a, b) << kiln::kvFormatName(kv) << " decode";
+  }
+}
+
+// int8 K is symmetric per token and KV head: scale max|k| / 127, ties to even, and a head
+// of zeros stays zero; f16 rounds to nearest even.
+TEST(OpKernels, RoundKvRow) {
+  // head 0: max |k| = 127 gives scale 1, so the ties are exact; head 1 is all zeros
+  std::vector<float> row = {127.0f, -63.5f, 0.5f, 2.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+  kiln::roundKvRow(kiln::KvElem::I8, 4, row.data(), 8);
+  EXPECT_EQ(row, (std::vector<float>{127.0f, -64.0f, 0.0f, 2.0f, 0.0f, 0.0f, 0.0f, 0.0f}));
+  std::vector<float> small = {0.254f, -0.1f};
+  kiln::roundKvRow(kiln::KvElem::I8, 2, small.data(), 2);
+  const float s = 0.254f / 127.0f;
+  EXPECT_EQ(small[0], 127.0f * s);
+  EXPECT_EQ(small[1], std::nearbyint(-0.1f * (1.0f / s)) * s);
+  std::vector<float> h = {1.0f + 1.0f / 2048.0f, 1.0f + 3.0f / 2048.0f, 65519.0f, 1e-8f};
+  kiln::roundKvRow(kiln::KvElem::F16, 4, h.data(), 4);
+  EXPECT_EQ(h, (std::vector<float>{1.0f, 1.0f + 2.0f / 1024.0f, 65504.0f, 0.0f}));
 }
 
 TEST(RefExecutor, RejectsAbsurdContext) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common.h" // kiln_uk_expf, measured directly
+#include "compiler/eval/KvFormat.h"
 #include "compiler/eval/OpKernels.h"
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
@@ -415,28 +416,73 @@ TEST_F(UkernelRope, BothPairingsAndPartialRotation) {
 }
 
 // ---------------------------------------------------------------------------------------
-// attention: prefill, then decode steps and a second prefill chunk, all through the cache.
+// attention: prefill, then decode steps and a second prefill chunk, all through the cache,
+// for every KV cache format. The cache the kernel writes, decoded, must equal the
+// reference's rounded cache (KvCache::format) bit for bit. Fused RoPE (rotary_dims > 0) is
+// checked against the same kernel library's kiln_uk_rope followed by unfused attention:
+// equal bits in the output and the cache bytes (rotation order is the only difference).
 
 struct AttentionCase {
   int32_t heads, kvHeads, headDim;
   std::vector<int32_t> map; // empty: kv_head_map = NULL
+  int32_t rotaryDims = 0;   // > 0: also run the fused-RoPE kernel against rope + attention
+  int32_t rotateHalf = 0;
 };
 
-void runAttention(const AttentionCase &c, MaxError &maxErr) {
+// One layer's cache as the lowering lays it out (planes of K, int8 K scales, V).
+struct KernelCache {
+  std::vector<uint8_t> k, v;
+  std::vector<float> kScales;
+  KernelCache(kiln::KvFormat f, int32_t maxCtx, int32_t kvHeads, int32_t headDim) {
+    auto bytes = [](kiln::KvElem e) { return e == kiln::KvElem::F32 ? 4 : e == kiln::KvElem::F16 ? 2 : 1; };
+    const size_t elems = size_t(maxCtx) * size_t(kvHeads) * size_t(headDim);
+    k.assign(elems * size_t(bytes(f.k)), 0xFF); // NaN / -1 where never written
+    v.assign(elems * size_t(bytes(f.v)), 0xFF);
+    if (f.k == kiln::KvElem::I8)
+      kScales.assign(size_t(maxCtx) * size_t(kvHeads), std::numeric_limits<float>::quiet_NaN());
+  }
+  float *scales() { return kScales.empty() ? nullptr : kScales.data(); }
+};
+
+// Element i of row `pos` of a cache plane, decoded to float.
+float cacheValue(kiln::KvElem e, const std::vector<uint8_t> &plane, const std::vector<float> &scales,
+                 int64_t width, int32_t headDim, int32_t pos, int64_t i) {
+  const int64_t at = int64_t(pos) * width + i;
+  if (e == kiln::KvElem::F32) {
+    float x;
+    std::memcpy(&x, plane.data() + at * 4, 4);
+    return x;
+  }
+  if (e == kiln::KvElem::F16) {
+    uint16_t h;
+    std::memcpy(&h, plane.data() + at * 2, 2);
+    return kiln_uk_fp16_to_fp32(h);
+  }
+  const int64_t heads = width / headDim;
+  return float(int8_t(plane[size_t(at)])) * scales[size_t(int64_t(pos) * heads + i / headDim)];
+}
+
+void runAttention(const AttentionCase &c, kiln::KvFormat f, MaxError &maxErr) {
+  SCOPED_TRACE("kv " + kiln::kvFormatName(f) + " heads " + std::to_string(c.heads) + "/" +
+               std::to_string(c.kvHeads) + " head_dim " + std::to_string(c.headDim) +
+               " rotary " + std::to_string(c.rotaryDims));
   const int32_t maxCtx = 48;
   const float scale = 1.0f / std::sqrt(float(c.headDim));
   kiln::AttentionParams p{c.heads, c.kvHeads, c.headDim, scale, {}};
   for (int32_t h = 0; h < c.heads; ++h)
     p.kvHeadOf.push_back(c.map.empty() ? h / (c.heads / c.kvHeads) : c.map[size_t(h)]);
   const int32_t qWidth = c.heads * c.headDim, kvWidth = c.kvHeads * c.headDim;
+  const uint32_t kf = uint32_t(f.k), vf = uint32_t(f.v);
 
   kiln::KvCache ref;
   ref.k = Matrix::Zero(maxCtx, kvWidth);
   ref.v = Matrix::Zero(maxCtx, kvWidth);
-  // kernel caches (serial and threaded runs keep their own), NaN where never written
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> kc1(size_t(maxCtx) * size_t(kvWidth), nan), vc1 = kc1, kc2 = kc1, vc2 = kc1;
-  std::vector<float> scores1(size_t(c.heads) * size_t(maxCtx)), scores2 = scores1;
+  ref.format = f;
+  // kernel caches: serial unfused, threaded unfused, serial fused
+  KernelCache c1(f, maxCtx, c.kvHeads, c.headDim), c2 = c1, c3 = c1;
+  std::vector<float> scores1(size_t(c.heads) * size_t(maxCtx)), scores2 = scores1,
+      scores3 = scores1;
+  const RopeTables tab = c.rotaryDims ? makeRopeTables(maxCtx, c.rotaryDims, 10000.0f) : RopeTables{};
   Ctx serial(1), two(2);
   std::mt19937 rng(uint32_t(c.heads * 100 + c.kvHeads * 10 + c.headDim + c.map.size()));
 
@@ -450,48 +496,115 @@ void runAttention(const AttentionCase &c, MaxError &maxErr) {
     const std::vector<float> q = randomVector(rng, size_t(n) * size_t(qWidth), 2.0f);
     const std::vector<float> k = randomVector(rng, size_t(n) * size_t(kvWidth), 2.0f);
     const std::vector<float> v = randomVector(rng, size_t(n) * size_t(kvWidth));
+    // what the unfused path attends with: q and k rotated by kiln_uk_rope
+    std::vector<float> qr = q, kr = k;
+    if (c.rotaryDims) {
+      kiln_uk_rope(qr.data(), n, qWidth, c.headDim, c.rotaryDims, c.rotateHalf, pos.data(),
+                   tab.cosT.data(), tab.sinT.data());
+      kiln_uk_rope(kr.data(), n, kvWidth, c.headDim, c.rotaryDims, c.rotateHalf, pos.data(),
+                   tab.cosT.data(), tab.sinT.data());
+    }
     Matrix want;
     std::string error;
-    ASSERT_TRUE(kiln::attention(toMatrix(q, n, qWidth), toMatrix(k, n, kvWidth),
+    ASSERT_TRUE(kiln::attention(toMatrix(qr, n, qWidth), toMatrix(kr, n, kvWidth),
                                 toMatrix(v, n, kvWidth), pos, p, ref, want, error))
         << error;
     const int32_t *map = c.map.empty() ? nullptr : c.map.data();
-    std::vector<float> out1(size_t(n) * size_t(qWidth)), out2(out1.size());
-    kiln_uk_attention(&serial.ctx, q.data(), k.data(), v.data(), n, pos.data(), c.heads, c.kvHeads,
-                      c.headDim, scale, map, kc1.data(), vc1.data(), maxCtx, scores1.data(),
-                      out1.data());
-    kiln_uk_attention(&two.ctx, q.data(), k.data(), v.data(), n, pos.data(), c.heads, c.kvHeads,
-                      c.headDim, scale, map, kc2.data(), vc2.data(), maxCtx, scores2.data(),
-                      out2.data());
+    std::vector<float> out1(size_t(n) * size_t(qWidth)), out2(out1.size()), out3(out1.size());
+    kiln_uk_attention(&serial.ctx, qr.data(), kr.data(), v.data(), n, pos.data(), c.heads,
+                      c.kvHeads, c.headDim, scale, map, kf, vf, c1.k.data(), c1.scales(),
+                      c1.v.data(), maxCtx, 0, 0, nullptr, nullptr, scores1.data(), out1.data());
+    kiln_uk_attention(&two.ctx, qr.data(), kr.data(), v.data(), n, pos.data(), c.heads,
+                      c.kvHeads, c.headDim, scale, map, kf, vf, c2.k.data(), c2.scales(),
+                      c2.v.data(), maxCtx, 0, 0, nullptr, nullptr, scores2.data(), out2.data());
     EXPECT_TRUE(bitEqual(out1, out2)) << "2 threads changed the result";
-    // the cache rows written so far equal the reference's
-    EXPECT_EQ(std::memcmp(kc1.data(), ref.k.data(), size_t(next) * size_t(kvWidth) * 4), 0);
-    EXPECT_EQ(std::memcmp(vc1.data(), ref.v.data(), size_t(next) * size_t(kvWidth) * 4), 0);
-    // outputs are convex combinations of V rows (|v| <= 1): absolute error
+    if (c.rotaryDims) {
+      kiln_uk_attention(&serial.ctx, q.data(), k.data(), v.data(), n, pos.data(), c.heads,
+                        c.kvHeads, c.headDim, scale, map, kf, vf, c3.k.data(), c3.scales(),
+                        c3.v.data(), maxCtx, c.rotaryDims, c.rotateHalf, tab.cosT.data(),
+                        tab.sinT.data(), scores3.data(), out3.data());
+      EXPECT_TRUE(bitEqual(out1, out3)) << "fused RoPE differs from rope + attention";
+      EXPECT_TRUE(c1.k == c3.k && c1.v == c3.v && bitEqual(c1.kScales, c3.kScales))
+          << "fused RoPE stored a different cache";
+    }
+    // the cache rows written so far, decoded, equal the reference's rounded rows
+    for (int32_t r = 0; r < next; ++r)
+      for (int64_t i = 0; i < kvWidth; ++i) {
+        ASSERT_EQ(cacheValue(f.k, c1.k, c1.kScales, kvWidth, c.headDim, r, i), ref.k(r, i))
+            << "K row " << r << " element " << i;
+        ASSERT_EQ(cacheValue(f.v, c1.v, c1.kScales, kvWidth, c.headDim, r, i), ref.v(r, i))
+            << "V row " << r << " element " << i;
+      }
+    // outputs are convex combinations of V rows (|v| <= 1): absolute error. int8 K is dotted
+    // as integers and scaled once, so its scores round differently from q . (k8 * s).
+    const double bound = f.k == kiln::KvElem::I8 ? 1e-5 : 2e-6;
     for (size_t i = 0; i < out1.size(); ++i) {
       const double err = std::fabs(double(out1[i]) - double(want.data()[i]));
-      ASSERT_LE(err, 2e-6) << "element " << i << ": " << out1[i] << " vs " << want.data()[i];
+      ASSERT_LE(err, bound) << "element " << i << ": " << out1[i] << " vs " << want.data()[i];
       maxErr.update(err);
     }
   }
-  EXPECT_GT(two.calls(), 0) << "the 20-token step should run in parallel";
+  // the last step's 2 * (24 + ... + 43) * heads * head_dim multiply-adds reach the kernel's
+  // parallel threshold (1 << 15) from heads * head_dim = 32 on
+  if (qWidth >= 32)
+    EXPECT_GT(two.calls(), 0) << "the 20-token step should run in parallel";
 }
+
+const kiln::KvFormat kKvFormats[] = {
+    {kiln::KvElem::F32, kiln::KvElem::F32}, {kiln::KvElem::F16, kiln::KvElem::F16},
+    {kiln::KvElem::I8, kiln::KvElem::F16},  {kiln::KvElem::I8, kiln::KvElem::F32},
+    {kiln::KvElem::F32, kiln::KvElem::F16}};
 
 TEST_F(UkernelAttention, GqaDefaultMap) {
   static MaxError maxErr("attention GQA, map NULL (abs, |v| <= 1)");
-  runAttention({8, 2, 16, {}}, maxErr);
-  runAttention({6, 3, 20, {}}, maxErr); // head_dim not a multiple of 8
+  for (kiln::KvFormat f : kKvFormats) {
+    runAttention({8, 2, 16, {}}, f, maxErr);
+    runAttention({6, 3, 20, {}}, f, maxErr); // head_dim not a multiple of 8
+    runAttention({4, 2, 6, {}}, f, maxErr);  // head_dim below one 8-lane block
+  }
 }
 
 TEST_F(UkernelAttention, GqaExplicitMap) {
   static MaxError maxErr("attention GQA, kv_head_map (abs, |v| <= 1)");
-  runAttention({6, 2, 16, {1, 1, 0, 0, 1, 0}}, maxErr);
-  runAttention({4, 4, 12, {3, 2, 1, 0}}, maxErr);
+  for (kiln::KvFormat f : kKvFormats) {
+    runAttention({6, 2, 16, {1, 1, 0, 0, 1, 0}}, f, maxErr);
+    runAttention({4, 4, 12, {3, 2, 1, 0}}, f, maxErr);
+  }
 }
 
 TEST_F(UkernelAttention, MultiHead) {
   static MaxError maxErr("attention MHA (abs, |v| <= 1)");
-  runAttention({4, 4, 8, {}}, maxErr);
+  for (kiln::KvFormat f : kKvFormats)
+    runAttention({4, 4, 8, {}}, f, maxErr);
+}
+
+TEST_F(UkernelAttention, FusedRope) {
+  static MaxError maxErr("attention with fused RoPE (abs, |v| <= 1)");
+  for (kiln::KvFormat f : kKvFormats) {
+    runAttention({8, 4, 8, {}, 8, 0}, f, maxErr);                  // stories260K's shape
+    runAttention({6, 3, 20, {}, 12, 1}, f, maxErr);                // partial, rotate-half
+    runAttention({6, 2, 16, {1, 1, 0, 0, 1, 0}, 16, 0}, f, maxErr); // with a head map
+  }
+}
+
+TEST_F(UkernelAttention, Fp16RoundTrip) {
+  // kiln_uk_fp32_to_fp16 rounds as Eigen::half (the reference's f16 cache) for normals,
+  // subnormals, overflow and ties.
+  std::mt19937 rng(5);
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, 1e6f, -1e6f, 6e-8f, 3e-8f,
+                           2.98023224e-8f, 5.96046448e-8f, 1.00048828125f, 1.0009765625f,
+                           std::numeric_limits<float>::infinity()};
+  std::uniform_real_distribution<float> u(-70000.0f, 70000.0f);
+  std::uniform_real_distribution<float> small(-1e-4f, 1e-4f);
+  for (int i = 0; i < 100000; ++i) {
+    xs.push_back(u(rng));
+    xs.push_back(small(rng));
+  }
+  for (float x : xs) {
+    const uint16_t got = kiln_uk_fp32_to_fp16(x);
+    const Eigen::half want(x);
+    ASSERT_EQ(got, Eigen::numext::bit_cast<uint16_t>(want)) << "x = " << x;
+  }
 }
 
 // ---------------------------------------------------------------------------------------

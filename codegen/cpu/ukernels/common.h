@@ -55,6 +55,25 @@ KILN_UK_INLINE float kiln_uk_fp16_to_fp32(uint16_t h) {
   return kiln_uk_f32_from_bits(sign | bits);
 }
 
+/* float -> IEEE half, round to nearest even (subnormals included), as Eigen::half and
+ * F16C's vcvtps2ph; NaN becomes a quiet NaN. Maratea's FP16 method, as ggml's scalar
+ * path: the two multiplies round the mantissa at the half's precision, the add builds the
+ * exponent. Separate statements so no FMA contraction changes the rounding. */
+KILN_UK_INLINE uint16_t kiln_uk_fp32_to_fp16(float f) {
+  const uint32_t w = kiln_uk_f32_bits(f);
+  float base = kiln_uk_f32_from_bits(w & 0x7FFFFFFFu) * 0x1.0p+112f;
+  base = base * 0x1.0p-110f;
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  bias = bias < 0x71000000u ? 0x71000000u : bias;
+  const float magic = kiln_uk_f32_from_bits((bias >> 1) + 0x07800000u);
+  base = magic + base;
+  const uint32_t bits = kiln_uk_f32_bits(base);
+  const uint32_t nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
+  return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
 /* Little-endian 16-bit load from any address (block scales sit at odd offsets). */
 KILN_UK_INLINE uint16_t kiln_uk_load_u16(const uint8_t *p) {
   return (uint16_t)(p[0] | (p[1] << 8));

@@ -26,8 +26,12 @@ int fail(const std::string &message) {
   return 1;
 }
 
+// --kv was checked when the command line was parsed (kiln.cpp).
 KvStorage kvStorage(const std::string &name) {
-  return name == "f16" ? KvStorage::F16 : KvStorage::F32;
+  KvFormat f;
+  std::string ignored;
+  parseKvFormat(name, f, ignored);
+  return f;
 }
 
 double secondsSince(std::chrono::steady_clock::time_point t0) {
@@ -78,7 +82,8 @@ bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, boo
 } // namespace
 
 bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &prec,
-               std::vector<pipelines::AppliedPass> &records, std::string &error) {
+               std::vector<pipelines::AppliedPass> &records, std::string &error,
+               const FusionFlags &fusion) {
   mlir::ModuleOp module = *s.model.module;
   pipelines::SlimmingRequest req;
   req.maxCtx = f.maxCtx;
@@ -134,6 +139,9 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     pipelines::CompileOptions rest;
     if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error) ||
         !pipelines::runPrecisionPasses(module, rest, records, error))
+      return false;
+    rest.fuseRope = fusion.rope;
+    if (!pipelines::runFusionPasses(module, rest, records, error))
       return false;
   } else if (!prec.bpw.empty() || !prec.maxWeightBytes.empty()) {
     error = "--bpw and --max-weight-bytes are budgets of --precision auto";

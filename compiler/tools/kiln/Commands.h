@@ -35,6 +35,11 @@ struct PrecisionFlags {
   std::string maxWeightBytes; // --max-weight-bytes N (auto)
 };
 
+// Fusions runPasses applies (kiln compile; eval and ppl run the unfused module).
+struct FusionFlags {
+  bool rope = false; // kiln-fuse-rope-into-attention
+};
+
 struct ImportOptions {
   std::string model;
   std::string emit = "mlir"; // mlir | generic
@@ -82,6 +87,8 @@ struct CompileOptions {
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
+  std::string kv = "f32";        // --kv: KV cache storage (compiler/eval/KvFormat.h)
+  bool noFuseRope = false;       // --no-fuse-rope: skip kiln-fuse-rope-into-attention
   SlimmingFlags slim;
   PrecisionFlags prec;
 };
@@ -110,11 +117,12 @@ int runAnalyze(const AnalyzeOptions &opts);
 struct ModelSession;
 // Runs the kiln passes on `s`'s module: the slimming `flags` ask for (auto and N/layer
 // measured on --calib), then, when `prec.precision` is not empty, the precision passes
-// (auto measured on --calib); materialises derived weights into the session's store.
-// `records` gets every pass, measurement and decision for the provenance; progress goes
-// to stderr.
+// (auto measured on --calib), then the fusions `fusion` asks for (compile only);
+// materialises derived weights into the session's store. `records` gets every pass,
+// measurement and decision for the provenance; progress goes to stderr.
 bool runPasses(ModelSession &s, const SlimmingFlags &flags, const PrecisionFlags &prec,
-               std::vector<pipelines::AppliedPass> &records, std::string &error);
+               std::vector<pipelines::AppliedPass> &records, std::string &error,
+               const FusionFlags &fusion = {});
 
 } // namespace kiln::tool
 

@@ -135,7 +135,9 @@ int runCompile(const CompileOptions &opts) {
   PrecisionFlags prec = opts.prec;
   if (prec.precision.empty())
     prec.precision = "uniform:" + (opts.weights.empty() ? std::string("f32") : opts.weights);
-  if (!runPasses(s, opts.slim, prec, applied, error))
+  FusionFlags fusion;
+  fusion.rope = !opts.noFuseRope;
+  if (!runPasses(s, opts.slim, prec, applied, error, fusion))
     return fail(error);
   if (opts.emit == "kiln") {
     std::error_code ec;
@@ -155,8 +157,11 @@ int runCompile(const CompileOptions &opts) {
   if (maxBatch > maxCtx)
     return fail("--max-batch " + std::to_string(maxBatch) + " exceeds the context " +
                 std::to_string(maxCtx));
+  KvFormat kv;
+  if (!parseKvFormat(opts.kv, kv, error))
+    return fail(error);
   codegen::LoweredModel lowered;
-  if (!codegen::lowerToUkernels(module, s.model.weights, {maxCtx, maxBatch}, lowered, error))
+  if (!codegen::lowerToUkernels(module, s.model.weights, {maxCtx, maxBatch, kv}, lowered, error))
     return fail(error);
   if (opts.emit == "lowered") {
     std::error_code ec;
@@ -206,7 +211,8 @@ int runCompile(const CompileOptions &opts) {
     a.tensors.push_back({t.name, t.format, t.shape, t.paddedRowLength, t.rowStride, t.offset,
                          t.size, t.paddingBytes});
   a.memory = {lowered.scratchBytes, lowered.kvBytes, lowered.kvBytesPerToken,
-              maxBatch,             maxCtx,          lowered.weightBytesPerToken};
+              maxBatch,             maxCtx,          lowered.weightBytesPerToken,
+              uint32_t(kv.k),       uint32_t(kv.v)};
   a.provenance.sourceFile = opts.model;
   a.provenance.sourceSha256 = sha256Hex(opts.model);
   a.provenance.compilerVersion = kCompilerVersion;
@@ -218,10 +224,11 @@ int runCompile(const CompileOptions &opts) {
            ",padding_bytes=" + std::to_string(lowered.weights.paddingBytes())});
   a.provenance.passes.push_back(
       {"memory-plan", "max_ctx=" + std::to_string(maxCtx) + ",max_batch=" +
-                          std::to_string(maxBatch),
+                          std::to_string(maxBatch) + ",kv=" + kvFormatName(kv),
        "scratch_bytes=" + std::to_string(lowered.scratchBytes) + ",scratch_without_reuse=" +
            std::to_string(lowered.scratchBytesWithoutReuse) +
-           ",kv_bytes=" + std::to_string(lowered.kvBytes)});
+           ",kv_bytes=" + std::to_string(lowered.kvBytes) +
+           ",kv_bytes_per_token=" + std::to_string(lowered.kvBytesPerToken)});
   a.weights = lowered.weights.bytes();
   a.code = std::move(code.sharedObject);
   if (!artifact::writeArtifact(a, opts.output, error))

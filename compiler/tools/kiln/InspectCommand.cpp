@@ -11,6 +11,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include "artifact_generated.h"
+#include "compiler/eval/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "kiln/artifact.h"
 #include "kiln/quant.h"
@@ -122,12 +123,16 @@ int runInspect(const InspectOptions &opts) {
   }
   std::printf("  total %" PRIu64 " bytes of tensors, %" PRIu64 " bytes of row padding\n", total,
               padding);
-  if (const fb::MemoryPlan *m = a->memory())
+  if (const fb::MemoryPlan *m = a->memory()) {
     std::printf("memory plan: scratch %" PRIu64 " bytes, KV cache %" PRIu64 " bytes (%" PRIu64
                 " per token), max batch %u, max context %u, weights read per token %" PRIu64
                 " bytes\n",
                 m->scratch_bytes(), m->kv_bytes(), m->kv_bytes_per_token(), m->max_batch(),
                 m->max_ctx(), m->weight_bytes_per_token());
+    KvFormat kv{KvElem(m->kv_k_format()), KvElem(m->kv_v_format())};
+    std::printf("kv cache: %s, %" PRIu64 " bytes per token\n", kvFormatName(kv).c_str(),
+                m->kv_bytes_per_token());
+  }
   if (const fb::Provenance *p = a->provenance()) {
     std::printf("provenance: %s (sha256 %s), %s\n", str(p->source_file()),
                 str(p->source_sha256()), str(p->compiler_version()));

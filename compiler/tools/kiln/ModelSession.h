@@ -23,7 +23,7 @@ struct ModelSession {
 
   bool load(const std::string &path, std::string &error);
   // maxCtx 0: the model's declared context length.
-  bool prepareExecutor(uint32_t maxCtx, std::string &error, KvStorage kv = KvStorage::F32);
+  bool prepareExecutor(uint32_t maxCtx, std::string &error, KvStorage kv = KvStorage());
   uint32_t declaredContext() const;
 };
 

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compiler/eval/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
 
 using namespace kiln::tool;
@@ -56,6 +57,17 @@ void addPrecisionFlags(CLI::App *cmd, PrecisionFlags &f) {
   cmd->add_option("--max-weight-bytes", f.maxWeightBytes, "auto's budget: total weight bytes");
 }
 
+// --kv of eval, ppl and compile: f32, f16 or k=<f32|f16|int8>,v=<f32|f16> (KvFormat.h).
+CLI::Validator kvFormatCheck() {
+  return CLI::Validator(
+      [](std::string &v) {
+        kiln::KvFormat f;
+        std::string error;
+        return kiln::parseKvFormat(v, f, error) ? std::string() : error;
+      },
+      "KV");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -87,8 +99,8 @@ int main(int argc, char **argv) {
                       "print the K largest logits at the last prompt position")
       ->check(CLI::Range(0, 1 << 24));
   evalCmd->add_flag("--no-bos", ev.noBos, "do not start the prompt with BOS");
-  evalCmd->add_option("--kv", ev.kv, "KV cache storage: f32, or f16 as llama.cpp's default")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  evalCmd->add_option("--kv", ev.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
+      ->check(kvFormatCheck());
   addSlimmingFlags(evalCmd, ev.slim);
   addPrecisionFlags(evalCmd, ev.prec);
 
@@ -99,8 +111,8 @@ int main(int argc, char **argv) {
   pplCmd->add_option("--ctx", ppl.ctx, "chunk size in tokens (default: the model's context)")
       ->check(CLI::Range(4u, 1u << 20));
   pplCmd->add_option("--chunks", ppl.chunks, "score at most this many chunks (0 = all)");
-  pplCmd->add_option("--kv", ppl.kv, "KV cache storage: f32, or f16 as llama.cpp's default")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  pplCmd->add_option("--kv", ppl.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
+      ->check(kvFormatCheck());
   pplCmd->add_option("--compare", ppl.compare,
                      "second model: report top-1 agreement and mean KL divergence from it");
   addSlimmingFlags(pplCmd, ppl.slim);
@@ -139,6 +151,10 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1u, 1u << 20));
   compileCmd->add_option("--max-batch", cmp.maxBatch, "most tokens per forward call")
       ->check(CLI::Range(1u, 1u << 16));
+  compileCmd->add_option("--kv", cmp.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
+      ->check(kvFormatCheck());
+  compileCmd->add_flag("--no-fuse-rope", cmp.noFuseRope,
+                       "keep kiln.rope ops separate from the attention they feed");
   addSlimmingFlags(compileCmd, cmp.slim);
   addPrecisionFlags(compileCmd, cmp.prec);
 

@@ -158,6 +158,18 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "heads (" << heads << ") must be a multiple of kv_heads ("
                          << kvHeads << ") unless kv_head_map is given";
   }
+  const int present = int(bool(getRopeRotaryDimsAttr())) + int(bool(getRopeThetaAttr())) +
+                      int(bool(getRopeStyleAttr()));
+  if (present != 0 && present != 3)
+    return emitOpError("rope_rotary_dims, rope_theta and rope_style go together");
+  if (present == 3) {
+    int64_t rot = getRopeRotaryDimsAttr().getInt();
+    if (rot <= 0 || rot > headDim || rot % 2 != 0)
+      return emitOpError() << "rope rotary_dims " << rot
+                           << " must be even and in [2, head_dim = " << headDim << "]";
+    if (!(getRopeThetaAttr().getValueAsDouble() > 0.0))
+      return emitOpError("rope theta must be positive");
+  }
   return success();
 }
 

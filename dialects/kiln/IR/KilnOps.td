@@ -105,23 +105,46 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
     num_kv_heads)` by default, or `kv_head_map[h]` when given (for pruned, uneven groups).
     Writes the cache, so it has memory effects and is never reordered or removed.
 
+    With the `rope` group (`rope_rotary_dims`, `rope_theta`, `rope_style`, all three or
+    none; made by kiln-fuse-rope-into-attention) q and k arrive unrotated and the op rotates
+    them itself as kiln.rope would, k before it is stored in the cache.
+
     ```mlir
     %o = kiln.attention %q, %k, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8
         scale 0.353553385 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>
         -> tensor<?x64xf32>
+    %f = kiln.attention %q, %k, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8
+        scale 0.353553385 rope rotary_dims 8 theta 1.0e+04 style adjacent
+        : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
     ```
   }];
   let arguments = (ins Kiln_Activations:$q, Kiln_Activations:$k, Kiln_Activations:$v,
                        Kiln_TokenIds:$positions, I32Attr:$layer, I32Attr:$num_heads,
                        I32Attr:$num_kv_heads, I32Attr:$head_dim, F32Attr:$scale,
-                       OptionalAttr<DenseI32ArrayAttr>:$kv_head_map);
+                       OptionalAttr<DenseI32ArrayAttr>:$kv_head_map,
+                       OptionalAttr<I32Attr>:$rope_rotary_dims,
+                       OptionalAttr<F32Attr>:$rope_theta,
+                       OptionalAttr<Kiln_RopeStyle>:$rope_style);
   let results = (outs Kiln_Activations:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $positions `layer` $layer `heads` $num_heads
     `kv_heads` $num_kv_heads `head_dim` $head_dim `scale` $scale
-    (`kv_head_map` $kv_head_map^)? attr-dict
+    (`kv_head_map` $kv_head_map^)?
+    (`rope` `rotary_dims` $rope_rotary_dims^ `theta` $rope_theta `style` $rope_style)?
+    attr-dict
     `:` type($q) `,` type($k) `,` type($positions) `->` type($result)
   }];
+  // Without rope attrs, as the model builders emit it (fusion adds them later).
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$q, "::mlir::Value":$k,
+                   "::mlir::Value":$v, "::mlir::Value":$positions,
+                   "::mlir::IntegerAttr":$layer, "::mlir::IntegerAttr":$num_heads,
+                   "::mlir::IntegerAttr":$num_kv_heads, "::mlir::IntegerAttr":$head_dim,
+                   "::mlir::FloatAttr":$scale, "::mlir::DenseI32ArrayAttr":$kv_head_map), [{
+      build($_builder, $_state, result, q, k, v, positions, layer, num_heads, num_kv_heads,
+            head_dim, scale, kv_head_map, nullptr, nullptr, nullptr);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

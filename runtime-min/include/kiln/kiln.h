@@ -94,6 +94,9 @@ typedef struct kiln_artifact_info_s {
   int32_t bos_id;            /* -1 when absent */
   int32_t eos_id;
   int add_bos;               /* the model expects BOS in front of a prompt */
+  uint64_t kv_bytes_per_token; /* KV cache bytes one position adds, all layers */
+  uint32_t kv_k_format;      /* KV cache K element (ggml type id): 0 f32, 1 f16, 24 int8 */
+  uint32_t kv_v_format;      /* KV cache V element: 0 f32, 1 f16 */
 } kiln_artifact_info_t;
 
 /* Maps path read-only and verifies it before trusting any byte: preamble (magic, format

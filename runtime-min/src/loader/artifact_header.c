@@ -74,10 +74,11 @@ kiln_status_t kiln_loader_read_memory_plan(kiln_artifact_t *a, kiln_error_t *err
   kiln_fb_table_t t;
   KILN_RETURN_IF_ERROR(sub_table(a, KILN_FB_ARTIFACT_MEMORY, "memory plan", &t, err));
   kiln_artifact_info_t *i = &a->info;
-  uint64_t kv_per_token;
   if (kiln_fb_u64(&t, KILN_FB_MEMORY_SCRATCH_BYTES, 0, &i->scratch_bytes) ||
       kiln_fb_u64(&t, KILN_FB_MEMORY_KV_BYTES, 0, &i->kv_bytes) ||
-      kiln_fb_u64(&t, KILN_FB_MEMORY_KV_BYTES_PER_TOKEN, 0, &kv_per_token) ||
+      kiln_fb_u64(&t, KILN_FB_MEMORY_KV_BYTES_PER_TOKEN, 0, &i->kv_bytes_per_token) ||
+      kiln_fb_u32(&t, KILN_FB_MEMORY_KV_K_FORMAT, 0, &i->kv_k_format) ||
+      kiln_fb_u32(&t, KILN_FB_MEMORY_KV_V_FORMAT, 0, &i->kv_v_format) ||
       kiln_fb_u32(&t, KILN_FB_MEMORY_MAX_BATCH, 0, &i->max_batch) ||
       kiln_fb_u32(&t, KILN_FB_MEMORY_MAX_CTX, 0, &i->max_ctx) ||
       kiln_fb_u64(&t, KILN_FB_MEMORY_WEIGHT_BYTES_PER_TOKEN, 0, &i->weight_bytes_per_token))

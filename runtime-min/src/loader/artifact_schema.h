@@ -65,6 +65,8 @@ enum kiln_fb_memory_plan_slot_e {
   KILN_FB_MEMORY_MAX_BATCH = 3,
   KILN_FB_MEMORY_MAX_CTX = 4,
   KILN_FB_MEMORY_WEIGHT_BYTES_PER_TOKEN = 5,
+  KILN_FB_MEMORY_KV_K_FORMAT = 6,
+  KILN_FB_MEMORY_KV_V_FORMAT = 7,
 };
 
 enum kiln_fb_pass_record_slot_e {

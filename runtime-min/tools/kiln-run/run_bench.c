@@ -27,6 +27,17 @@ static void report(const char *name, const char *unit, series_t *s) {
   printf("%-18s %12.2f %-6s (min %.2f, max %.2f)\n", name, med, unit, s->v[0], s->v[s->n - 1]);
 }
 
+/* --kv spelling of the artifact's KV cache element types (ggml ids 0 f32, 1 f16, 24 int8). */
+static const char *kv_elem(uint32_t f) { return f == 0 ? "f32" : f == 1 ? "f16" : f == 24 ? "int8" : "?"; }
+
+static const char *kv_format_name(uint32_t k, uint32_t v) {
+  static char buf[32];
+  if (k == v)
+    return kv_elem(k);
+  snprintf(buf, sizeof buf, "k=%s,v=%s", kv_elem(k), kv_elem(v));
+  return buf;
+}
+
 /* One repetition: fills prefill tok/s, decode tok/s, TTFT (ms) and GB/s at index r. */
 static int one_rep(kiln_session_t *s, const int32_t *prompt, uint32_t p, uint32_t n,
                    series_t out[4], uint32_t r) {
@@ -97,6 +108,8 @@ int run_bench(const run_options_t *o) {
                100.0 * median(&ser[3]) / bw);
     }
     printf("%-18s %12llu bytes\n", "weights/token", (unsigned long long)st.weight_bytes_per_token);
+    printf("%-18s %12llu bytes   (%s)\n", "KV/token", (unsigned long long)info.kv_bytes_per_token,
+           kv_format_name(info.kv_k_format, info.kv_v_format));
     printf("%-18s %12.2f MiB\n", "peak memory", (double)st.peak_memory_bytes / (1 << 20));
   }
   free(prompt);

@@ -2,12 +2,17 @@
  *
  * First every token's k/v rows are stored at its position in the cache (all of them, before
  * any score: a token attends to every cache row up to its own position, as the reference
- * executor does). Then per token t and query head h, over j = 0..positions[t]:
+ * executor does), rotated first when RoPE is fused and rounded to the cache's element type
+ * exactly as compiler/eval/OpKernels.cpp roundKvRow rounds. Then per token t and query
+ * head h, over j = 0..positions[t]:
  *   s_j = scale * (q[t,h] . K[j,g]);  p_j = e^(s_j - max s) / sum e^(s - max s);
  *   out[t,h] = sum_j p_j V[j,g]
  * with g = kv_head_map[h], or h / (heads / kv_heads) when the map is NULL. Head h uses row
  * h of `scores` (heads * max_ctx floats), so tasks split over heads never share scratch.
- * The exponential is kiln_uk_expf, the normaliser is summed in double.
+ * The exponential is kiln_uk_expf, the normaliser is summed in double. An int8 K row is
+ * dotted as integers-in-float and scaled once (q . (k8 * s) = (q . k8) * s up to rounding).
+ * Branches on the formats sit outside the loops; with the formats constant after inlining
+ * LLVM keeps one path.
  */
 #include "common.h"
 #include "ukernel_abi.h"
@@ -21,12 +26,25 @@ typedef struct attention_args_s {
   int32_t heads, kv_heads, head_dim;
   float scale;
   const int32_t *kv_head_map;
-  const float *k_cache, *v_cache;
+  uint32_t k_format, v_format;
+  const uint8_t *k_cache;
+  const float *k_scales;
+  const uint8_t *v_cache;
   int32_t max_ctx;
+  int32_t rotary_dims, rotate_half;
+  const float *cos_table, *sin_table;
   float *scores, *out;
 } attention_args_t;
 
-KILN_UK_INLINE float dot(const float *a, const float *b, int32_t d) {
+/* Row operations over one head of d values: dots of q with a K row in each format and
+ * out += p * V row. An ISA file (x86/attention.c) defines KILN_UK_ATTENTION_ROW_OPS and its
+ * own versions, then includes this file for everything else. */
+#ifndef KILN_UK_ATTENTION_ROW_OPS
+KILN_UK_INLINE float reduce(const float *acc) {
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+KILN_UK_INLINE float dot_f32(const float *a, const float *b, int32_t d) {
   float acc[LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   int32_t i = 0;
   for (; i + LANES <= d; i += LANES)
@@ -34,7 +52,95 @@ KILN_UK_INLINE float dot(const float *a, const float *b, int32_t d) {
       acc[j] += a[i + j] * b[i + j];
   for (int32_t j = 0; i + j < d; ++j)
     acc[j] += a[i + j] * b[i + j];
-  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  return reduce(acc);
+}
+
+KILN_UK_INLINE float dot_f16(const float *a, const uint16_t *b, int32_t d) {
+  float acc[LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  int32_t i = 0;
+  for (; i + LANES <= d; i += LANES)
+    for (int32_t j = 0; j < LANES; ++j)
+      acc[j] += a[i + j] * kiln_uk_fp16_to_fp32(b[i + j]);
+  for (int32_t j = 0; i + j < d; ++j)
+    acc[j] += a[i + j] * kiln_uk_fp16_to_fp32(b[i + j]);
+  return reduce(acc);
+}
+
+KILN_UK_INLINE float dot_i8(const float *a, const int8_t *b, int32_t d) {
+  float acc[LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  int32_t i = 0;
+  for (; i + LANES <= d; i += LANES)
+    for (int32_t j = 0; j < LANES; ++j)
+      acc[j] += a[i + j] * (float)b[i + j];
+  for (int32_t j = 0; i + j < d; ++j)
+    acc[j] += a[i + j] * (float)b[i + j];
+  return reduce(acc);
+}
+
+KILN_UK_INLINE void axpy_f32(float p, const float *v, float *o, int32_t d) {
+  for (int32_t i = 0; i < d; ++i)
+    o[i] += p * v[i];
+}
+
+KILN_UK_INLINE void axpy_f16(float p, const uint16_t *v, float *o, int32_t d) {
+  for (int32_t i = 0; i < d; ++i)
+    o[i] += p * kiln_uk_fp16_to_fp32(v[i]);
+}
+#endif
+
+/* dst = x rotated by the angles of position pos (kiln_uk_rope's math on one head). */
+KILN_UK_INLINE void rotate_head(const float *x, float *dst, int32_t d, int32_t rotary_dims,
+                                int32_t rotate_half, int32_t pos, const float *cos_table,
+                                const float *sin_table) {
+  const int32_t half = rotary_dims / 2;
+  const int32_t step = rotate_half ? 1 : 2;
+  const int32_t off = rotate_half ? half : 1;
+  const float *c = cos_table + (int64_t)pos * half;
+  const float *s = sin_table + (int64_t)pos * half;
+  for (int32_t i = 0; i < d; ++i)
+    dst[i] = x[i];
+  for (int32_t i = 0; i < half; ++i) {
+    const float x0 = x[i * step], x1 = x[i * step + off];
+    dst[i * step] = x0 * c[i] - x1 * s[i];
+    dst[i * step + off] = x0 * s[i] + x1 * c[i];
+  }
+}
+
+/* Stores one head of d values in `format` at element `idx` of the cache; int8 also writes
+ * the head's scale. Same arithmetic as roundKvRow (OpKernels.cpp). */
+KILN_UK_INLINE void store_head(uint32_t format, uint8_t *cache, float *scale_out, int64_t idx,
+                               const float *x, int32_t d) {
+  if (format == KILN_UK_KV_F32) {
+    float *dst = (float *)cache + idx;
+    for (int32_t i = 0; i < d; ++i)
+      dst[i] = x[i];
+  } else if (format == KILN_UK_KV_F16) {
+    uint16_t *dst = (uint16_t *)cache + idx;
+    for (int32_t i = 0; i < d; ++i)
+      dst[i] = kiln_uk_fp32_to_fp16(x[i]);
+  } else {
+    int8_t *dst = (int8_t *)cache + idx;
+    float amax = 0.0f;
+    for (int32_t i = 0; i < d; ++i) {
+      const float ax = kiln_uk_f32_from_bits(kiln_uk_f32_bits(x[i]) & 0x7FFFFFFFu);
+      amax = ax > amax ? ax : amax;
+    }
+    const float s = amax / 127.0f;
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    /* round to nearest, ties to even, by adding and removing 1.5 * 2^23 (|y| <= 127.5 so
+     * exact; no libm rintf for targets without a rounding instruction). y is volatile so
+     * no compiler fuses the multiply into the add (GCC does across statements), which
+     * would round differently from the reference; this runs once per stored value. */
+    const float magic = 12582912.0f;
+    for (int32_t i = 0; i < d; ++i) {
+      volatile float y = x[i] * inv;
+      float r = y + magic;
+      r = r - magic;
+      r = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
+      dst[i] = (int8_t)r;
+    }
+    *scale_out = s;
+  }
 }
 
 static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
@@ -42,15 +148,34 @@ static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
   const int64_t kv_width = (int64_t)a->kv_heads * d;
   const int32_t g = a->kv_head_map ? a->kv_head_map[h] : h / (a->heads / a->kv_heads);
   const float *qh = a->q + ((int64_t)t * a->heads + h) * d;
+  float qr[KILN_UK_ATTENTION_MAX_HEAD_DIM];
+  if (a->rotary_dims > 0) {
+    rotate_head(qh, qr, d, a->rotary_dims, a->rotate_half, a->positions[t], a->cos_table,
+                a->sin_table);
+    qh = qr;
+  }
   float *oh = a->out + ((int64_t)t * a->heads + h) * d;
   float *s = a->scores + (int64_t)h * a->max_ctx;
   const int32_t len = a->positions[t] + 1;
+  const int64_t koff = (int64_t)g * d;
 
-  float mx = -__builtin_inff();
-  for (int32_t j = 0; j < len; ++j) {
-    s[j] = dot(qh, a->k_cache + j * kv_width + (int64_t)g * d, d) * a->scale;
-    mx = s[j] > mx ? s[j] : mx;
+  if (a->k_format == KILN_UK_KV_F32) {
+    const float *kc = (const float *)a->k_cache;
+    for (int32_t j = 0; j < len; ++j)
+      s[j] = dot_f32(qh, kc + j * kv_width + koff, d) * a->scale;
+  } else if (a->k_format == KILN_UK_KV_F16) {
+    const uint16_t *kc = (const uint16_t *)a->k_cache;
+    for (int32_t j = 0; j < len; ++j)
+      s[j] = dot_f16(qh, kc + j * kv_width + koff, d) * a->scale;
+  } else {
+    const int8_t *kc = (const int8_t *)a->k_cache;
+    for (int32_t j = 0; j < len; ++j)
+      s[j] = dot_i8(qh, kc + j * kv_width + koff, d) * a->k_scales[(int64_t)j * a->kv_heads + g] *
+             a->scale;
   }
+  float mx = -__builtin_inff();
+  for (int32_t j = 0; j < len; ++j)
+    mx = s[j] > mx ? s[j] : mx;
   double sum = 0.0;
   for (int32_t j = 0; j < len; ++j) {
     s[j] = kiln_uk_expf(s[j] - mx);
@@ -59,11 +184,14 @@ static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
   const float total = (float)sum;
   for (int32_t i = 0; i < d; ++i)
     oh[i] = 0.0f;
-  for (int32_t j = 0; j < len; ++j) {
-    const float p = s[j] / total;
-    const float *vj = a->v_cache + j * kv_width + (int64_t)g * d;
-    for (int32_t i = 0; i < d; ++i)
-      oh[i] += p * vj[i];
+  if (a->v_format == KILN_UK_KV_F32) {
+    const float *vc = (const float *)a->v_cache;
+    for (int32_t j = 0; j < len; ++j)
+      axpy_f32(s[j] / total, vc + j * kv_width + koff, oh, d);
+  } else {
+    const uint16_t *vc = (const uint16_t *)a->v_cache;
+    for (int32_t j = 0; j < len; ++j)
+      axpy_f16(s[j] / total, vc + j * kv_width + koff, oh, d);
   }
 }
 
@@ -79,21 +207,33 @@ static void attention_task(void *arg, int32_t task, int32_t n_tasks) {
 void kiln_uk_attention(const kiln_exec_ctx_t *ctx, const float *q, const float *k,
                        const float *v, int32_t n, const int32_t *positions, int32_t heads,
                        int32_t kv_heads, int32_t head_dim, float scale,
-                       const int32_t *kv_head_map, float *k_cache, float *v_cache,
-                       int32_t max_ctx, float *scores, float *out) {
+                       const int32_t *kv_head_map, uint32_t k_format, uint32_t v_format,
+                       uint8_t *k_cache, float *k_scales, uint8_t *v_cache, int32_t max_ctx,
+                       int32_t rotary_dims, int32_t rotate_half, const float *cos_table,
+                       const float *sin_table, float *scores, float *out) {
   const int64_t kv_width = (int64_t)kv_heads * head_dim;
   int64_t work = 0;
+  float kr[KILN_UK_ATTENTION_MAX_HEAD_DIM];
   for (int32_t t = 0; t < n; ++t) {
-    const int64_t row = (int64_t)positions[t] * kv_width;
-    const float *kt = k + t * kv_width, *vt = v + t * kv_width;
-    for (int64_t i = 0; i < kv_width; ++i) {
-      k_cache[row + i] = kt[i];
-      v_cache[row + i] = vt[i];
+    const int32_t pos = positions[t];
+    for (int32_t g = 0; g < kv_heads; ++g) {
+      const int64_t src = t * kv_width + (int64_t)g * head_dim;
+      const int64_t dst = (int64_t)pos * kv_width + (int64_t)g * head_dim;
+      const float *kh = k + src;
+      if (rotary_dims > 0) {
+        rotate_head(kh, kr, head_dim, rotary_dims, rotate_half, pos, cos_table, sin_table);
+        kh = kr;
+      }
+      store_head(k_format, k_cache, k_scales ? k_scales + ((int64_t)pos * kv_heads + g) : 0, dst,
+                 kh, head_dim);
+      store_head(v_format, v_cache, 0, dst, v + src, head_dim);
     }
-    work += 2 * ((int64_t)positions[t] + 1) * heads * head_dim;
+    work += 2 * ((int64_t)pos + 1) * heads * head_dim;
   }
-  attention_args_t a = {q,         n,           positions, heads,  kv_heads, head_dim, scale,
-                        kv_head_map, k_cache,   v_cache,   max_ctx, scores,  out};
+  attention_args_t a = {q,         n,           positions, heads,    kv_heads,    head_dim,
+                        scale,     kv_head_map, k_format,  v_format, k_cache,     k_scales,
+                        v_cache,   max_ctx,     rotary_dims, rotate_half, cos_table, sin_table,
+                        scores,    out};
   const int32_t n_tasks =
       kiln_uk_task_count(ctx, work, KILN_UK_ATTENTION_PARALLEL_MIN_WORK, heads);
   kiln_uk_parallel(ctx, attention_task, &a, n_tasks);

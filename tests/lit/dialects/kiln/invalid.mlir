@@ -214,3 +214,27 @@ func.func @linear_empty_bias(%x: tensor<?x64xf32>) {
   %y = kiln.linear %x weight "w" bias "" format f32 : tensor<?x64xf32> -> tensor<?x64xf32>
   return
 }
+
+// -----
+
+func.func @attn_rope_partial(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope_rotary_dims, rope_theta and rope_style go together}}
+  %o = kiln.attention %q, %k, %k, %p layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.35 {rope_rotary_dims = 8 : i32} : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attn_rope_dims(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope rotary_dims 10 must be even and in [2, head_dim = 8]}}
+  %o = kiln.attention %q, %k, %k, %p layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.35 rope rotary_dims 10 theta 1.0e4 style adjacent : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attn_rope_theta(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope theta must be positive}}
+  %o = kiln.attention %q, %k, %k, %p layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.35 rope rotary_dims 8 theta -1.0 style adjacent : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return
+}

@@ -47,6 +47,14 @@ func.func @uneven_groups(%q: tensor<?x24xf32>, %k: tensor<?x16xf32>, %v: tensor<
   return %a : tensor<?x24xf32>
 }
 
+// kiln-fuse-rope-into-attention's result: the attention rotates q and k itself.
+// CHECK-LABEL: func.func @fused_rope
+func.func @fused_rope(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
+  // CHECK: kiln.attention {{.*}} layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 rope rotary_dims 6 theta 5.000000e+05 style rotate_half :
+  %a = kiln.attention %q, %k, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 rope rotary_dims 6 theta 5.0e5 style rotate_half : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return %a : tensor<?x64xf32>
+}
+
 // Static token counts are allowed (e.g. a decode step of exactly one token).
 // CHECK-LABEL: func.func @static_tokens
 func.func @static_tokens(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
