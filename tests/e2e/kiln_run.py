@@ -34,13 +34,13 @@ def run(cmd):
     return p
 
 
-def compile_model(a, gguf, weights, ctx=None):
+def compile_model(a, gguf, weights, ctx=None, extra=()):
     os.makedirs(a.work, exist_ok=True)
     out = os.path.join(a.work, f"stories260K-{weights}-{ctx or 'default'}.kiln")
     cmd = [a.kiln, "compile", gguf, "--target", "host", "--weights", weights, "-o", out]
     if ctx:
         cmd += ["--ctx", str(ctx)]
-    run(cmd)
+    run(cmd + list(extra))
     return out
 
 
@@ -64,8 +64,8 @@ def check_docs_example():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["generate-f32", "ppl-f32", "ppl-q8_0", "embed-example",
-                                     "bench"])
+    ap.add_argument("case", choices=["generate-f32", "generate-kv-split", "generate-no-fuse",
+                                     "ppl-f32", "ppl-q8_0", "embed-example", "bench"])
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--kiln-run", dest="kiln_run", required=True)
     ap.add_argument("--embed", required=True)
@@ -82,6 +82,16 @@ def main():
         if got != want:
             fail(f"kiln-run text differs from kiln eval's:\n got: {got!r}\nwant: {want!r}")
         print(f"kiln-run generate matches kiln eval ({len(got)} bytes)")
+    elif a.case in ("generate-kv-split", "generate-no-fuse"):
+        # int8 K / f16 V cache (the reference rounds the same way), or RoPE left unfused
+        kv = ["--kv", "k=int8,v=f16"] if a.case == "generate-kv-split" else []
+        fuse = ["--no-fuse-rope"] if a.case == "generate-no-fuse" else []
+        art = compile_model(a, gguf, "f32", extra=kv + fuse)
+        want = run([a.kiln, "eval", gguf, "--prompt", PROMPT, "-n", "64"] + kv).stdout
+        got = run([a.kiln_run, "generate", art, "-p", PROMPT, "-n", "64", "--threads", "2"]).stdout
+        if got != want:
+            fail(f"kiln-run text differs from kiln eval's:\n got: {got!r}\nwant: {want!r}")
+        print(f"kiln-run generate ({a.case}) matches kiln eval ({len(got)} bytes)")
     elif a.case in ("ppl-f32", "ppl-q8_0"):
         text = need(models, "tinystories-calib.txt")
         weights = a.case.split("-")[1]
@@ -107,7 +117,8 @@ def main():
         p = run([a.kiln_run, "bench", art, "-p", "32", "-n", "32", "-r", "3", "--threads", "2"])
         out = p.stdout.decode()
         print(out)
-        for key in ("prefill", "decode", "TTFT", "effective", "weights/token", "peak memory"):
+        for key in ("prefill", "decode", "TTFT", "effective", "weights/token", "KV/token",
+                    "peak memory"):
             if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
                 fail(f"bench output lacks '{key}'")
     print("PASS")
