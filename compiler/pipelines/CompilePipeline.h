@@ -18,7 +18,15 @@ struct CompileOptions {
   std::vector<int32_t> pruneLayers; // kiln-prune-layers; empty: not run
   std::string pruneHeads;           // kiln-prune-heads "layer:h,h;layer:h"; empty: not run
   bool quiet = false;               // keep the passes' remarks off stderr (searches)
+  std::string fusion = "all";       // passes/fusion: all | none | comma list (parseFusion)
 };
+
+// The linear fusions to run (kiln compile --fusion): "all", "none" or a comma list of
+// qkv, swiglu, norm, residual. One-line error for anything else.
+struct FusionSet {
+  bool norm = false, swiglu = false, qkv = false, residual = false;
+};
+bool parseFusion(const std::string &spec, FusionSet &out, std::string &error);
 
 // A pass that ran, for the artifact's provenance.
 struct AppliedPass {
@@ -30,7 +38,8 @@ struct AppliedPass {
 bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
                        std::vector<AppliedPass> &applied, std::string &error);
 
-// Runs the kiln-level passes on an imported module, in order: slimming, then precision.
+// Runs the kiln-level passes on an imported module, in order: slimming, precision, then
+// the fusions (norm folding, SwiGLU, QKV, residual: each needs the formats assigned).
 // One-line error on failure. Slimming may add derived weights (kiln.derived_weights):
 // materialise them (compiler/weights/DerivedWeights.h) before executing or lowering.
 bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,

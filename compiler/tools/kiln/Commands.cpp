@@ -77,7 +77,8 @@ bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, boo
 } // namespace
 
 bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weightFormat,
-               std::vector<pipelines::AppliedPass> &records, std::string &error) {
+               std::vector<pipelines::AppliedPass> &records, std::string &error,
+               const std::string &fusion) {
   mlir::ModuleOp module = *s.model.module;
   pipelines::SlimmingRequest req;
   req.maxCtx = f.maxCtx;
@@ -121,6 +122,7 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const std::string &weigh
   if (!weightFormat.empty()) {
     pipelines::CompileOptions rest;
     rest.weightFormat = weightFormat;
+    rest.fusion = fusion;
     if (!pipelines::runKilnPipeline(module, rest, records, error))
       return false;
   }

@@ -72,6 +72,7 @@ struct CompileOptions {
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
+  std::string fusion = "all";    // all | none | comma list of qkv, swiglu, norm, residual
   SlimmingFlags slim;
 };
 
@@ -102,7 +103,8 @@ struct ModelSession;
 // materialises derived weights into the session's store. `records` gets every pass,
 // measurement and decision for the provenance; progress goes to stderr.
 bool runPasses(ModelSession &s, const SlimmingFlags &flags, const std::string &weightFormat,
-               std::vector<pipelines::AppliedPass> &records, std::string &error);
+               std::vector<pipelines::AppliedPass> &records, std::string &error,
+               const std::string &fusion = "none");
 
 } // namespace kiln::tool
 

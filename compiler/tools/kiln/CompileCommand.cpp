@@ -120,6 +120,9 @@ int runCompile(const CompileOptions &opts) {
   const codegen::HostTarget *target = codegen::findHostTarget(opts.target, error);
   if (!target)
     return fail(error);
+  pipelines::FusionSet fusions;
+  if (!pipelines::parseFusion(opts.fusion, fusions, error))
+    return fail(error);
   if (opts.ctx && opts.slim.maxCtx && opts.ctx != opts.slim.maxCtx)
     return fail("--ctx " + std::to_string(opts.ctx) + " disagrees with --max-ctx " +
                 std::to_string(opts.slim.maxCtx));
@@ -130,7 +133,7 @@ int runCompile(const CompileOptions &opts) {
 
   // Slimming (measured on --calib when asked), precision; derived weights materialised.
   std::vector<pipelines::AppliedPass> applied;
-  if (!runPasses(s, opts.slim, opts.weights, applied, error))
+  if (!runPasses(s, opts.slim, opts.weights, applied, error, opts.fusion))
     return fail(error);
   if (opts.emit == "kiln") {
     std::error_code ec;

@@ -126,6 +126,9 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1u, 1u << 20));
   compileCmd->add_option("--max-batch", cmp.maxBatch, "most tokens per forward call")
       ->check(CLI::Range(1u, 1u << 16));
+  compileCmd->add_option("--fusion", cmp.fusion,
+                         "linear fusions: all (default), none, or a comma list of qkv, "
+                         "swiglu, norm, residual");
   addSlimmingFlags(compileCmd, cmp.slim);
 
   InspectOptions ins;

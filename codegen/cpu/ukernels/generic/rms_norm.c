@@ -20,6 +20,11 @@ void kiln_uk_rms_norm(const float *x, const float *w, int32_t n, int32_t dim, fl
     }
     const float mean = (float)(sum / (double)dim);
     const float scale = 1.0f / __builtin_sqrtf(mean + eps);
+    if (!w) { /* kiln.rms_normalize: the scale lives in the next linear's weight */
+      for (int32_t i = 0; i < dim; ++i)
+        ot[i] = xt[i] * scale;
+      continue;
+    }
     for (int32_t i = 0; i < dim; ++i)
       ot[i] = (xt[i] * scale) * w[i];
   }

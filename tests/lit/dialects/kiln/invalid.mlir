@@ -206,3 +206,59 @@ func.func @linear_empty_bias(%x: tensor<?x64xf32>) {
   %y = kiln.linear %x weight "w" bias "" format f32 : tensor<?x64xf32> -> tensor<?x64xf32>
   return
 }
+
+// -----
+
+func.func @normalize_eps(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{eps must be in (0, 1], got 0}}
+  %n = kiln.rms_normalize %x eps 0.0 : tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_too_many(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{must have 1 to 3 results, got 4}}
+  %a:4 = kiln.fused_linear %x weight "w" format f32 : (tensor<?x64xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_swiglu_segments(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{with swiglu or a residual must have exactly one result}}
+  %a:2 = kiln.fused_linear %x weight "w" format f32 swiglu : (tensor<?x64xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_swiglu_residual(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{cannot have both swiglu and a residual}}
+  %a = kiln.fused_linear %x residual %x weight "w" format f32 swiglu : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_residual_type(%x: tensor<?x64xf32>, %r: tensor<?x32xf32>) {
+  // expected-error @+1 {{residual type 'tensor<?x32xf32>' differs from the result type 'tensor<?x64xf32>'}}
+  %a = kiln.fused_linear %x residual %r weight "w" format f32 : (tensor<?x64xf32>, tensor<?x32xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_empty_weight(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{weight name must not be empty}}
+  %a = kiln.fused_linear %x weight "" format f32 : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_tokens(%x: tensor<2x64xf32>) {
+  // expected-error @+1 {{input has 2 tokens but result has 3}}
+  %a = kiln.fused_linear %x weight "w" format f32 : (tensor<2x64xf32>) -> tensor<3x64xf32>
+  return
+}
