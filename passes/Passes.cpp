@@ -1,6 +1,7 @@
 #include "passes/Passes.h"
 
 #include "passes/fusion/Passes.h"
+#include "passes/fusion/LinearFusionPasses.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 
@@ -11,6 +12,7 @@ void registerKilnPasses() {
   registerKilnSlimmingPasses();
   registerKilnPrecisionPasses();
   registerKilnFusionPasses();
+  registerKilnLinearFusionPasses();
 }
 
 } // namespace kiln

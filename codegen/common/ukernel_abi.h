@@ -30,7 +30,8 @@ void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *t
                    int64_t row_stride, int32_t dim, const int32_t *ids, int32_t n, float *out);
 
 /* out[t, i] = x[t, i] / sqrt(mean_i(x[t, :]^2) + eps) * w[i]; sum of squares in double as
- * ggml does. w is `format` f32 or f16 (dim elements). out may alias x. */
+ * ggml does. w is `format` f32 or f16 (dim elements), or NULL: no
+ * scale (kiln.rms_normalize). out may alias x. */
 void kiln_uk_rms_norm(uint32_t format, const float *x, const uint8_t *w, int32_t n,
                       int32_t dim, float eps, float *out);
 
@@ -39,6 +40,19 @@ void kiln_uk_rms_norm(uint32_t format, const float *x, const uint8_t *w, int32_t
 void kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x, int32_t n,
                     int32_t in, const uint8_t *w, int64_t row_stride, int32_t out_features,
                     float *y);
+
+/* The fused linear (kiln.fused_linear): one pass over x and W [rows, in], z = x W^T, and
+ * - output segments: row r < w0 goes to y0[t, r], r < w0 + w1 to y1[t, r - w0], the rest
+ *   to y2[t, r - w0 - w1] (w0 + w1 + w2 = rows; unused segments have width 0, y NULL);
+ * - residual (one segment; NULL for none): y0[t, r] = z[t, r] + residual[t, r]; residual
+ *   may be y0 (the sum is written in place);
+ * - swiglu (one segment, w0 = rows / 2, rows interleaved gate/up):
+ *   y0[t, j] = silu(z[t, 2j]) * z[t, 2j + 1].
+ * kiln_uk_linear is the case of one segment and no epilogue. */
+void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                          int32_t n, int32_t in, const uint8_t *w, int64_t row_stride,
+                          int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1, float *y2,
+                          int32_t w2, const float *residual, int32_t swiglu);
 
 /* In place: rotates the first rotary_dims elements of every head_dim-wide head of token t
  * by the angles of position positions[t]. cos_table/sin_table are [max_ctx, rotary_dims/2]

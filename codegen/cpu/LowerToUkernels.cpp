@@ -119,7 +119,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
   std::vector<BufferRequest> requests;
   std::vector<Value> owners;           // value or null (attention scores)
   std::vector<Operation *> scoreOwners;
-  llvm::DenseMap<Value, Value> aliasOf; // rope results live in their input's buffer
+  llvm::DenseMap<Value, Value> aliasOf; // rope results and in-place residual sums
   auto lastUse = [&](Value v) {
     int64_t last = index[v.getDefiningOp()];
     for (Operation *user : v.getUsers())
@@ -154,6 +154,30 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
         if (!out.weights.addWeight(store, bias.str(), KILN_GGML_TYPE_F32, error))
           return false;
       }
+    } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
+      if (!out.weights.addWeight(store, f.getWeight().str(), fmt(op), error))
+        return false;
+      int64_t rows = 0;
+      for (Value result : f.getResults())
+        rows += features(result) * (f.getSwiglu() ? 2 : 1);
+      const PackedTensor *t = out.weights.find(f.getWeight().str());
+      if (int64_t(t->rows) != rows || int64_t(t->rowLength) != features(f.getInput())) {
+        error = "kiln.fused_linear weight '" + f.getWeight().str() + "' is not [" +
+                std::to_string(rows) + ", " + std::to_string(features(f.getInput())) + "]";
+        return false;
+      }
+      // The residual's buffer becomes the output when this op is its last reader.
+      Value res = f.getResidual();
+      if (res && res.getDefiningOp() && lastUse(res) == int64_t(i)) {
+        aliasOf[f.getResult(0)] = aliasOf.count(res) ? aliasOf.lookup(res) : res;
+        continue;
+      }
+      for (Value result : f.getResults()) {
+        requests.push_back({rowsBytes * uint64_t(features(result)), int64_t(i), lastUse(result)});
+        owners.push_back(result);
+        scoreOwners.push_back(nullptr);
+      }
+      continue;
     } else if (auto r = dyn_cast<RopeOp>(op)) {
       if (!r.getInput().hasOneUse()) {
         error = "kiln.rope rotates in place, so its input must have no other use";
@@ -190,7 +214,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       scoreOwners.push_back(op);
     } else if (isa<func::ReturnOp>(op)) {
       continue;
-    } else if (!isa<SiluOp, MulOp, AddOp>(op)) {
+    } else if (!isa<SiluOp, MulOp, AddOp, RmsNormalizeOp>(op)) {
       error = "the CPU code generator does not lower '" + op->getName().getStringRef().str() + "'";
       return false;
     }
@@ -243,6 +267,9 @@ void Lowering::emit(func::FuncOp fn) {
   declare("kiln_uk_embed", voidTy, {ptrTy, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy});
   declare("kiln_uk_rms_norm", voidTy, {i32, ptrTy, ptrTy, i32, i32, f32, ptrTy});
   declare("kiln_uk_linear", voidTy, {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy});
+  declare("kiln_uk_linear_fused", voidTy,
+          {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy, i32, ptrTy, i32,
+           ptrTy, i32});
   declare("kiln_uk_rope", voidTy, {ptrTy, i32, i32, i32, i32, i32, ptrTy, ptrTy, ptrTy});
   declare("kiln_uk_attention", voidTy,
           {ptrTy, ptrTy, ptrTy, ptrTy, i32, ptrTy, i32, i32, i32, f32, ptrTy, i32, i32, ptrTy,
@@ -310,6 +337,24 @@ void Lowering::emit(func::FuncOp fn) {
                                 weightPtr(n.getWeight()), nArg,
                                 i32c(features(n)), f32c(n.getEps().convertToFloat()),
                                 bufferPtr(n)});
+    } else if (auto n = dyn_cast<RmsNormalizeOp>(op)) {
+      call("kiln_uk_rms_norm", {i32c(KILN_GGML_TYPE_F32), bufferPtr(n.getInput()),
+                                b.create<LLVM::ZeroOp>(loc, ptrTy),
+                                nArg, i32c(features(n)), f32c(n.getEps().convertToFloat()),
+                                bufferPtr(n)});
+    } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
+      const PackedTensor *t = out.weights.find(f.getWeight().str());
+      Value null = b.create<LLVM::ZeroOp>(loc, ptrTy);
+      SmallVector<Value, 6> segs; // (y, width) per segment, unused ones (NULL, 0)
+      for (unsigned k = 0; k < 3; ++k) {
+        segs.push_back(k < f.getNumResults() ? bufferPtr(f.getResult(k)) : null);
+        segs.push_back(i32c(k < f.getNumResults() ? features(f.getResult(k)) : 0));
+      }
+      call("kiln_uk_linear_fused",
+           {ctxArg, i32c(t->format), bufferPtr(f.getInput()), nArg, i32c(features(f.getInput())),
+            weightPtr(f.getWeight()), i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)),
+            segs[0], segs[1], segs[2], segs[3], segs[4], segs[5],
+            f.getResidual() ? bufferPtr(f.getResidual()) : null, i32c(f.getSwiglu() ? 1 : 0)});
     } else if (isa<LinearOp, LogitsOp>(op)) {
       Value input = op->getOperand(0), result = op->getResult(0);
       std::string name = op->getAttrOfType<StringAttr>("weight").str();
@@ -385,7 +430,7 @@ bool Lowering::run(std::string &error) {
       out.weightBytesPerToken += out.weights.find(e.getWeight().str())->rowStride;
     else if (auto n = dyn_cast<RmsNormOp>(op))
       out.weightBytesPerToken += out.weights.find(n.getWeight().str())->size;
-    else if (isa<LinearOp, LogitsOp>(op)) {
+    else if (isa<LinearOp, LogitsOp, FusedLinearOp>(op)) {
       out.weightBytesPerToken +=
           out.weights.find(op->getAttrOfType<StringAttr>("weight").str())->size;
       if (auto bias = op->getAttrOfType<StringAttr>("bias"))

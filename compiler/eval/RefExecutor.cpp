@@ -176,6 +176,57 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     });
     return true;
   }
+  if (auto n = dyn_cast<RmsNormalizeOp>(op)) {
+    int in;
+    if (!floatIn(n.getInput(), in))
+      return false;
+    auto ones = std::make_shared<Matrix>(Matrix::Ones(1, features(n))); // x * 1 is exact
+    int out = newSlot(n);
+    float eps = n.getEps().convertToFloat();
+    steps.push_back([ones, in, out, eps](Frame &f, std::string &) {
+      rmsNorm(f.act[in], *ones, eps, f.act[out]);
+      return true;
+    });
+    return true;
+  }
+  if (auto fl = dyn_cast<FusedLinearOp>(op)) {
+    // z = x W^T over the stacked weight, then the results' column ranges, z + residual,
+    // or silu(z[:, 2j]) * z[:, 2j + 1].
+    int in, res = -1;
+    std::vector<int64_t> widths;
+    int64_t rows = 0;
+    for (Value r : fl.getResults())
+      widths.push_back(features(r)), rows += features(r) * (fl.getSwiglu() ? 2 : 1);
+    auto w = weight(op, fl.getWeight(), rows, features(fl.getInput()), error);
+    if (!w || !floatIn(fl.getInput(), in) || (fl.getResidual() && !floatIn(fl.getResidual(), res)))
+      return false;
+    std::vector<int> outs;
+    for (Value r : fl.getResults())
+      outs.push_back(newSlot(r));
+    bool swiglu = fl.getSwiglu();
+    steps.push_back([w, in, res, outs, widths, swiglu](Frame &f, std::string &) {
+      Matrix z = f.act[in] * w->transpose();
+      if (swiglu) {
+        Matrix &y = f.act[outs[0]];
+        y.resize(z.rows(), widths[0]);
+        for (Eigen::Index t = 0; t < z.rows(); ++t)
+          for (int64_t j = 0; j < widths[0]; ++j) {
+            const float g = z(t, 2 * j);
+            y(t, j) = (g / (1.0f + std::exp(-g))) * z(t, 2 * j + 1);
+          }
+        return true;
+      }
+      if (res >= 0)
+        z += f.act[res];
+      int64_t col = 0;
+      for (size_t k = 0; k < outs.size(); ++k) {
+        f.act[outs[k]] = z.middleCols(col, widths[k]);
+        col += widths[k];
+      }
+      return true;
+    });
+    return true;
+  }
   if (auto r = dyn_cast<RopeOp>(op)) {
     int in;
     if (!floatIn(r.getInput(), in) || !positionsIn(r.getPositions()))

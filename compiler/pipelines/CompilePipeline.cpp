@@ -1,11 +1,14 @@
 #include "compiler/pipelines/CompilePipeline.h"
 
 #include <cstdio>
+#include <functional>
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "dialects/kiln/IR/KilnOps.h"
 #include "passes/fusion/Passes.h"
+#include "passes/fusion/LinearFusionPasses.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 #include "passes/slimming/SlimmingUtils.h"
@@ -35,6 +38,79 @@ bool run(mlir::PassManager &pm, mlir::ModuleOp module, bool quiet, std::string &
 
 std::string joinLayers(const std::vector<int32_t> &layers) {
   return slimming::joinList(std::vector<int64_t>(layers.begin(), layers.end()));
+}
+
+} // namespace
+
+bool parseFusion(const std::string &spec, FusionSet &out, std::string &error) {
+  out = FusionSet();
+  if (spec == "none")
+    return true;
+  if (spec == "all") {
+    out = {true, true, true, true, true};
+    return true;
+  }
+  size_t begin = 0;
+  while (true) {
+    size_t end = spec.find(',', begin);
+    std::string item = spec.substr(begin, end == std::string::npos ? end : end - begin);
+    bool *flag = item == "qkv"        ? &out.qkv
+                 : item == "swiglu"   ? &out.swiglu
+                 : item == "norm"     ? &out.norm
+                 : item == "residual" ? &out.residual
+                 : item == "rope"     ? &out.rope
+                                      : nullptr;
+    if (!flag) {
+      error = "--fusion: unknown fusion '" + item +
+              "' (use all, none or a comma list of qkv, swiglu, norm, residual, rope)";
+      return false;
+    }
+    *flag = true;
+    if (end == std::string::npos)
+      return true;
+    begin = end + 1;
+  }
+}
+
+namespace {
+
+// Norm folding first (it rewrites the single linears' weights, which the stacked weights
+// then read), SwiGLU before QKV (which would otherwise stack gate and up as two plain
+// segments), residual last. Each records how many ops it fused, for kiln inspect.
+bool runLinearFusions(mlir::ModuleOp module, const CompileOptions &opts,
+                      std::vector<AppliedPass> &applied, std::string &error) {
+  FusionSet set;
+  if (!parseFusion(opts.fusion, set, error))
+    return false;
+  struct Step {
+    bool on;
+    const char *name;
+    std::unique_ptr<mlir::Pass> (*create)();
+    std::function<bool(mlir::Operation *)> made; // an op this pass produced
+  };
+  auto fused = [](mlir::Operation *op) { return mlir::dyn_cast<FusedLinearOp>(op); };
+  Step steps[] = {
+      {set.norm, "kiln-fold-norm-into-linear", createKilnFoldNormIntoLinear,
+       [](mlir::Operation *op) { return mlir::isa<RmsNormalizeOp>(op); }},
+      {set.swiglu, "kiln-fuse-swiglu", createKilnFuseSwiGlu,
+       [&](mlir::Operation *op) { return fused(op) && fused(op).getSwiglu(); }},
+      {set.qkv, "kiln-fuse-qkv", createKilnFuseQkv,
+       [&](mlir::Operation *op) { return fused(op) && fused(op).getNumResults() > 1; }},
+      {set.residual, "kiln-fuse-residual-add", createKilnFuseResidualAdd,
+       [&](mlir::Operation *op) { return fused(op) && fused(op).getResidual(); }},
+  };
+  for (Step &step : steps) {
+    if (!step.on)
+      continue;
+    mlir::PassManager pm(module.getContext());
+    pm.addPass(step.create());
+    if (!run(pm, module, opts.quiet, error))
+      return false;
+    int64_t count = 0;
+    module.walk([&](mlir::Operation *op) { count += step.made(op) ? 1 : 0; });
+    applied.push_back({step.name, "fusion=" + opts.fusion, "fused=" + std::to_string(count)});
+  }
+  return true;
 }
 
 } // namespace
@@ -107,12 +183,15 @@ bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
 
 bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error) {
-  if (opts.fuseRope) {
+  FusionSet set;
+  if (!runLinearFusions(module, opts, applied, error) || !parseFusion(opts.fusion, set, error))
+    return false;
+  if (set.rope) {
     mlir::PassManager fuse(module.getContext());
     fuse.addPass(createKilnFuseRopeIntoAttention());
     if (!run(fuse, module, opts.quiet, error))
       return false;
-    applied.push_back({"kiln-fuse-rope-into-attention", "",
+    applied.push_back({"kiln-fuse-rope-into-attention", "fusion=" + opts.fusion,
                        slimming::passEffects(module, "kiln-fuse-rope-into-attention")});
   }
   return true;

@@ -22,8 +22,15 @@ struct CompileOptions {
   std::vector<int32_t> pruneLayers; // kiln-prune-layers; empty: not run
   std::string pruneHeads;           // kiln-prune-heads "layer:h,h;layer:h"; empty: not run
   bool quiet = false;               // keep the passes' remarks off stderr (searches)
-  bool fuseRope = true;             // kiln-fuse-rope-into-attention (--no-fuse-rope)
+  std::string fusion = "all";       // passes/fusion: all | none | comma list (parseFusion)
 };
+
+// The linear fusions to run (kiln compile --fusion): "all", "none" or a comma list of
+// qkv, swiglu, norm, residual. One-line error for anything else.
+struct FusionSet {
+  bool norm = false, swiglu = false, qkv = false, residual = false, rope = false;
+};
+bool parseFusion(const std::string &spec, FusionSet &out, std::string &error);
 
 // A pass that ran, for the artifact's provenance.
 struct AppliedPass {

@@ -3,6 +3,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace kiln {
@@ -17,6 +19,71 @@ void addDerivedWeight(ModuleOp module, const std::string &name, DictionaryAttr r
 }
 
 namespace {
+
+bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
+                    WeightStore &store, int depth, std::string &error);
+
+// fp32 data of weight `source` (materialised first when it is itself derived).
+bool loadSource(const std::string &name, const std::string &source, DictionaryAttr all,
+                WeightStore &store, int depth, std::vector<float> &data, std::string &error) {
+  if (auto inner = all.getAs<DictionaryAttr>(source)) {
+    if (depth > 16) {
+      error = "derived weight '" + name + "' has a recipe cycle";
+      return false;
+    }
+    if (!materializeOne(source, inner, all, store, depth + 1, error))
+      return false;
+  }
+  if (!store.find(source)) {
+    error = "derived weight '" + name + "': source '" + source + "' does not exist";
+    return false;
+  }
+  return store.dequantize(source, data, error);
+}
+
+// concat_rows: the sources' rows one after another (all of one row length).
+// interleave_rows: two sources of one shape, row 2j from the first, 2j+1 from the second.
+bool materializeMulti(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
+                      WeightStore &store, int depth, std::string &error) {
+  const bool interleave = recipe.getAs<StringAttr>("op").getValue() == "interleave_rows";
+  auto sources = recipe.getAs<ArrayAttr>("sources");
+  if (!sources || sources.empty() || (interleave && sources.size() != 2)) {
+    error = "derived weight '" + name + "' needs " +
+            (interleave ? "two 'sources'" : "a non-empty array of 'sources'");
+    return false;
+  }
+  std::vector<std::vector<float>> parts;
+  uint64_t cols = 0;
+  for (Attribute a : sources) {
+    auto s = dyn_cast<StringAttr>(a);
+    if (!s) {
+      error = "derived weight '" + name + "': 'sources' must be strings";
+      return false;
+    }
+    parts.emplace_back();
+    if (!loadSource(name, s.str(), all, store, depth, parts.back(), error))
+      return false;
+    const uint64_t c = store.find(s.str())->rowLength();
+    if (cols && (c != cols || (interleave && parts.back().size() != parts[0].size()))) {
+      error = "derived weight '" + name + "': source '" + s.str() + "' does not match the "
+              "shape of the first source";
+      return false;
+    }
+    cols = c;
+  }
+  std::vector<float> out;
+  if (interleave) {
+    for (uint64_t r = 0; r < parts[0].size() / cols; ++r)
+      for (const auto &p : parts)
+        out.insert(out.end(), p.begin() + r * cols, p.begin() + (r + 1) * cols);
+  } else {
+    for (const auto &p : parts)
+      out.insert(out.end(), p.begin(), p.end());
+  }
+  const uint64_t rows = out.size() / cols;
+  store.addOwnedF32(name, {cols, rows}, std::move(out));
+  return true;
+}
 
 bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
                     WeightStore &store, int depth, std::string &error) {
@@ -35,6 +102,9 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
     store.addOwnedF32(name, std::move(dims), std::move(out));
     return true;
   }
+  // Recipes over several sources (fusion: stacked projections).
+  if (op && (op.getValue() == "concat_rows" || op.getValue() == "interleave_rows"))
+    return materializeMulti(name, recipe, all, store, depth, error);
   auto source = recipe.getAs<StringAttr>("source");
   if (!source || !op) {
     error = "derived weight '" + name + "' needs a source and an op";
@@ -95,6 +165,26 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
     for (float &x : out)
       x *= float(factor.getValueAsDouble());
     dims = src->dims;
+  } else if (op.getValue() == "scale_cols") {
+    // W diag(g): column c times g[c] (an rms_norm weight folded into a linear).
+    auto by = recipe.getAs<StringAttr>("by");
+    std::vector<float> g;
+    if (!by) {
+      error = "derived weight '" + name + "': scale_cols needs 'by' (a 1-D weight)";
+      return false;
+    }
+    if (!loadSource(name, by.str(), all, store, depth, g, error))
+      return false;
+    if (g.size() != cols) {
+      error = "derived weight '" + name + "': '" + by.str() + "' has " +
+              std::to_string(g.size()) + " values for " + std::to_string(cols) + " columns";
+      return false;
+    }
+    out = data;
+    for (uint64_t r = 0; r < rows; ++r)
+      for (uint64_t c = 0; c < cols; ++c)
+        out[r * cols + c] *= g[c];
+    dims = src->dims;
   } else {
     error = "derived weight '" + name + "': unknown op '" + op.str() + "'";
     return false;
@@ -111,14 +201,35 @@ bool materializeDerivedWeights(ModuleOp module, WeightStore &store, std::string 
   auto all = module->getAttrOfType<DictionaryAttr>(kDerivedWeightsAttr);
   if (!all)
     return true;
+  // A fusion recipe's result that no op reads (a folded q consumed by the fused qkv) is
+  // only an intermediate: built when a reader needs it, then freed, which keeps a
+  // TinyLlama-size compile from holding every fp32 intermediate at once.
+  std::set<std::string> read;
+  module.walk([&](Operation *op) {
+    for (const char *attr : {"weight", "bias"})
+      if (auto s = op->getAttrOfType<StringAttr>(attr))
+        read.insert(s.str());
+  });
+  auto intermediate = [&](NamedAttribute entry) {
+    auto recipe = dyn_cast<DictionaryAttr>(entry.getValue());
+    auto op = recipe ? recipe.getAs<StringAttr>("op") : StringAttr();
+    return op && !read.count(entry.getName().str()) &&
+           (op.getValue() == "scale_cols" || op.getValue() == "concat_rows" ||
+            op.getValue() == "interleave_rows");
+  };
   for (NamedAttribute entry : all) {
     auto recipe = dyn_cast<DictionaryAttr>(entry.getValue());
     if (!recipe) {
       error = "derived weight '" + entry.getName().str() + "' has no recipe dictionary";
       return false;
     }
+    if (intermediate(entry))
+      continue;
     if (!materializeOne(entry.getName().str(), recipe, all, store, 0, error))
       return false;
+    for (NamedAttribute other : all)
+      if (intermediate(other))
+        store.remove(other.getName().str());
   }
   return true;
 }

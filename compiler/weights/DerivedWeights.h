@@ -6,6 +6,10 @@
 //   {source = "blk.0.attn_q.weight", op = "select_rows", indices = array<i64: 0, 1, 3>}
 //   {source = "blk.0.attn_output.weight", op = "select_cols", indices = array<i64: ...>}
 //   {source = "blk.0.attn_output.weight", op = "scale", factor = 0.5 : f32}
+//   {source = "blk.0.attn_q.weight", op = "scale_cols", by = "blk.0.attn_norm.weight"}
+//                                                     (W diag(g): norm folding)
+//   {op = "concat_rows", sources = ["q", "k", "v"]}   (rows of each in turn: fused QKV)
+//   {op = "interleave_rows", sources = ["gate", "up"]} (gate row j, up row j, ...: SwiGLU)
 //   {op = "values", values = array<f32: 0.1, -0.2>}   (inline 1-D [n] data, no source:
 //                                                      compensation biases)
 // Recipes may name other derived weights as their source. materializeDerivedWeights turns

@@ -32,6 +32,7 @@ public:
   void addOwnedF32(const std::string &name, std::vector<uint64_t> dims,
                    std::vector<float> data);
   const WeightView *find(const std::string &name) const;
+  void remove(const std::string &name) { views_.erase(name), owned_.erase(name); }
   const std::map<std::string, WeightView> &all() const { return views_; }
 
   // Decodes a whole tensor to fp32, row-major [numRows, rowLength]. One-line error

@@ -50,6 +50,13 @@ int64_t features(Value v) {
 uint64_t parameterCount(Operation *op) {
   if (isa<LinearOp, LogitsOp>(op))
     return uint64_t(features(op->getOperand(0))) * uint64_t(features(op->getResult(0)));
+  if (auto f = dyn_cast<FusedLinearOp>(op)) {
+    // Stacked weight: every result's rows, gate and up both for SwiGLU.
+    uint64_t rows = 0;
+    for (Value r : f->getResults())
+      rows += uint64_t(features(r));
+    return uint64_t(features(f.getInput())) * (f.getSwiglu() ? 2 * rows : rows);
+  }
   if (isa<RmsNormOp>(op))
     return uint64_t(features(op->getResult(0)));
   return 0;

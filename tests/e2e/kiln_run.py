@@ -13,6 +13,9 @@ Cases:
   embed-example  tests/e2e/embed_example.c (the program in docs/runtime-api.md, checked to be
                  the same text) prints what `kiln-run generate -n 16` prints
   bench          `kiln-run bench` runs and reports every number
+  fusion         artifacts compiled with `--fusion all` (the default) and `--fusion none` print
+                 exactly the text `kiln eval` prints; `kiln inspect` lists each fusion and
+                 its count; a bad `--fusion` is refused with one line
 """
 import argparse
 import os
@@ -34,12 +37,14 @@ def run(cmd):
     return p
 
 
-def compile_model(a, gguf, weights, ctx=None, extra=()):
+def compile_model(a, gguf, weights, ctx=None, fusion=None, extra=()):
     os.makedirs(a.work, exist_ok=True)
-    out = os.path.join(a.work, f"stories260K-{weights}-{ctx or 'default'}.kiln")
+    out = os.path.join(a.work, f"stories260K-{weights}-{ctx or 'default'}-{fusion or 'all'}.kiln")
     cmd = [a.kiln, "compile", gguf, "--target", "host", "--weights", weights, "-o", out]
     if ctx:
         cmd += ["--ctx", str(ctx)]
+    if fusion:
+        cmd += ["--fusion", fusion]
     run(cmd + list(extra))
     return out
 
@@ -65,7 +70,7 @@ def check_docs_example():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["generate-f32", "generate-kv-split", "generate-no-fuse",
-                                     "ppl-f32", "ppl-q8_0", "embed-example", "bench"])
+                                     "ppl-f32", "ppl-q8_0", "embed-example", "bench", "fusion"])
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--kiln-run", dest="kiln_run", required=True)
     ap.add_argument("--embed", required=True)
@@ -85,7 +90,7 @@ def main():
     elif a.case in ("generate-kv-split", "generate-no-fuse"):
         # int8 K / f16 V cache (the reference rounds the same way), or RoPE left unfused
         kv = ["--kv", "k=int8,v=f16"] if a.case == "generate-kv-split" else []
-        fuse = ["--no-fuse-rope"] if a.case == "generate-no-fuse" else []
+        fuse = ["--fusion", "none"] if a.case == "generate-no-fuse" else []
         art = compile_model(a, gguf, "f32", extra=kv + fuse)
         want = run([a.kiln, "eval", gguf, "--prompt", PROMPT, "-n", "64"] + kv).stdout
         got = run([a.kiln_run, "generate", art, "-p", PROMPT, "-n", "64", "--threads", "2"]).stdout
@@ -112,6 +117,33 @@ def main():
         if got != want:
             fail(f"embedding example prints {got!r}, kiln-run prints {want!r}")
         print(f"embedding example: {got.decode(errors='replace')!r}")
+    elif a.case == "fusion":
+        want = run([a.kiln, "eval", gguf, "--prompt", PROMPT, "-n", "64"]).stdout
+        for fusion in ("all", "none", "qkv,residual"):
+            art = compile_model(a, gguf, "f32", fusion=fusion)
+            got = run([a.kiln_run, "generate", art, "-p", PROMPT, "-n", "64"]).stdout
+            if got != want:
+                fail(f"--fusion {fusion}: kiln-run text differs from kiln eval's:\n"
+                     f" got: {got!r}\nwant: {want!r}")
+            print(f"--fusion {fusion}: same text as kiln eval")
+        # stories260K: 5 layers; 11 norms (2 per layer + the output norm) all feed linears.
+        inspect = run([a.kiln, "inspect", compile_model(a, gguf, "f32")]).stdout.decode()
+        for name, count in (("kiln-fold-norm-into-linear", 11), ("kiln-fuse-swiglu", 5),
+                            ("kiln-fuse-qkv", 5), ("kiln-fuse-residual-add", 10)):
+            if not re.search(rf"^  {name} \[fusion=all\] fused={count}$", inspect, re.M):
+                fail(f"kiln inspect does not list {name} with fused={count}:\n{inspect}")
+        if not re.search(r"^  kiln-fuse-rope-into-attention \[fusion=all\] fused=5,skipped=0$",
+                         inspect, re.M):
+            fail(f"kiln inspect does not list the 5 RoPE fusions:\n{inspect}")
+        none = run([a.kiln, "inspect", compile_model(a, gguf, "f32", fusion="none")]).stdout
+        if b"kiln-fuse" in none or b"kiln-fold" in none:
+            fail("--fusion none still lists a fusion")
+        p = subprocess.run([a.kiln, "compile", gguf, "-o", os.path.join(a.work, "bad.kiln"),
+                            "--fusion", "qkv,ropes"], capture_output=True)
+        err = p.stderr.decode()
+        if p.returncode == 0 or err.strip().count("\n") != 0 or "unknown fusion 'ropes'" not in err:
+            fail(f"--fusion qkv,ropes: exit {p.returncode}, stderr {err!r}")
+        print(f"bad flag refused: {err.strip()}")
     else:
         art = compile_model(a, gguf, "q8_0")
         p = run([a.kiln_run, "bench", art, "-p", "32", "-n", "32", "-r", "3", "--threads", "2"])

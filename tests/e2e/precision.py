@@ -90,8 +90,10 @@ def main():
         if in_table and cols and cols[0] != "name" and not cols[0].startswith("rope"):
             stored += int(cols[-2])
     print(f"stored weight bytes {stored}, recorded {auto.group(1)}")
-    if stored != int(auto.group(1)) or stored > 387104:
-        fail("the stored weights do not match the recorded size or exceed the budget")
+    # Norm folding (docs/fusion.md) may drop f32/f16 norm scales after the search: the
+    # stored bytes can only be below what the search counted.
+    if stored > int(auto.group(1)) or int(auto.group(1)) > 387104:
+        fail("the stored weights exceed the recorded size or the budget")
     out, _ = run([a.kiln_run, "ppl", art, dev, "--ctx", "256"])
     p = float(ppl_of(out))
     print(f"dev PPL of the artifact: {p}")

@@ -49,7 +49,7 @@ void compileAndOpen(const std::string &model, const std::string &weights, uint32
   o.ctx = ctx;
   o.maxBatch = maxBatch;
   o.kv = kv;
-  o.noFuseRope = !fuseRope;
+  o.fusion = fuseRope ? "all" : "qkv,swiglu,norm,residual";
   ASSERT_EQ(kiln::tool::runCompile(o), 0);
   ASSERT_TRUE(c.ref.load(model, error)) << error;
   if (!precision.empty()) {

@@ -16,6 +16,10 @@
 #include "compiler/eval/RefExecutor.h"
 #include "compiler/eval/Sampler.h"
 #include "compiler/frontends/gguf/GgufImport.h"
+#include "compiler/weights/DerivedWeights.h"
+#include "dialects/kiln/IR/KilnOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "passes/fusion/LinearFusionPasses.h"
 #include "models/llama/SyntheticLlama.h"
 #include "passes/fusion/Passes.h"
 
@@ -74,6 +78,46 @@ TEST(RefExecutor, PrefillEqualsTokenByTokenDecode) {
   ASSERT_TRUE(m->exec->forward({tokens.begin(), tokens.begin() + 3}, 0, a, error));
   ASSERT_TRUE(m->exec->forward({tokens.begin() + 3, tokens.end()}, 3, b, error));
   EXPECT_LT((b.row(4) - all.row(7)).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
+// The fusion passes change only where things are computed: the executor runs the fused
+// ops (fused_linear with segments, residual and swiglu; rms_normalize) and tracks the
+// unfused model through a prefill and two decode steps.
+TEST(RefExecutor, FusedModuleTracksUnfused) {
+  auto m = syntheticModel(32);
+  mlir::OwningOpRef<mlir::ModuleOp> fused(m->imported.module->clone());
+  mlir::PassManager pm(&m->ctx);
+  pm.addPass(kiln::createKilnFoldNormIntoLinear());
+  pm.addPass(kiln::createKilnFuseSwiGlu());
+  pm.addPass(kiln::createKilnFuseQkv());
+  pm.addPass(kiln::createKilnFuseResidualAdd());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*fused)));
+  int normalize = 0, swiglu = 0, qkv = 0, residual = 0;
+  fused->walk([&](mlir::Operation *op) {
+    normalize += mlir::isa<kiln::RmsNormalizeOp>(op);
+    if (auto f = mlir::dyn_cast<kiln::FusedLinearOp>(op)) {
+      swiglu += f.getSwiglu();
+      qkv += f.getNumResults() == 3;
+      residual += bool(f.getResidual());
+    }
+  });
+  EXPECT_EQ(normalize, 5); // 2 per layer + the output norm
+  EXPECT_EQ(swiglu, 2);
+  EXPECT_EQ(qkv, 2);
+  EXPECT_EQ(residual, 4);
+  std::string error;
+  ASSERT_TRUE(kiln::materializeDerivedWeights(*fused, m->imported.weights, error)) << error;
+  auto exec = kiln::RefExecutor::create(*fused, m->imported.weights, 32, error);
+  ASSERT_TRUE(exec) << error;
+  const std::vector<std::vector<int32_t>> calls = {{1, 260, 270, 281, 5}, {299}, {100}};
+  uint32_t pos = 0;
+  for (const auto &tokens : calls) {
+    Matrix want, got;
+    ASSERT_TRUE(m->exec->forward(tokens, pos, want, error)) << error;
+    ASSERT_TRUE(exec->forward(tokens, pos, got, error)) << error;
+    EXPECT_LE((want - got).cwiseAbs().maxCoeff(), 1e-4f) << "at position " << pos;
+    pos += uint32_t(tokens.size());
+  }
 }
 
 TEST(RefExecutor, RejectsBadPositionsAndIds) {

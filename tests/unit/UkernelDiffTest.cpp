@@ -283,6 +283,71 @@ TEST_F(UkernelLinear, TinyModelShapesRunSerially) {
 }
 
 // ---------------------------------------------------------------------------------------
+// linear_fused: the epilogue only places (or combines) what kiln_uk_linear computes, so
+// every output is bit-equal to the plain kernel's value put through the same float steps,
+// with 1, 2 or 3 threads (SwiGLU tasks split on gate/up row pairs).
+
+void checkLinearFused(uint32_t format, int32_t n, int32_t in) {
+  SCOPED_TRACE(std::string(formatName(format)) + " n=" + std::to_string(n) +
+               " in=" + std::to_string(in));
+  std::mt19937 rng(uint32_t(n * 7919 + in * 31 + format));
+  const int32_t w0 = 13, w1 = 5, w2 = 9, rows = w0 + w1 + w2; // odd: segments split tiles
+  const Weights w = makeWeights(rng, format, rows, in);
+  std::vector<float> x = randomVector(rng, size_t(n) * size_t(in) + 16, 1.5f);
+  std::fill(x.begin() + ptrdiff_t(n) * in, x.end(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> z(size_t(n) * rows);
+  Ctx serial(1);
+  kiln_uk_linear(&serial.ctx, format, x.data(), n, in, w.bytes.data(), w.rowStride, rows, z.data());
+  auto zAt = [&](int32_t t, int32_t r) { return z[size_t(t) * rows + size_t(r)]; };
+
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    Ctx c(threads);
+    // Output segments.
+    std::vector<float> y0(size_t(n) * w0), y1(size_t(n) * w1), y2(size_t(n) * w2);
+    kiln_uk_linear_fused(&c.ctx, format, x.data(), n, in, w.bytes.data(), w.rowStride, rows,
+                         y0.data(), w0, y1.data(), w1, y2.data(), w2, nullptr, 0);
+    for (int32_t t = 0; t < n; ++t) {
+      for (int32_t r = 0; r < w0; ++r)
+        ASSERT_EQ(y0[size_t(t) * w0 + r], zAt(t, r)) << "q segment " << t << "," << r;
+      for (int32_t r = 0; r < w1; ++r)
+        ASSERT_EQ(y1[size_t(t) * w1 + r], zAt(t, w0 + r)) << "k segment " << t << "," << r;
+      for (int32_t r = 0; r < w2; ++r)
+        ASSERT_EQ(y2[size_t(t) * w2 + r], zAt(t, w0 + w1 + r)) << "v segment " << t << "," << r;
+    }
+    // Residual, into a separate buffer and in place.
+    const std::vector<float> res = randomVector(rng, size_t(n) * rows, 2.0f);
+    std::vector<float> y(res.size()), inPlace = res;
+    kiln_uk_linear_fused(&c.ctx, format, x.data(), n, in, w.bytes.data(), w.rowStride, rows,
+                         y.data(), rows, nullptr, 0, nullptr, 0, res.data(), 0);
+    kiln_uk_linear_fused(&c.ctx, format, x.data(), n, in, w.bytes.data(), w.rowStride, rows,
+                         inPlace.data(), rows, nullptr, 0, nullptr, 0, inPlace.data(), 0);
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_EQ(y[i], z[i] + res[i]) << "residual element " << i;
+    EXPECT_TRUE(bitEqual(y, inPlace)) << "the in-place residual differs";
+    // SwiGLU over rows - 1 rows (an even count): gate 2j, up 2j + 1.
+    const int32_t f = (rows - 1) / 2;
+    std::vector<float> s(size_t(n) * f, -3.0f);
+    kiln_uk_linear_fused(&c.ctx, format, x.data(), n, in, w.bytes.data(), w.rowStride, 2 * f,
+                         s.data(), f, nullptr, 0, nullptr, 0, nullptr, 1);
+    for (int32_t t = 0; t < n; ++t)
+      for (int32_t j = 0; j < f; ++j) {
+        float g = zAt(t, 2 * j), silu;
+        kiln_uk_silu(&g, 1, &silu);
+        ASSERT_EQ(s[size_t(t) * f + j], silu * zAt(t, 2 * j + 1)) << "swiglu " << t << "," << j;
+      }
+  }
+}
+
+TEST_F(UkernelLinear, FusedSegmentsResidualSwiGlu) {
+  for (uint32_t format : {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16, KILN_GGML_TYPE_Q8_0,
+                          KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1})
+    for (int32_t n : {1, 3, 17})
+      for (int32_t in : {7, 64, 172, 4096})
+        checkLinearFused(format, n, in);
+}
+
+// ---------------------------------------------------------------------------------------
 // embed: decoding is exact, so the rows must be bit-identical to the reference's.
 
 TEST_F(UkernelEmbed, AllFormatsExact) {
@@ -338,6 +403,14 @@ TEST_F(UkernelRmsNorm, MatchesReference) {
       kiln_uk_rms_norm(KILN_GGML_TYPE_F32, x.data(),
                        reinterpret_cast<const uint8_t *>(whf.data()), n, dim, eps, outHf.data());
       EXPECT_TRUE(bitEqual(outH, outHf));
+      // No weight (kiln.rms_normalize) is the reference with a weight of ones.
+      Matrix wantPlain;
+      kiln::rmsNorm(toMatrix(x, n, dim), Matrix::Ones(1, dim), eps, wantPlain);
+      std::vector<float> plain(x.size());
+      kiln_uk_rms_norm(KILN_GGML_TYPE_F32, x.data(), nullptr, n, dim, eps, plain.data());
+      for (size_t i = 0; i < plain.size(); ++i)
+        ASSERT_NEAR(plain[i], wantPlain.data()[i], 1e-6 * std::fabs(wantPlain.data()[i]))
+            << "unscaled element " << i;
       for (size_t i = 0; i < out.size(); ++i) {
         const double ref = want.data()[i];
         const double err = std::fabs(double(out[i]) - ref) / std::max(std::fabs(ref), 1e-30);

@@ -174,6 +174,43 @@ KILN_UK_INLINE void kiln_uk_task_range(int64_t units, int32_t task, int32_t n_ta
 /* Attention is parallel (over heads) from this many multiply-adds on. */
 #define KILN_UK_ATTENTION_PARALLEL_MIN_WORK ((int64_t)1 << 15)
 
+/* Where linear writes z[t, r] (kiln_uk_linear_fused in ukernel_abi.h): row r falls in
+ * output segment s (y[s], width[s] columns), plus the residual, or the SwiGLU pair. */
+typedef struct kiln_uk_epilogue_s {
+  float *y[3];
+  int32_t width[3]; /* unused segments are 0 wide */
+  const float *residual;
+  int32_t swiglu;
+} kiln_uk_epilogue_t;
+
+/* Stores z[t, r]. SwiGLU: the gate row 2j parks its value in y[t, j], and the up row
+ * 2j + 1 - always computed after it by the same task (tasks split on row pairs, rows in
+ * increasing order) - turns it into silu(gate) * up, as kiln_uk_silu then kiln_uk_mul. */
+KILN_UK_INLINE void kiln_uk_linear_store(const kiln_uk_epilogue_t *e, int64_t t, int64_t r,
+                                         float v) {
+  if (e->swiglu) {
+    float *p = e->y[0] + t * e->width[0] + (r >> 1);
+    if ((r & 1) == 0) {
+      *p = v;
+    } else {
+      const float g = *p;
+      *p = (g / (1.0f + kiln_uk_expf(-g))) * v;
+    }
+    return;
+  }
+  int32_t s = 0;
+  if (r >= e->width[0]) {
+    r -= e->width[0];
+    s = 1;
+    if (r >= e->width[1]) {
+      r -= e->width[1];
+      s = 2;
+    }
+  }
+  const int64_t i = t * e->width[s] + r;
+  e->y[s][i] = e->residual ? v + e->residual[i] : v;
+}
+
 #ifdef __cplusplus
 }
 #endif

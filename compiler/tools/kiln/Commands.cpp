@@ -126,7 +126,10 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
       !materializeDerivedWeights(module, s.model.weights, error) ||
       !pipelines::compensateSlimming(module, s.model.weights, req, po, plan, records, error))
     return false;
-  if (!materializeDerivedWeights(module, s.model.weights, error))
+  // The slimming result is measured before fusion, which also removes parameters (folded
+  // norm scales) that slimming did not.
+  if (!materializeDerivedWeights(module, s.model.weights, error) ||
+      !pipelines::recordSlimmingResult(module, s.model.weights, req, plan, records, error))
     return false;
   if (!prec.precision.empty()) {
     // Precision after slimming: the search measures the slimmed model it will store.
@@ -140,15 +143,14 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error) ||
         !pipelines::runPrecisionPasses(module, rest, records, error))
       return false;
-    rest.fuseRope = fusion.rope;
+    rest.fusion = fusion.fusion;
     if (!pipelines::runFusionPasses(module, rest, records, error))
       return false;
   } else if (!prec.bpw.empty() || !prec.maxWeightBytes.empty()) {
     error = "--bpw and --max-weight-bytes are budgets of --precision auto";
     return false;
   }
-  return materializeDerivedWeights(module, s.model.weights, error) &&
-         pipelines::recordSlimmingResult(module, s.model.weights, req, plan, records, error);
+  return materializeDerivedWeights(module, s.model.weights, error);
 }
 
 int runImport(const ImportOptions &opts) {

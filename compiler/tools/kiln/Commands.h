@@ -37,7 +37,7 @@ struct PrecisionFlags {
 
 // Fusions runPasses applies (kiln compile; eval and ppl run the unfused module).
 struct FusionFlags {
-  bool rope = false; // kiln-fuse-rope-into-attention
+  std::string fusion = "none"; // pipelines::parseFusion: all | none | comma list
 };
 
 struct ImportOptions {
@@ -88,7 +88,7 @@ struct CompileOptions {
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
   std::string kv = "f32";        // --kv: KV cache storage (compiler/eval/KvFormat.h)
-  bool noFuseRope = false;       // --no-fuse-rope: skip kiln-fuse-rope-into-attention
+  std::string fusion = "all";    // all | none | comma list of qkv, swiglu, norm, residual, rope
   SlimmingFlags slim;
   PrecisionFlags prec;
 };

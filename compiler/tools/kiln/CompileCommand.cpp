@@ -120,6 +120,9 @@ int runCompile(const CompileOptions &opts) {
   const codegen::HostTarget *target = codegen::findHostTarget(opts.target, error);
   if (!target)
     return fail(error);
+  pipelines::FusionSet fusions;
+  if (!pipelines::parseFusion(opts.fusion, fusions, error))
+    return fail(error);
   if (opts.ctx && opts.slim.maxCtx && opts.ctx != opts.slim.maxCtx)
     return fail("--ctx " + std::to_string(opts.ctx) + " disagrees with --max-ctx " +
                 std::to_string(opts.slim.maxCtx));
@@ -136,7 +139,7 @@ int runCompile(const CompileOptions &opts) {
   if (prec.precision.empty())
     prec.precision = "uniform:" + (opts.weights.empty() ? std::string("f32") : opts.weights);
   FusionFlags fusion;
-  fusion.rope = !opts.noFuseRope;
+  fusion.fusion = opts.fusion;
   if (!runPasses(s, opts.slim, prec, applied, error, fusion))
     return fail(error);
   if (opts.emit == "kiln") {

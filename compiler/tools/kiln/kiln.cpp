@@ -153,8 +153,9 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1u, 1u << 16));
   compileCmd->add_option("--kv", cmp.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
       ->check(kvFormatCheck());
-  compileCmd->add_flag("--no-fuse-rope", cmp.noFuseRope,
-                       "keep kiln.rope ops separate from the attention they feed");
+  compileCmd->add_option("--fusion", cmp.fusion,
+                         "fusions: all (default), none, or a comma list of qkv, "
+                         "swiglu, norm, residual, rope");
   addSlimmingFlags(compileCmd, cmp.slim);
   addPrecisionFlags(compileCmd, cmp.prec);
 

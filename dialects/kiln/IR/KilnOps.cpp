@@ -179,3 +179,33 @@ LogicalResult AddOp::verify() { return checkActivation(*this, getType(), "operan
 
 #define GET_OP_CLASSES
 #include "dialects/kiln/IR/KilnOps.cpp.inc"
+
+LogicalResult RmsNormalizeOp::verify() {
+  if (failed(checkActivation(*this, getType(), "input")))
+    return failure();
+  float eps = getEps().convertToFloat();
+  if (!(eps > 0.0f) || eps > 1.0f)
+    return emitOpError() << "eps must be in (0, 1], got " << eps;
+  return success();
+}
+
+LogicalResult FusedLinearOp::verify() {
+  if (failed(checkWeightName(*this, getWeight())) ||
+      failed(checkActivation(*this, getInput().getType(), "input")))
+    return failure();
+  // The micro-kernel writes at most three output segments (q, k, v).
+  if (getNumResults() < 1 || getNumResults() > 3)
+    return emitOpError() << "must have 1 to 3 results, got " << getNumResults();
+  for (Value r : getResults())
+    if (failed(checkActivation(*this, r.getType(), "result")) ||
+        failed(checkSameTokens(*this, getInput().getType(), r.getType(), "input", "result")))
+      return failure();
+  if ((getSwiglu() || getResidual()) && getNumResults() != 1)
+    return emitOpError("with swiglu or a residual must have exactly one result");
+  if (getSwiglu() && getResidual())
+    return emitOpError("cannot have both swiglu and a residual");
+  if (getResidual() && getResidual().getType() != getResult(0).getType())
+    return emitOpError() << "residual type " << getResidual().getType()
+                         << " differs from the result type " << getResult(0).getType();
+  return success();
+}

@@ -207,4 +207,50 @@ def Kiln_LogitsOp : Kiln_Op<"logits", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_RmsNormalizeOp : Kiln_Op<"rms_normalize", [Pure, SameOperandsAndResultType]> {
+  let summary = "RMS normalisation without a scale (the scale folded into the linears)";
+  let description = [{
+    `y = x / sqrt(mean(x^2) + eps)`, per token: `kiln.rms_norm` once
+    `kiln-fold-norm-into-linear` has moved its weight into the columns of every consumer.
+
+    ```mlir
+    %y = kiln.rms_normalize %x eps 1.0e-05 : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$input, F32Attr:$eps);
+  let results = (outs Kiln_Activations:$result);
+  let assemblyFormat = "$input `eps` $eps attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Kiln_FusedLinearOp : Kiln_Op<"fused_linear", [Pure]> {
+  let summary = "one pass over x with a stacked weight: output segments and an epilogue";
+  let description = [{
+    `z = x W^T` with `W` the stored `[rows, in]` weight, then:
+    - without `swiglu` or `residual`: result `k` is columns `[o_k, o_k + f_k)` of `z`, the
+      results laid side by side in order (`o_0 = 0`, `f_k` = result `k`'s features; `rows`
+      = the sum). One result per fused projection (q, k, v).
+    - `residual %r`: one result, `z + r` (`r` has the result's type).
+    - `swiglu`: one result of `F = rows / 2` features, rows interleaved gate/up:
+      `y[t, j] = silu(z[t, 2j]) * z[t, 2j + 1]`.
+
+    ```mlir
+    %q, %k, %v = kiln.fused_linear %x weight "blk.0.attn_qkv.fused" format f32
+        : (tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>)
+    %h = kiln.fused_linear %a residual %x weight "blk.0.attn_output.weight" format f32
+        : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+    %g = kiln.fused_linear %n weight "blk.0.ffn_gate_up.fused" format f32 swiglu
+        : (tensor<?x64xf32>) -> tensor<?x172xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Activations:$input, Optional<Kiln_Activations>:$residual,
+                       StrAttr:$weight, Kiln_StorageFormat:$format, UnitAttr:$swiglu);
+  let results = (outs Variadic<Kiln_Activations>:$results);
+  let assemblyFormat = [{
+    $input (`residual` $residual^)? `weight` $weight `format` $format (`swiglu` $swiglu^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_OPS_TD

@@ -27,6 +27,11 @@ void kiln_uk_rms_norm(uint32_t format, const float *x, const uint8_t *w, int32_t
     }
     const float mean = (float)(sum / (double)dim);
     const float scale = 1.0f / __builtin_sqrtf(mean + eps);
+    if (!w) { /* kiln.rms_normalize: the scale lives in the next linear's weight */
+      for (int32_t i = 0; i < dim; ++i)
+        ot[i] = xt[i] * scale;
+      continue;
+    }
     for (int32_t i = 0; i < dim; ++i)
       ot[i] = (xt[i] * scale) * kiln_uk_norm_w(format, w, i);
   }

@@ -131,7 +131,7 @@ typedef struct linear_args_s {
   const uint8_t *w;
   int64_t row_stride;
   int32_t out_features;
-  float *y;
+  kiln_uk_epilogue_t ep;
 } linear_args_t;
 
 /* Chunk c (VW elements, `count` of them valid) of the group at element i0 of a row.
@@ -308,7 +308,7 @@ KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t ROWS, 
     tile_group(format, ROWS, TOKENS, rows, xs, i0, a->in - i0, acc);
   for (int32_t r = 0; r < ROWS; ++r)
     for (int32_t t = 0; t < TOKENS; ++t)
-      a->y[(int64_t)(t0 + t) * a->out_features + r0 + r] = v_reduce(acc[r][t]);
+      kiln_uk_linear_store(&a->ep, t0 + t, r0 + r, v_reduce(acc[r][t]));
 }
 
 KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int64_t r0,
@@ -341,7 +341,10 @@ KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int64_t
 static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   const linear_args_t *a = (const linear_args_t *)arg;
   int64_t r0, r1;
-  kiln_uk_task_range(a->out_features, task, n_tasks, &r0, &r1);
+  const int64_t pair = a->ep.swiglu ? 2 : 1; /* a gate row and its up row share a task */
+  kiln_uk_task_range(a->out_features / pair, task, n_tasks, &r0, &r1);
+  r0 *= pair;
+  r1 *= pair;
   switch (a->format) {
   case KILN_GGML_TYPE_F32: linear_rows(a, KILN_GGML_TYPE_F32, r0, r1); break;
   case KILN_GGML_TYPE_F16: linear_rows(a, KILN_GGML_TYPE_F16, r0, r1); break;
@@ -351,14 +354,23 @@ static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   }
 }
 
+void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                          int32_t n, int32_t in, const uint8_t *w, int64_t row_stride,
+                          int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1, float *y2,
+                          int32_t w2, const float *residual, int32_t swiglu) {
+  if (n <= 0 || rows <= 0)
+    return;
+  linear_args_t a = {format, x, n, in, w, row_stride, rows,
+                     {{y0, y1, y2}, {w0, w1, w2}, residual, swiglu}};
+  const int64_t work = (int64_t)n * in * rows;
+  const int32_t n_tasks = kiln_uk_task_count(ctx, work, KILN_UK_LINEAR_PARALLEL_MIN_WORK,
+                                             swiglu ? rows / 2 : rows);
+  kiln_uk_parallel(ctx, linear_task, &a, n_tasks);
+}
+
 void kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x, int32_t n,
                     int32_t in, const uint8_t *w, int64_t row_stride, int32_t out_features,
                     float *y) {
-  if (n <= 0 || out_features <= 0)
-    return;
-  linear_args_t a = {format, x, n, in, w, row_stride, out_features, y};
-  const int64_t work = (int64_t)n * in * out_features;
-  const int32_t n_tasks =
-      kiln_uk_task_count(ctx, work, KILN_UK_LINEAR_PARALLEL_MIN_WORK, out_features);
-  kiln_uk_parallel(ctx, linear_task, &a, n_tasks);
+  kiln_uk_linear_fused(ctx, format, x, n, in, w, row_stride, out_features, y, out_features,
+                       0, 0, 0, 0, 0, 0);
 }

@@ -225,6 +225,14 @@ func.func @attn_rope_partial(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: ten
 
 // -----
 
+func.func @normalize_eps(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{eps must be in (0, 1], got 0}}
+  %n = kiln.rms_normalize %x eps 0.0 : tensor<?x64xf32>
+  return
+}
+
+// -----
+
 func.func @attn_rope_dims(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{rope rotary_dims 10 must be even and in [2, head_dim = 8]}}
   %o = kiln.attention %q, %k, %k, %p layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.35 rope rotary_dims 10 theta 1.0e4 style adjacent : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
@@ -233,8 +241,56 @@ func.func @attn_rope_dims(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: tensor
 
 // -----
 
+func.func @fused_too_many(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{must have 1 to 3 results, got 4}}
+  %a:4 = kiln.fused_linear %x weight "w" format f32 : (tensor<?x64xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
 func.func @attn_rope_theta(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{rope theta must be positive}}
   %o = kiln.attention %q, %k, %k, %p layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.35 rope rotary_dims 8 theta -1.0 style adjacent : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_swiglu_segments(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{with swiglu or a residual must have exactly one result}}
+  %a:2 = kiln.fused_linear %x weight "w" format f32 swiglu : (tensor<?x64xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_swiglu_residual(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{cannot have both swiglu and a residual}}
+  %a = kiln.fused_linear %x residual %x weight "w" format f32 swiglu : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_residual_type(%x: tensor<?x64xf32>, %r: tensor<?x32xf32>) {
+  // expected-error @+1 {{residual type 'tensor<?x32xf32>' differs from the result type 'tensor<?x64xf32>'}}
+  %a = kiln.fused_linear %x residual %r weight "w" format f32 : (tensor<?x64xf32>, tensor<?x32xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_empty_weight(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{weight name must not be empty}}
+  %a = kiln.fused_linear %x weight "" format f32 : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_tokens(%x: tensor<2x64xf32>) {
+  // expected-error @+1 {{input has 2 tokens but result has 3}}
+  %a = kiln.fused_linear %x weight "w" format f32 : (tensor<2x64xf32>) -> tensor<3x64xf32>
   return
 }

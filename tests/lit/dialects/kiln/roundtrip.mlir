@@ -62,3 +62,17 @@ func.func @static_tokens(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
   %s = kiln.silu %x : tensor<1x64xf32>
   return %s : tensor<1x64xf32>
 }
+
+// The fusion ops (passes/fusion): output segments, residual, SwiGLU, the unscaled norm.
+// CHECK-LABEL: func.func @fused
+func.func @fused(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x64xf32>, tensor<?x172xf32>) {
+  // CHECK: kiln.rms_normalize %{{.*}} eps 9.99999974E-6 : tensor<?x64xf32>
+  %n = kiln.rms_normalize %x eps 1.0e-05 : tensor<?x64xf32>
+  // CHECK: kiln.fused_linear %{{.*}} weight "qkv" format q8_0 : (tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>)
+  %q, %k, %v = kiln.fused_linear %n weight "qkv" format q8_0 : (tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>)
+  // CHECK: kiln.fused_linear %{{.*}} residual %{{.*}} weight "wo" format f32 : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %h = kiln.fused_linear %q residual %r weight "wo" format f32 : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  // CHECK: kiln.fused_linear %{{.*}} weight "gu" format f16 swiglu : (tensor<?x64xf32>) -> tensor<?x172xf32>
+  %g = kiln.fused_linear %h weight "gu" format f16 swiglu : (tensor<?x64xf32>) -> tensor<?x172xf32>
+  return %q, %k, %v, %h, %g : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x64xf32>, tensor<?x172xf32>
+}
