@@ -175,7 +175,15 @@ KILN_UK_INLINE void kiln_uk_task_range(int64_t units, int32_t task, int32_t n_ta
 #define KILN_UK_ATTENTION_PARALLEL_MIN_WORK ((int64_t)1 << 15)
 
 /* Where linear writes z[t, r] (kiln_uk_linear_fused in ukernel_abi.h): row r falls in
- * output segment s (y[s], width[s] columns), plus the residual, or the SwiGLU pair. */
+ * output segment s (y[s], width[s] columns), plus the residual, or the SwiGLU pair.
+ * The kernels specialise on the store mode (a constant after inlining), so a plain linear
+ * pays no branch per output. A residual comes with one segment only. */
+enum { KILN_UK_STORE_PLAIN, KILN_UK_STORE_SEGMENTS, KILN_UK_STORE_RESIDUAL, KILN_UK_STORE_SWIGLU };
+#define KILN_UK_STORE_MODE(e)                                                                  \
+  ((e)->swiglu     ? KILN_UK_STORE_SWIGLU                                                      \
+   : (e)->residual ? KILN_UK_STORE_RESIDUAL                                                    \
+   : (e)->width[1] ? KILN_UK_STORE_SEGMENTS                                                    \
+                   : KILN_UK_STORE_PLAIN)
 typedef struct kiln_uk_epilogue_s {
   float *y[3];
   int32_t width[3]; /* unused segments are 0 wide */
@@ -186,9 +194,14 @@ typedef struct kiln_uk_epilogue_s {
 /* Stores z[t, r]. SwiGLU: the gate row 2j parks its value in y[t, j], and the up row
  * 2j + 1 - always computed after it by the same task (tasks split on row pairs, rows in
  * increasing order) - turns it into silu(gate) * up, as kiln_uk_silu then kiln_uk_mul. */
-KILN_UK_INLINE void kiln_uk_linear_store(const kiln_uk_epilogue_t *e, int64_t t, int64_t r,
-                                         float v) {
-  if (e->swiglu) {
+KILN_UK_INLINE void kiln_uk_linear_store(const kiln_uk_epilogue_t *e, int32_t mode, int64_t t,
+                                         int64_t r, float v) {
+  if (mode == KILN_UK_STORE_PLAIN || mode == KILN_UK_STORE_RESIDUAL) {
+    const int64_t i = t * e->width[0] + r;
+    e->y[0][i] = mode == KILN_UK_STORE_RESIDUAL ? v + e->residual[i] : v;
+    return;
+  }
+  if (mode == KILN_UK_STORE_SWIGLU) {
     float *p = e->y[0] + t * e->width[0] + (r >> 1);
     if ((r & 1) == 0) {
       *p = v;
@@ -207,8 +220,7 @@ KILN_UK_INLINE void kiln_uk_linear_store(const kiln_uk_epilogue_t *e, int64_t t,
       s = 2;
     }
   }
-  const int64_t i = t * e->width[s] + r;
-  e->y[s][i] = e->residual ? v + e->residual[i] : v;
+  e->y[s][t * e->width[s] + r] = v;
 }
 
 #ifdef __cplusplus

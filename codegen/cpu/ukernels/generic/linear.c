@@ -66,7 +66,8 @@ KILN_UK_INLINE float reduce_lanes(const float *a) {
 }
 
 /* y[t0..t0+nt, r] for one row; nt <= TOKEN_TILE. */
-KILN_UK_INLINE void row_tokens(const linear_args_t *a, uint32_t format, const uint8_t *row,
+KILN_UK_INLINE void row_tokens(const linear_args_t *a, uint32_t format, int32_t mode,
+                               const uint8_t *row,
                                int64_t r, int32_t t0, int32_t nt) {
   float acc[TOKEN_TILE][LANES];
   float wbuf[GROUP];
@@ -94,18 +95,18 @@ KILN_UK_INLINE void row_tokens(const linear_args_t *a, uint32_t format, const ui
     }
   }
   for (int32_t t = 0; t < nt; ++t)
-    kiln_uk_linear_store(&a->ep, t0 + t, r, reduce_lanes(acc[t]));
+    kiln_uk_linear_store(&a->ep, mode, t0 + t, r, reduce_lanes(acc[t]));
 }
 
-KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int64_t r0,
-                                int64_t r1) {
+KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int32_t mode,
+                                int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t *row = a->w + r * a->row_stride;
     int32_t t0 = 0;
     for (; t0 + TOKEN_TILE <= a->n; t0 += TOKEN_TILE)
-      row_tokens(a, format, row, r, t0, TOKEN_TILE);
+      row_tokens(a, format, mode, row, r, t0, TOKEN_TILE);
     if (t0 < a->n) /* one token left (TOKEN_TILE is 2), again a constant count */
-      row_tokens(a, format, row, r, t0, 1);
+      row_tokens(a, format, mode, row, r, t0, 1);
   }
 }
 
@@ -116,14 +117,23 @@ static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   kiln_uk_task_range(a->out_features / pair, task, n_tasks, &r0, &r1);
   r0 *= pair;
   r1 *= pair;
-  /* one specialised copy per format */
-  switch (a->format) {
-  case KILN_GGML_TYPE_F32: linear_rows(a, KILN_GGML_TYPE_F32, r0, r1); break;
-  case KILN_GGML_TYPE_F16: linear_rows(a, KILN_GGML_TYPE_F16, r0, r1); break;
-  case KILN_GGML_TYPE_Q4_0: linear_rows(a, KILN_GGML_TYPE_Q4_0, r0, r1); break;
-  case KILN_GGML_TYPE_Q4_1: linear_rows(a, KILN_GGML_TYPE_Q4_1, r0, r1); break;
-  default: linear_rows(a, KILN_GGML_TYPE_Q8_0, r0, r1); break;
+  /* one specialised copy per format and store mode */
+  const int32_t mode = KILN_UK_STORE_MODE(&a->ep);
+#define ROWS(fmt)                                                                                  \
+  switch (mode) {                                                                                  \
+  case KILN_UK_STORE_PLAIN: linear_rows(a, fmt, KILN_UK_STORE_PLAIN, r0, r1); break;               \
+  case KILN_UK_STORE_SEGMENTS: linear_rows(a, fmt, KILN_UK_STORE_SEGMENTS, r0, r1); break;         \
+  case KILN_UK_STORE_RESIDUAL: linear_rows(a, fmt, KILN_UK_STORE_RESIDUAL, r0, r1); break;         \
+  default: linear_rows(a, fmt, KILN_UK_STORE_SWIGLU, r0, r1); break;                               \
   }
+  switch (a->format) {
+  case KILN_GGML_TYPE_F32: ROWS(KILN_GGML_TYPE_F32); break;
+  case KILN_GGML_TYPE_F16: ROWS(KILN_GGML_TYPE_F16); break;
+  case KILN_GGML_TYPE_Q4_0: ROWS(KILN_GGML_TYPE_Q4_0); break;
+  case KILN_GGML_TYPE_Q4_1: ROWS(KILN_GGML_TYPE_Q4_1); break;
+  default: ROWS(KILN_GGML_TYPE_Q8_0); break;
+  }
+#undef ROWS
 }
 
 void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,

@@ -271,7 +271,8 @@ KILN_UK_INLINE void tile_group(uint32_t format, int32_t ROWS, int32_t TOKENS,
 }
 
 /* y[t0.., r0..] for a ROWS x TOKENS tile (compile-time constants after inlining). */
-KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t ROWS, int32_t TOKENS,
+KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t mode, int32_t ROWS,
+                         int32_t TOKENS,
                          int64_t r0, int32_t t0) {
   const uint8_t *rows[MAX_ROWS];
   const float *xs[MAX_TOKENS];
@@ -308,33 +309,33 @@ KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t ROWS, 
     tile_group(format, ROWS, TOKENS, rows, xs, i0, a->in - i0, acc);
   for (int32_t r = 0; r < ROWS; ++r)
     for (int32_t t = 0; t < TOKENS; ++t)
-      kiln_uk_linear_store(&a->ep, t0 + t, r0 + r, v_reduce(acc[r][t]));
+      kiln_uk_linear_store(&a->ep, mode, t0 + t, r0 + r, v_reduce(acc[r][t]));
 }
 
-KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int64_t r0,
-                                int64_t r1) {
+KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int32_t mode,
+                                int64_t r0, int64_t r1) {
   if (a->n == 1) {
     int64_t r = r0;
     for (; r + 8 <= r1; r += 8)
-      tile(a, format, 8, 1, r, 0);
+      tile(a, format, mode, 8, 1, r, 0);
     for (; r < r1; ++r)
-      tile(a, format, 1, 1, r, 0);
+      tile(a, format, mode, 1, 1, r, 0);
     return;
   }
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) {
     int32_t t = 0;
     for (; t + 2 <= a->n; t += 2)
-      tile(a, format, 4, 2, r, t);
+      tile(a, format, mode, 4, 2, r, t);
     if (t < a->n)
-      tile(a, format, 4, 1, r, t);
+      tile(a, format, mode, 4, 1, r, t);
   }
   for (; r < r1; ++r) {
     int32_t t = 0;
     for (; t + 2 <= a->n; t += 2)
-      tile(a, format, 1, 2, r, t);
+      tile(a, format, mode, 1, 2, r, t);
     if (t < a->n)
-      tile(a, format, 1, 1, r, t);
+      tile(a, format, mode, 1, 1, r, t);
   }
 }
 
@@ -345,13 +346,23 @@ static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   kiln_uk_task_range(a->out_features / pair, task, n_tasks, &r0, &r1);
   r0 *= pair;
   r1 *= pair;
-  switch (a->format) {
-  case KILN_GGML_TYPE_F32: linear_rows(a, KILN_GGML_TYPE_F32, r0, r1); break;
-  case KILN_GGML_TYPE_F16: linear_rows(a, KILN_GGML_TYPE_F16, r0, r1); break;
-  case KILN_GGML_TYPE_Q4_0: linear_rows(a, KILN_GGML_TYPE_Q4_0, r0, r1); break;
-  case KILN_GGML_TYPE_Q4_1: linear_rows(a, KILN_GGML_TYPE_Q4_1, r0, r1); break;
-  default: linear_rows(a, KILN_GGML_TYPE_Q8_0, r0, r1); break;
+  /* one specialised copy per format and store mode */
+  const int32_t mode = KILN_UK_STORE_MODE(&a->ep);
+#define ROWS(fmt)                                                                                  \
+  switch (mode) {                                                                                  \
+  case KILN_UK_STORE_PLAIN: linear_rows(a, fmt, KILN_UK_STORE_PLAIN, r0, r1); break;               \
+  case KILN_UK_STORE_SEGMENTS: linear_rows(a, fmt, KILN_UK_STORE_SEGMENTS, r0, r1); break;         \
+  case KILN_UK_STORE_RESIDUAL: linear_rows(a, fmt, KILN_UK_STORE_RESIDUAL, r0, r1); break;         \
+  default: linear_rows(a, fmt, KILN_UK_STORE_SWIGLU, r0, r1); break;                               \
   }
+  switch (a->format) {
+  case KILN_GGML_TYPE_F32: ROWS(KILN_GGML_TYPE_F32); break;
+  case KILN_GGML_TYPE_F16: ROWS(KILN_GGML_TYPE_F16); break;
+  case KILN_GGML_TYPE_Q4_0: ROWS(KILN_GGML_TYPE_Q4_0); break;
+  case KILN_GGML_TYPE_Q4_1: ROWS(KILN_GGML_TYPE_Q4_1); break;
+  default: ROWS(KILN_GGML_TYPE_Q8_0); break;
+  }
+#undef ROWS
 }
 
 void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
