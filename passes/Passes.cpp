@@ -1,5 +1,6 @@
 #include "passes/Passes.h"
 
+#include "passes/layout/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 
@@ -9,6 +10,7 @@ namespace kiln {
 void registerKilnPasses() {
   registerKilnSlimmingPasses();
   registerKilnPrecisionPasses();
+  registerKilnLayoutPasses();
 }
 
 } // namespace kiln

@@ -5,6 +5,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "passes/layout/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 #include "passes/slimming/SlimmingUtils.h"
@@ -87,6 +88,26 @@ bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
   if (!run(pm, module, opts.quiet, error))
     return false;
   applied.push_back({"kiln-assign-uniform-format", "format=" + opts.weightFormat, ""});
+  return true;
+}
+
+bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, bool quiet,
+                   std::vector<AppliedPass> &applied, std::string &error) {
+  if (layout == "none")
+    return true;
+  mlir::PassManager pm(module.getContext());
+  KilnAssignLayoutOptions o;
+  o.layout = layout;
+  pm.addPass(createKilnAssignLayout(o));
+  if (!run(pm, module, quiet, error))
+    return false;
+  int64_t packed = 0, rows = 0;
+  module.walk([&](mlir::Operation *op) {
+    if (auto l = op->getAttrOfType<mlir::StringAttr>("kiln.layout"))
+      ++(l.getValue() == "r16" ? packed : rows);
+  });
+  applied.push_back({"kiln-assign-layout", "layout=" + layout,
+                     "r16_ops=" + std::to_string(packed) + ",rows64_ops=" + std::to_string(rows)});
   return true;
 }
 

@@ -72,6 +72,7 @@ struct CompileOptions {
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
+  std::string layout = "r16";    // r16 | rows64 | none (passes/layout)
   SlimmingFlags slim;
 };
 

@@ -130,7 +130,8 @@ int runCompile(const CompileOptions &opts) {
 
   // Slimming (measured on --calib when asked), precision; derived weights materialised.
   std::vector<pipelines::AppliedPass> applied;
-  if (!runPasses(s, opts.slim, opts.weights, applied, error))
+  if (!runPasses(s, opts.slim, opts.weights, applied, error) ||
+      !pipelines::runLayoutPass(module, opts.layout, false, applied, error))
     return fail(error);
   if (opts.emit == "kiln") {
     std::error_code ec;
@@ -199,7 +200,7 @@ int runCompile(const CompileOptions &opts) {
   a.tokenizer = tokenizerRecord(*s.model.file);
   for (const codegen::PackedTensor &t : lowered.weights.tensors())
     a.tensors.push_back({t.name, t.format, t.shape, t.paddedRowLength, t.rowStride, t.offset,
-                         t.size, t.paddingBytes});
+                         t.size, t.paddingBytes, t.conversion});
   a.memory = {lowered.scratchBytes, lowered.kvBytes, lowered.kvBytesPerToken,
               maxBatch,             maxCtx,          lowered.weightBytesPerToken};
   a.provenance.sourceFile = opts.model;

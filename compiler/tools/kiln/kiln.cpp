@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
   auto *compileCmd = app.add_subcommand("compile", "compile a model into a .kiln artifact");
   compileCmd->add_option("model", cmp.model, "GGUF model file")->required();
   compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
-  compileCmd->add_option("--target", cmp.target, "host, x86-64-v3 or x86-64-v4");
+  compileCmd->add_option("--target", cmp.target, "host, x86-64-v3, x86-64-v4 or x86-64-v4-vnni");
   compileCmd->add_option("--weights", cmp.weights, "weight storage format")
       ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1"}));
   compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
@@ -126,6 +126,10 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(1u, 1u << 20));
   compileCmd->add_option("--max-batch", cmp.maxBatch, "most tokens per forward call")
       ->check(CLI::Range(1u, 1u << 16));
+  compileCmd->add_option("--layout", cmp.layout,
+                         "weight layout: r16 (repacked int8/int4 for integer dot products), "
+                         "rows64 (plain rows, 64-byte stride) or none (block padding only)")
+      ->check(CLI::IsMember({"r16", "rows64", "none"}));
   addSlimmingFlags(compileCmd, cmp.slim);
 
   InspectOptions ins;
