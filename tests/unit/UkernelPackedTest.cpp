@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common.h"
+#include "packed_common.h" // KILN_UK_PACKED_PARALLEL_MIN_WORK
 #include "kiln/quant.h"
 #include "kiln/quant_packed.h"
 #include "ukernel_abi.h"
@@ -132,7 +133,7 @@ void checkPacked(uint32_t base, int32_t n, int32_t in, int32_t out, MaxErr &tigh
   y1.resize(ny), y2.resize(ny), y3.resize(ny);
   EXPECT_TRUE(std::memcmp(y1.data(), y2.data(), ny * 4) == 0) << "2 threads changed the result";
   EXPECT_TRUE(std::memcmp(y1.data(), y3.data(), ny * 4) == 0) << "3 threads changed the result";
-  const bool large = int64_t(n) * in * out >= KILN_UK_LINEAR_PARALLEL_MIN_WORK;
+  const bool large = int64_t(n) * in * out >= KILN_UK_PACKED_PARALLEL_MIN_WORK;
   EXPECT_EQ(two.calls() > 0, large && out > 16) << "parallel_for use does not follow the work";
 
   std::vector<double> xhat, half;

@@ -86,10 +86,17 @@ static void packed_quantize_task(void *arg, int32_t task, int32_t n_tasks) {
     packed_quantize_row(a->x + t * a->in, a->in, a->nb, a->qx + t * a->qx_stride);
 }
 
+/* The integer kernels run about 10x the fp32 kernels' multiply-adds per second, so a
+ * thread hand-off pays only from a larger product: 2^22 (a 2048 x 2048 decode step is
+ * parallel, stories260K's 64-token prefill, at most 64 x 64 x 512, is not; with 2 threads
+ * on a busy 2-core machine its prefill fell from 37k to 1.4k tok/s at the fp32 threshold
+ * of 2^16). */
+#define KILN_UK_PACKED_PARALLEL_MIN_WORK ((int64_t)1 << 22)
+
 /* Tasks over 16-row groups: one per thread once the product is large enough. */
 KILN_UK_INLINE int32_t packed_task_count(const kiln_exec_ctx_t *ctx, const packed_args_t *a) {
   const int64_t work = (int64_t)a->n * a->in * a->out_features;
-  return kiln_uk_task_count(ctx, work, KILN_UK_LINEAR_PARALLEL_MIN_WORK, a->groups);
+  return kiln_uk_task_count(ctx, work, KILN_UK_PACKED_PARALLEL_MIN_WORK, a->groups);
 }
 
 /* Fills the arguments and quantises x: serially for a decode step (a few microseconds),
