@@ -2,6 +2,7 @@
 
 #include "passes/fusion/Passes.h"
 #include "passes/fusion/LinearFusionPasses.h"
+#include "passes/layout/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 
@@ -13,6 +14,7 @@ void registerKilnPasses() {
   registerKilnPrecisionPasses();
   registerKilnFusionPasses();
   registerKilnLinearFusionPasses();
+  registerKilnLayoutPasses();
 }
 
 } // namespace kiln

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kiln/quant.h"
+#include "kiln/quant_packed.h"
 
 namespace kiln::codegen {
 
@@ -41,13 +42,29 @@ void WeightLayout::addF32(const std::string &name, std::vector<uint64_t> shape,
   tensors_.push_back(std::move(t));
 }
 
+namespace {
+
+std::string conversionOf(uint32_t src, uint32_t dst) {
+  if (src == dst)
+    return "lossless";
+  // f32 <-> f16 of a half value is exact too, but a float source may not be
+  const char *n = kiln_ggml_type_name(src);
+  return std::string(dst == KILN_GGML_TYPE_F32 && src == KILN_GGML_TYPE_F16 ? "converted"
+                                                                           : "requantised") +
+         " from " + (n ? n : "?");
+}
+
+} // namespace
+
 bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
-                             uint32_t format, std::string &error) {
+                             uint32_t format, std::string &error, RowLayout layout) {
   if (const PackedTensor *t = find(name)) {
-    if (t->format == format)
+    const uint32_t base = kiln_is_packed_r16(t->format) ? kiln_packed_base_type(t->format)
+                                                        : t->format;
+    if (base == format && t->layout == layout)
       return true;
-    error = "weight '" + name + "' is read in two formats (" +
-            kiln_ggml_type_name(t->format) + " and " +
+    error = "weight '" + name + "' is read in two formats or layouts (" +
+            kiln_format_name(t->format) + " and " +
             (kiln_ggml_type_name(format) ? kiln_ggml_type_name(format) : "?") + ")";
     return false;
   }
@@ -64,23 +81,38 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
   PackedTensor t;
   t.name = name;
   t.format = format;
+  t.layout = layout;
   t.shape = src->dims;
   t.rowLength = src->rowLength();
   t.rows = src->numRows();
   t.paddedRowLength = (t.rowLength + block - 1) / block * block;
-  if (kiln_ggml_row_bytes(format, t.paddedRowLength, &t.rowStride) != KILN_STATUS_OK) {
+  t.conversion = conversionOf(src->format, format);
+  if (layout == RowLayout::R16) {
+    if (!kiln_is_packed_r16(format + 1000u)) {
+      error = "weight '" + name + "': the r16 layout needs q4_0, q4_1 or q8_0, not " +
+              kiln_ggml_type_name(format);
+      return false;
+    }
+    return addPacked(*src, t, error);
+  }
+  uint64_t blockRowBytes = 0;
+  if (kiln_ggml_row_bytes(format, t.paddedRowLength, &blockRowBytes) != KILN_STATUS_OK) {
     error = "weight '" + name + "': row of " + std::to_string(t.paddedRowLength) +
             " elements does not fit the format";
     return false;
   }
-  uint64_t logicalRowBytes = 0;
-  kiln_ggml_row_bytes(KILN_GGML_TYPE_F32, t.rowLength, &logicalRowBytes);
+  t.rowStride = layout == RowLayout::Rows64 ? (blockRowBytes + kAlign - 1) / kAlign * kAlign
+                                            : blockRowBytes;
   t.size = t.rowStride * t.rows;
-  t.paddingBytes = (t.paddedRowLength - t.rowLength) * t.rowStride / t.paddedRowLength * t.rows;
+  t.paddingBytes =
+      ((t.paddedRowLength - t.rowLength) * blockRowBytes / t.paddedRowLength +
+       (t.rowStride - blockRowBytes)) *
+      t.rows;
   t.offset = reserve(t.size);
   uint8_t *dst = bytes_.data() + t.offset;
 
-  if (src->format == format && t.paddedRowLength == t.rowLength) {
+  if (src->format == format && t.paddedRowLength == t.rowLength &&
+      t.rowStride == blockRowBytes) {
     // Same format, no padding: the bytes are already what the kernels read.
     std::memcpy(dst, src->data, t.size);
     t.repacked = true;
@@ -90,6 +122,8 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
       error = "weight '" + name + "': cannot decode its source format";
       return false;
     }
+    if (src->format == format && t.paddedRowLength != t.rowLength)
+      t.conversion = std::string("re-encoded (rows padded) from ") + kiln_ggml_type_name(format);
     std::vector<float> row(t.paddedRowLength, 0.0f);
     for (uint64_t r = 0; r < t.rows; ++r) {
       kiln_status_t st =
@@ -103,6 +137,55 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
       }
     }
   }
+  tensors_.push_back(std::move(t));
+  return true;
+}
+
+// r16: ggml rows of the base format (the source's bytes when it is already that format
+// with whole blocks, else quantised from fp32), then kiln_repack_r16.
+bool WeightLayout::addPacked(const WeightView &src, PackedTensor &t, std::string &error) {
+  const uint32_t base = t.format;
+  t.format = base + 1000u;
+  t.rowStride = kiln_packed_group_bytes(t.format, t.paddedRowLength);
+  const uint64_t groups = (t.rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
+  t.size = t.rowStride * groups;
+  uint64_t rowBytes = 0;
+  kiln_ggml_row_bytes(base, t.paddedRowLength, &rowBytes);
+  // bytes of the logical elements at the format's bits per weight; the rest is padding
+  t.paddingBytes = t.size - rowBytes * t.rows * t.rowLength / t.paddedRowLength;
+  std::vector<uint8_t> ggml;
+  const uint8_t *rows = src.data;
+  if (src.format != base || t.paddedRowLength != t.rowLength) {
+    uint64_t srcRowBytes = 0;
+    if (kiln_ggml_row_bytes(src.format, t.rowLength, &srcRowBytes) != KILN_STATUS_OK) {
+      error = "weight '" + t.name + "': cannot decode its source format";
+      return false;
+    }
+    if (src.format == base)
+      t.conversion = std::string("re-encoded (rows padded) from ") + kiln_ggml_type_name(base);
+    ggml.resize(rowBytes * t.rows);
+    std::vector<float> row(t.paddedRowLength, 0.0f);
+    for (uint64_t r = 0; r < t.rows; ++r) {
+      kiln_status_t st =
+          kiln_dequantize(src.format, src.data + r * srcRowBytes, row.data(), t.rowLength);
+      if (st == KILN_STATUS_OK)
+        st = kiln_quantize(base, row.data(), ggml.data() + r * rowBytes, t.paddedRowLength);
+      if (st != KILN_STATUS_OK) {
+        error = "weight '" + t.name + "' row " + std::to_string(r) + ": " +
+                kiln_status_message(st);
+        return false;
+      }
+    }
+    rows = ggml.data();
+  }
+  t.offset = reserve(t.size);
+  kiln_status_t st = kiln_repack_r16(t.format, rows, rowBytes, t.rows, t.paddedRowLength,
+                                     bytes_.data() + t.offset);
+  if (st != KILN_STATUS_OK) {
+    error = "weight '" + t.name + "': repacking failed: " + kiln_status_message(st);
+    return false;
+  }
+  t.repacked = src.format == base;
   tensors_.push_back(std::move(t));
   return true;
 }

@@ -17,15 +17,20 @@
 
 namespace kiln::codegen {
 
+// How a weight's rows are stored (the op attribute kiln.layout; Block without one).
+enum class RowLayout { Block, Rows64, R16 };
+
 struct PackedTensor {
   std::string name;
   uint32_t format = 0;
   std::vector<uint64_t> shape;   // logical, ggml order
   uint64_t rowLength = 0, paddedRowLength = 0, rows = 0;
-  uint64_t rowStride = 0;        // bytes
+  uint64_t rowStride = 0;        // bytes; r16 formats: bytes per 16-row group
   uint64_t offset = 0, size = 0; // within the weights section
   uint64_t paddingBytes = 0;     // bytes spent on padding elements
   bool repacked = false;         // copied losslessly from the source
+  RowLayout layout = RowLayout::Block;
+  std::string conversion;        // "lossless" or "requantised from q6_K" (kiln inspect)
 };
 
 class WeightLayout {
@@ -35,7 +40,7 @@ public:
   // Stores weight `name` from the store in `format`; a second request for the same name
   // must ask for the same format.
   bool addWeight(const WeightStore &store, const std::string &name, uint32_t format,
-                 std::string &error);
+                 std::string &error, RowLayout layout = RowLayout::Block);
   // Stores an fp32 table the compiler computed (e.g. RoPE cos/sin).
   void addF32(const std::string &name, std::vector<uint64_t> shape,
               const std::vector<float> &data);
@@ -47,6 +52,7 @@ public:
 
 private:
   uint64_t reserve(uint64_t size);
+  bool addPacked(const WeightView &src, PackedTensor &t, std::string &error);
   std::vector<PackedTensor> tensors_;
   std::vector<uint8_t> bytes_;
 };

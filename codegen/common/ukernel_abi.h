@@ -54,6 +54,14 @@ void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const flo
                           int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1, float *y2,
                           int32_t w2, const float *residual, int32_t swiglu);
 
+/* y[t, o] = sum_i x[t, i] * W[o, i] for W in a repacked 16-row format (q4_0_r16, q4_1_r16,
+ * q8_0_r16; kiln/quant_packed.h), group_stride bytes per 16 rows. x is quantised to int8
+ * blocks of 32 into qscratch (n * kiln_packed_act_stride(in) bytes, 64-byte aligned) and
+ * multiplied with integer dot products; block scales are applied in float. */
+void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                           int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
+                           int32_t out_features, float *y, uint8_t *qscratch);
+
 /* In place: rotates the first rotary_dims elements of every head_dim-wide head of token t
  * by the angles of position positions[t]. cos_table/sin_table are [max_ctx, rotary_dims/2]
  * (angle of pair i at position p = p * theta^(-2i/rotary_dims), precomputed by the

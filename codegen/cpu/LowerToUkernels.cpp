@@ -13,6 +13,7 @@
 #include "dialects/kiln/IR/KilnOps.h"
 #include "kiln/abi.h"
 #include "kiln/quant.h"
+#include "kiln/quant_packed.h"
 
 using namespace mlir;
 
@@ -82,6 +83,7 @@ private:
 
   llvm::DenseMap<Value, uint64_t> offsets;     // scratch offset of each activation
   llvm::DenseMap<Operation *, uint64_t> scores; // attention scratch
+  llvm::DenseMap<Operation *, uint64_t> qacts;  // int8 activations of r16 linears
   // KV cache of one layer: K plane, int8 K scales (f32 per token and KV head), V plane,
   // each 64-byte aligned.
   struct KvSlots {
@@ -141,9 +143,21 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       if (!out.weights.addWeight(store, n.getWeight().str(), normFormat, error))
         return false;
     } else if (isa<LinearOp, LogitsOp>(op)) {
-      if (!out.weights.addWeight(store, op->getAttrOfType<StringAttr>("weight").str(),
-                                 fmt(op), error))
+      // kiln.layout from passes/layout; none: rows padded to the block
+      RowLayout layout = RowLayout::Block;
+      if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
+        layout = l.getValue() == "r16" ? RowLayout::R16 : RowLayout::Rows64;
+      const std::string wname = op->getAttrOfType<StringAttr>("weight").str();
+      if (!out.weights.addWeight(store, wname, fmt(op), error, layout))
         return false;
+      if (kiln_is_packed_r16(out.weights.find(wname)->format)) {
+        // scratch for x quantised to int8, live during the op only
+        requests.push_back({uint64_t(opts.maxBatch) *
+                                kiln_packed_act_stride(uint64_t(features(op->getOperand(0)))),
+                            int64_t(i), int64_t(i)});
+        owners.push_back(Value());
+        scoreOwners.push_back(op);
+      }
       if (auto bias = op->getAttrOfType<StringAttr>("bias")) {
         const WeightView *bv = store.find(bias.str());
         if (bv && (bv->dims.size() != 1 || int64_t(bv->dims[0]) != features(op->getResult(0)))) {
@@ -243,8 +257,10 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
   for (size_t r = 0; r < owners.size(); ++r) {
     if (owners[r])
       offsets[owners[r]] = sp.offsets[r];
-    else
+    else if (isa<AttentionOp>(scoreOwners[r]))
       scores[scoreOwners[r]] = sp.offsets[r];
+    else
+      qacts[scoreOwners[r]] = sp.offsets[r];
   }
   for (auto &[result, input] : aliasOf)
     offsets[result] = offsets.lookup(input);
@@ -270,6 +286,8 @@ void Lowering::emit(func::FuncOp fn) {
   declare("kiln_uk_linear_fused", voidTy,
           {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy, i32, ptrTy, i32,
            ptrTy, i32});
+  declare("kiln_uk_linear_packed", voidTy,
+          {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, ptrTy});
   declare("kiln_uk_rope", voidTy, {ptrTy, i32, i32, i32, i32, i32, ptrTy, ptrTy, ptrTy});
   declare("kiln_uk_attention", voidTy,
           {ptrTy, ptrTy, ptrTy, ptrTy, i32, ptrTy, i32, i32, i32, f32, ptrTy, i32, i32, ptrTy,
@@ -360,9 +378,15 @@ void Lowering::emit(func::FuncOp fn) {
       std::string name = op->getAttrOfType<StringAttr>("weight").str();
       const PackedTensor *t = out.weights.find(name);
       Value dst = isa<LogitsOp>(op) ? logitsArg : bufferPtr(result);
-      call("kiln_uk_linear", {ctxArg, i32c(t->format), bufferPtr(input), nArg,
-                              i32c(features(input)), weightPtr(name),
-                              i64c(int64_t(t->rowStride)), i32c(features(result)), dst});
+      if (kiln_is_packed_r16(t->format))
+        call("kiln_uk_linear_packed",
+             {ctxArg, i32c(t->format), bufferPtr(input), nArg, i32c(features(input)),
+              weightPtr(name), i64c(int64_t(t->rowStride)), i32c(features(result)), dst,
+              offsetPtr(scratchBase, qacts.lookup(op))});
+      else
+        call("kiln_uk_linear", {ctxArg, i32c(t->format), bufferPtr(input), nArg,
+                                i32c(features(input)), weightPtr(name),
+                                i64c(int64_t(t->rowStride)), i32c(features(result)), dst});
       if (auto bias = op->getAttrOfType<StringAttr>("bias"))
         call("kiln_uk_add_bias", {dst, weightPtr(bias.getValue()), nArg, i32c(features(result))});
     } else if (auto r = dyn_cast<RopeOp>(op)) {

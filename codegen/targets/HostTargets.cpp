@@ -8,6 +8,8 @@ extern "C" const unsigned char kiln_ukernels_x86_64_v3[];
 extern "C" const size_t kiln_ukernels_x86_64_v3_size;
 extern "C" const unsigned char kiln_ukernels_x86_64_v4[];
 extern "C" const size_t kiln_ukernels_x86_64_v4_size;
+extern "C" const unsigned char kiln_ukernels_x86_64_v4_vnni[];
+extern "C" const size_t kiln_ukernels_x86_64_v4_vnni_size;
 
 namespace kiln::codegen {
 
@@ -24,6 +26,11 @@ const std::vector<HostTarget> &targets() {
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
         "avx512vl"},
        kiln_ukernels_x86_64_v4, kiln_ukernels_x86_64_v4_size},
+      // v4 + AVX512-VNNI: vpdpbusd for the repacked int8/int4 formats
+      {"x86-64-v4-vnni", "x86_64-unknown-linux-gnu", "x86-64-v4",
+       {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
+        "avx512vl", "avx512vnni"},
+       kiln_ukernels_x86_64_v4_vnni, kiln_ukernels_x86_64_v4_vnni_size},
   };
   return t;
 }
@@ -48,7 +55,7 @@ const HostTarget *findHostTarget(const std::string &name, std::string &error) {
       error = "this machine's CPU lacks AVX2/FMA/F16C: kiln's x86 targets need x86-64-v3";
       return nullptr;
     }
-    wanted = v4 ? "x86-64-v4" : "x86-64-v3";
+    wanted = v4 ? (f.lookup("avx512vnni") ? "x86-64-v4-vnni" : "x86-64-v4") : "x86-64-v3";
   }
   for (const HostTarget &t : targets())
     if (t.name == wanted)

@@ -51,7 +51,9 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
   for (const TensorRecord &r : c.tensors)
     tensors.push_back(fb::CreateTensorDirect(b, r.name.c_str(), r.format, &r.shape,
                                              r.paddedRowLength, r.rowStride, r.offset, r.size,
-                                             r.paddingBytes));
+                                             r.paddingBytes,
+                                             r.conversion.empty() ? nullptr
+                                                                  : r.conversion.c_str()));
   const MemoryPlanRecord &p = c.memory;
   auto memory = fb::CreateMemoryPlan(b, p.scratchBytes, p.kvBytes, p.kvBytesPerToken,
                                      p.maxBatch, p.maxCtx, p.weightBytesPerToken, p.kvKFormat,

@@ -45,6 +45,7 @@ struct TensorRecord {
   uint32_t format = 0;
   std::vector<uint64_t> shape; // ggml order
   uint64_t paddedRowLength = 0, rowStride = 0, offset = 0, size = 0, paddingBytes = 0;
+  std::string conversion; // "lossless", "requantised from f16", ...
 };
 
 struct MemoryPlanRecord {

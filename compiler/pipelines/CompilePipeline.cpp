@@ -9,6 +9,7 @@
 #include "dialects/kiln/IR/KilnOps.h"
 #include "passes/fusion/Passes.h"
 #include "passes/fusion/LinearFusionPasses.h"
+#include "passes/layout/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 #include "passes/slimming/SlimmingUtils.h"
@@ -202,6 +203,26 @@ bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
   return runSlimmingPasses(module, opts, applied, error) &&
          runPrecisionPasses(module, opts, applied, error) &&
          runFusionPasses(module, opts, applied, error);
+}
+
+bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, bool quiet,
+                   std::vector<AppliedPass> &applied, std::string &error) {
+  if (layout == "none")
+    return true;
+  mlir::PassManager pm(module.getContext());
+  KilnAssignLayoutOptions o;
+  o.layout = layout;
+  pm.addPass(createKilnAssignLayout(o));
+  if (!run(pm, module, quiet, error))
+    return false;
+  int64_t packed = 0, rows = 0;
+  module.walk([&](mlir::Operation *op) {
+    if (auto l = op->getAttrOfType<mlir::StringAttr>("kiln.layout"))
+      ++(l.getValue() == "r16" ? packed : rows);
+  });
+  applied.push_back({"kiln-assign-layout", "layout=" + layout,
+                     "r16_ops=" + std::to_string(packed) + ",rows64_ops=" + std::to_string(rows)});
+  return true;
 }
 
 } // namespace kiln::pipelines

@@ -56,6 +56,11 @@ bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &opts,
 bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error);
 
+// The layout pass (passes/layout) for code generation: layout "r16", "rows64" or "none"
+// (not run; rows padded to the format's block only).
+bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, bool quiet,
+                   std::vector<AppliedPass> &applied, std::string &error);
+
 } // namespace kiln::pipelines
 
 #endif // KILN_COMPILER_PIPELINES_COMPILEPIPELINE_H

@@ -156,7 +156,8 @@ bool collectUnits(ModuleOp module, const WeightStore &store, std::vector<Unit> &
     for (uint32_t f : precision::supportedFormats())
       if (r.kind != "rms_norm" || precision::normFormat(f)) {
         u.formats.push_back(f);
-        u.bytes.push_back(precision::storedBytes(f, u.rowLength, u.rows));
+        u.bytes.push_back(precision::storedBytes(f, u.rowLength, u.rows,
+                                                 r.kind == "linear" || r.kind == "logits"));
       }
     units.push_back(std::move(u));
     // A linear's bias is stored f32 whatever the format: a fixed cost of the budget.

@@ -159,11 +159,16 @@ std::string printMap(const std::map<std::string, uint32_t> &map) {
   return s;
 }
 
-uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows) {
+uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows, bool linearLayout) {
   const uint64_t block = kiln_ggml_block_elems(format);
   if (block == 0)
     return 0;
-  return (rowLength + block - 1) / block * kiln_ggml_block_bytes(format) * rows;
+  uint64_t rowBytes = (rowLength + block - 1) / block * kiln_ggml_block_bytes(format);
+  if (linearLayout && block == 1)
+    rowBytes = (rowBytes + 63) / 64 * 64; // rows64
+  else if (linearLayout)
+    rows = (rows + 15) / 16 * 16; // r16 groups
+  return rowBytes * rows;
 }
 
 } // namespace kiln::precision

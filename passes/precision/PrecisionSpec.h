@@ -47,8 +47,12 @@ bool parseMap(const std::string &text, std::map<std::string, uint32_t> &out,
 std::string printMap(const std::map<std::string, uint32_t> &map);
 
 // Bytes of `rows` rows of `rowLength` elements in `format`, each row padded with zeros to
-// a whole block (codegen/common/WeightLayout); 0 for an unknown format.
-uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows);
+// a whole block (codegen/common/WeightLayout); 0 for an unknown format. `linearLayout`:
+// the weight of a linear/logits, which kiln-assign-layout's default stores in 16-row
+// groups (q4_0/q4_1/q8_0, r16) or 64-byte rows (f32/f16): counted with that padding, so a
+// budget holds whatever --layout (none only stores less).
+uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows,
+                     bool linearLayout = false);
 
 } // namespace kiln::precision
 

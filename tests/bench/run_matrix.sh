@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Benchmark matrix: model shapes x weight formats x threads, one markdown table.
+# Benchmark matrix: model shapes x weight formats x weight layouts x threads, one markdown
+# table.
 # Not a test: it prints numbers (decode/prefill tok/s, bytes per token, achieved GB/s and
 # the share of the streaming-read bandwidth measured in the same kiln-run process).
 #
 #   tests/bench/run_matrix.sh [OUT.md]
-#   KILN_BENCH_SHAPES="stories tinyllama layer7b"  KILN_BENCH_FORMATS="f32 f16 q8_0"
-#   KILN_BENCH_THREADS="1 2"  KILN_BENCH_DIR=/tmp/kiln-bench (synthetic models, GBs)
+#   KILN_BENCH_SHAPES="stories tinyllama layer7b"  KILN_BENCH_FORMATS="f16 q8_0 q4_0 q4_1"
+#   KILN_BENCH_LAYOUTS="r16 none" (kiln compile --layout; both compiled and run in turn)
+#   KILN_BENCH_THREADS="1 2"  KILN_BENCH_CTX=256  KILN_BENCH_REPS=3
+#   KILN_BENCH_DIR=/tmp/kiln-bench (synthetic models, GBs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${KILN_BUILD_DIR:-build}
@@ -15,8 +18,11 @@ MODELS=${KILN_MODELS_DIR:-../shared/models}
 WORK=${KILN_BENCH_DIR:-/tmp/kiln-bench}
 OUT=${1:-$WORK/bench.md}
 SHAPES=${KILN_BENCH_SHAPES:-"stories tinyllama layer7b"}
-FORMATS=${KILN_BENCH_FORMATS:-"f32 f16 q8_0"}
+FORMATS=${KILN_BENCH_FORMATS:-"f16 q8_0 q4_0 q4_1"}
+LAYOUTS=${KILN_BENCH_LAYOUTS:-"r16 none"}
 THREADS=${KILN_BENCH_THREADS:-"1 2"}
+CTX=${KILN_BENCH_CTX:-256}
+REPS=${KILN_BENCH_REPS:-3}
 mkdir -p "$WORK"
 
 model_for() {
@@ -36,23 +42,27 @@ model_for() {
 }
 
 {
-  echo "| shape | format | threads | decode tok/s | prefill tok/s (64) | weight bytes/token | GB/s | read GB/s | % of bandwidth |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| shape | format | layout | threads | decode tok/s | prefill tok/s (64) | weight bytes/token | GB/s | read GB/s | % of bandwidth |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 } > "$OUT"
 for shape in $SHAPES; do
   model=$(model_for "$shape")
   for fmt in $FORMATS; do
-    art="$WORK/$shape-$fmt.kiln"
-    "$KILN" compile "$model" --target host --weights "$fmt" --ctx 256 -o "$art" 2>/dev/null
-    for t in $THREADS; do
-      log=$("$RUN" bench "$art" -p 64 -n 64 -r 3 --threads "$t")
-      dec=$(echo "$log" | awk '/^decode/ {print $2}')
-      pre=$(echo "$log" | awk '/^prefill/ {print $2}')
-      bpt=$(echo "$log" | awk '/^weights\/token/ {print $2}')
-      gbs=$(echo "$log" | awk '/^effective/ {print $2}')
-      bw=$(echo "$log" | awk '/^read bandwidth/ {print $3}')
-      pct=$(echo "$log" | awk '/^of bandwidth/ {print $3}')
-      echo "| $shape | $fmt | $t | $dec | $pre | $bpt | $gbs | $bw | $pct |" | tee -a "$OUT"
+    for layout in $LAYOUTS; do
+      art="$WORK/$shape-$fmt-$layout.kiln"
+      "$KILN" compile "$model" --target host --weights "$fmt" --layout "$layout" --ctx "$CTX" \
+        -o "$art" 2>/dev/null
+      for t in $THREADS; do
+        log=$("$RUN" bench "$art" -p 64 -n 64 -r "$REPS" --threads "$t")
+        dec=$(echo "$log" | awk '/^decode/ {print $2}')
+        pre=$(echo "$log" | awk '/^prefill/ {print $2}')
+        bpt=$(echo "$log" | awk '/^weights\/token/ {print $2}')
+        gbs=$(echo "$log" | awk '/^effective/ {print $2}')
+        bw=$(echo "$log" | awk '/^read bandwidth/ {print $3}')
+        pct=$(echo "$log" | awk '/^of bandwidth/ {print $3}')
+        echo "| $shape | $fmt | $layout | $t | $dec | $pre | $bpt | $gbs | $bw | $pct |" | tee -a "$OUT"
+      done
+      rm -f "$art" # GBs each
     done
   done
 done

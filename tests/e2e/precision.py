@@ -86,9 +86,10 @@ def main():
             continue
         if in_table and line.startswith("  total"):
             break
-        cols = line.split()
-        if in_table and cols and cols[0] != "name" and not cols[0].startswith("rope"):
-            stored += int(cols[-2])
+        # name format [shape] padded stride offset size padding conversion...
+        m = re.match(r"^  (\S+)\s+\S+\s+\[[^\]]*\]\s+\d+\s+\d+\s+\d+\s+(\d+)\s+\d+", line)
+        if in_table and m and not m.group(1).startswith("rope"):
+            stored += int(m.group(2))
     print(f"stored weight bytes {stored}, recorded {auto.group(1)}")
     # Norm folding (docs/fusion.md) may drop f32/f16 norm scales after the search: the
     # stored bytes can only be below what the search counted.

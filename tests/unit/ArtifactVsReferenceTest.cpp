@@ -46,6 +46,10 @@ void compileAndOpen(const std::string &model, const std::string &weights, uint32
   o.output = path;
   o.weights = precision.empty() ? weights : "";
   o.prec.precision = precision;
+  // The reference predicts the fp32-activation kernels; the r16 layout's integer kernels
+  // quantise activations to int8 (bounded in UkernelPackedTest), so mixed maps use rows.
+  if (!precision.empty())
+    o.layout = "rows64";
   o.ctx = ctx;
   o.maxBatch = maxBatch;
   o.kv = kv;

@@ -28,68 +28,11 @@
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
 #include "ukernel_abi.h"
+#include "UkernelTestSupport.h"
 
 namespace {
 
 using kiln::Matrix;
-
-// ---------------------------------------------------------------------------------------
-// Execution contexts: a serial loop, and a pool running tasks on real threads.
-
-struct TestPool {
-  int threads = 1;
-  std::atomic<int> calls{0};
-};
-
-void serialFor(void *pool, kiln_task_fn_t fn, void *arg, int32_t n) {
-  static_cast<TestPool *>(pool)->calls++;
-  for (int32_t t = 0; t < n; ++t)
-    fn(arg, t, n);
-}
-
-void threadedFor(void *pool, kiln_task_fn_t fn, void *arg, int32_t n) {
-  TestPool *p = static_cast<TestPool *>(pool);
-  p->calls++;
-  std::atomic<int32_t> next{0};
-  auto worker = [&] {
-    for (int32_t t; (t = next.fetch_add(1)) < n;)
-      fn(arg, t, n);
-  };
-  std::vector<std::thread> threads;
-  for (int i = 0; i < p->threads; ++i)
-    threads.emplace_back(worker);
-  for (std::thread &t : threads)
-    t.join();
-}
-
-struct Ctx {
-  TestPool pool;
-  kiln_exec_ctx_t ctx{};
-  explicit Ctx(int threads) {
-    pool.threads = threads;
-    ctx.abi_version = KILN_ABI_VERSION;
-    ctx.n_threads = uint32_t(threads);
-    ctx.parallel_for = threads == 1 ? serialFor : threadedFor;
-    ctx.pool = &pool;
-  }
-  int calls() const { return pool.calls.load(); }
-};
-
-// ---------------------------------------------------------------------------------------
-// Helpers
-
-bool isaSupported() {
-  const std::string isa = KILN_UK_TEST_ISA;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (isa == "x86-64-v3")
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-  if (isa == "x86-64-v4")
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#endif
-  return isa.empty();
-}
 
 class Ukernel : public ::testing::Test {
 protected:

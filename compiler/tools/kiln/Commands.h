@@ -88,7 +88,11 @@ struct CompileOptions {
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
   std::string kv = "f32";        // --kv: KV cache storage (compiler/eval/KvFormat.h)
-  std::string fusion = "all";    // all | none | comma list of qkv, swiglu, norm, residual, rope
+  // all | none | comma list of qkv, swiglu, norm, residual, rope. Default rope only: the
+  // linear fusions measured 0.80-1.04x (docs/fusion.md) and fused linears keep the plain
+  // layout, so they would lose the r16 integer kernels (docs/ukernel-abi.md).
+  std::string fusion = "rope";
+  std::string layout = "r16";    // r16 | rows64 | none (passes/layout)
   SlimmingFlags slim;
   PrecisionFlags prec;
 };

@@ -140,7 +140,8 @@ int runCompile(const CompileOptions &opts) {
     prec.precision = "uniform:" + (opts.weights.empty() ? std::string("f32") : opts.weights);
   FusionFlags fusion;
   fusion.fusion = opts.fusion;
-  if (!runPasses(s, opts.slim, prec, applied, error, fusion))
+  if (!runPasses(s, opts.slim, prec, applied, error, fusion) ||
+      !pipelines::runLayoutPass(module, opts.layout, false, applied, error))
     return fail(error);
   if (opts.emit == "kiln") {
     std::error_code ec;
@@ -212,7 +213,7 @@ int runCompile(const CompileOptions &opts) {
   a.tokenizer = tokenizerRecord(*s.model.file);
   for (const codegen::PackedTensor &t : lowered.weights.tensors())
     a.tensors.push_back({t.name, t.format, t.shape, t.paddedRowLength, t.rowStride, t.offset,
-                         t.size, t.paddingBytes});
+                         t.size, t.paddingBytes, t.conversion});
   a.memory = {lowered.scratchBytes, lowered.kvBytes, lowered.kvBytesPerToken,
               maxBatch,             maxCtx,          lowered.weightBytesPerToken,
               uint32_t(kv.k),       uint32_t(kv.v)};

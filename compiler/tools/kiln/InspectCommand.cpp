@@ -15,6 +15,7 @@
 #include "compiler/tools/kiln/Commands.h"
 #include "kiln/artifact.h"
 #include "kiln/quant.h"
+#include "kiln/quant_packed.h"
 
 namespace kiln::tool {
 
@@ -105,21 +106,22 @@ int runInspect(const InspectOptions &opts) {
 
   uint64_t padding = 0, total = 0;
   bool tensorsOk = true;
-  std::printf("tensors:\n  %-28s %-6s %-14s %8s %8s %10s %10s %8s\n", "name", "format", "shape",
-              "padded", "stride", "offset", "size", "padding");
+  std::printf("tensors:\n  %-28s %-8s %-14s %8s %8s %10s %10s %8s  %s\n", "name", "format",
+              "shape", "padded", "stride", "offset", "size", "padding", "from source");
   for (flatbuffers::uoffset_t i = 0; a->tensors() && i < a->tensors()->size(); ++i) {
     const fb::Tensor *t = a->tensors()->Get(i);
-    const char *fmt = kiln_ggml_type_name(t->format());
+    const char *fmt = kiln_format_name(t->format());
     bool inside = weights && t->offset() <= weights->size() &&
                   t->size() <= weights->size() - t->offset();
     tensorsOk &= inside;
     padding += t->padding_bytes();
     total += t->size();
-    std::printf("  %-28s %-6s %-14s %8" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
-                " %8" PRIu64 "%s\n",
+    std::printf("  %-28s %-8s %-14s %8" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
+                " %8" PRIu64 "  %s%s\n",
                 str(t->name()), fmt ? fmt : "?", shape(t->shape()).c_str(),
                 t->padded_row_length(), t->row_stride(), t->offset(), t->size(),
-                t->padding_bytes(), inside ? "" : "  OUTSIDE THE WEIGHTS SECTION");
+                t->padding_bytes(), t->conversion() ? t->conversion()->c_str() : "-",
+                inside ? "" : "  OUTSIDE THE WEIGHTS SECTION");
   }
   std::printf("  total %" PRIu64 " bytes of tensors, %" PRIu64 " bytes of row padding\n", total,
               padding);

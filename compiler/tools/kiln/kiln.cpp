@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
   auto *compileCmd = app.add_subcommand("compile", "compile a model into a .kiln artifact");
   compileCmd->add_option("model", cmp.model, "GGUF model file")->required();
   compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
-  compileCmd->add_option("--target", cmp.target, "host, x86-64-v3 or x86-64-v4");
+  compileCmd->add_option("--target", cmp.target, "host, x86-64-v3, x86-64-v4 or x86-64-v4-vnni");
   compileCmd->add_option("--weights", cmp.weights,
                          "one weight storage format (--precision uniform:FMT)")
       ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1"}));
@@ -154,8 +154,12 @@ int main(int argc, char **argv) {
   compileCmd->add_option("--kv", cmp.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
       ->check(kvFormatCheck());
   compileCmd->add_option("--fusion", cmp.fusion,
-                         "fusions: all (default), none, or a comma list of qkv, "
-                         "swiglu, norm, residual, rope");
+                         "fusions: all, none, or a comma list of qkv, "
+                         "swiglu, norm, residual, rope (default: rope)");
+  compileCmd->add_option("--layout", cmp.layout,
+                         "weight layout: r16 (repacked int8/int4 for integer dot products), "
+                         "rows64 (plain rows, 64-byte stride) or none (block padding only)")
+      ->check(CLI::IsMember({"r16", "rows64", "none"}));
   addSlimmingFlags(compileCmd, cmp.slim);
   addPrecisionFlags(compileCmd, cmp.prec);
 

@@ -28,7 +28,8 @@
  * so a decode step over q4_0 weights takes 0.71x the time of q8_0 with AVX-512 (18.9 GB/s
  * at 4.5 bits is 33.6 G weights/s, q8_0 24 G). The q4 kernels are bound by decode work
  * (about 9 vector instructions per block and row with AVX-512, 18 with AVX2), not by DRAM;
- * a repacked layout (the scales of several rows together) is the way past that.
+ * a repacked layout (the scales of several rows together) is the way past that: the r16
+ * formats and kiln_uk_linear_packed (linear_packed.c), which the layout pass selects.
  *
  * A row's tail (in not a multiple of 32) is read with masked loads, so x is never read
  * past `in`; the padding of a block format's last block is read whole and its (finite)

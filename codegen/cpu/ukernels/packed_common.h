@@ -1,0 +1,126 @@
+/* kiln micro-kernels: what every implementation of kiln_uk_linear_packed shares (internal).
+ *
+ * Activations are quantised on the fly to int8 blocks of 32 with ggml's q8_0 rule
+ * (d = amax / 127, q = round(x / d), ties to even), one row per token into qscratch
+ * (layout: kiln_packed_act_stride in kiln/quant_packed.h): codes, then per block the
+ * scale d (fp32, not rounded to fp16), the code sum s and d * s, which the kernels need for
+ * the weights' offsets (q4_0's -8, q8's +128 bias, q4_1's minimum). Portable C: it is
+ * O(in) per token against O(in * out) for the product, and the same code on every ISA
+ * gives the same int8 activations everywhere.
+ */
+#ifndef KILN_CODEGEN_CPU_UKERNELS_PACKED_COMMON_H_
+#define KILN_CODEGEN_CPU_UKERNELS_PACKED_COMMON_H_
+
+#include "common.h"
+#include "kiln/quant_packed.h"
+
+typedef struct packed_args_s {
+  uint32_t format;
+  const float *x;
+  int32_t n, in, nb; /* nb: blocks of 32 per row */
+  const uint8_t *w;
+  int64_t group_stride;
+  int32_t out_features, groups;
+  float *y;
+  uint8_t *qx;
+  int64_t qx_stride;
+} packed_args_t;
+
+/* A token's quantised activations. */
+typedef struct {
+  const int8_t *q;
+  const float *d;
+  const int32_t *s;
+  const float *ds;
+} qact_t;
+
+KILN_UK_INLINE qact_t packed_qact(const packed_args_t *a, int32_t t) {
+  const uint8_t *p = a->qx + (int64_t)t * a->qx_stride;
+  qact_t r;
+  r.q = (const int8_t *)p;
+  r.d = (const float *)(p + (int64_t)a->nb * KILN_PACK_BLOCK);
+  r.s = (const int32_t *)(r.d + a->nb);
+  r.ds = (const float *)(r.s + a->nb);
+  return r;
+}
+
+/* Quantises x[0, in) into dst (zero codes past in). The product and the rounding are
+ * separate statements so clang (contraction within an expression only) never fuses them:
+ * a fused x * id + 1.5 * 2^23 would round some codes differently. (GCC contracts across
+ * statements; the native test libraries are built with -ffp-contract=off for this.) */
+KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, uint8_t *dst) {
+  int8_t *q = (int8_t *)dst;
+  float *d = (float *)(dst + (int64_t)nb * KILN_PACK_BLOCK);
+  int32_t *s = (int32_t *)(d + nb);
+  float *ds = (float *)(s + nb);
+  for (int32_t b = 0; b < nb; ++b) {
+    const int32_t i0 = b * KILN_PACK_BLOCK;
+    const int32_t count = KILN_UK_MIN(KILN_PACK_BLOCK, in - i0);
+    float amax = 0.0f;
+    for (int32_t j = 0; j < count; ++j) {
+      const float v = x[i0 + j] < 0.0f ? -x[i0 + j] : x[i0 + j];
+      amax = v > amax ? v : amax;
+    }
+    const float db = amax / 127.0f;
+    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    int32_t sum = 0;
+    for (int32_t j = 0; j < KILN_PACK_BLOCK; ++j) {
+      const float v = j < count ? x[i0 + j] * id : 0.0f;
+      /* round to nearest even: exact for |v| < 2^22, no libm */
+      const float r = (v + 12582912.0f) - 12582912.0f;
+      const int32_t qi = (int32_t)r;
+      q[i0 + j] = (int8_t)qi;
+      sum += qi;
+    }
+    d[b] = db;
+    s[b] = sum;
+    ds[b] = db * (float)sum;
+  }
+}
+
+static void packed_quantize_task(void *arg, int32_t task, int32_t n_tasks) {
+  const packed_args_t *a = (const packed_args_t *)arg;
+  int64_t t0, t1;
+  kiln_uk_task_range(a->n, task, n_tasks, &t0, &t1);
+  for (int64_t t = t0; t < t1; ++t)
+    packed_quantize_row(a->x + t * a->in, a->in, a->nb, a->qx + t * a->qx_stride);
+}
+
+/* The integer kernels run about 10x the fp32 kernels' multiply-adds per second, so a
+ * thread hand-off pays only from a larger product: 2^22 (a 2048 x 2048 decode step is
+ * parallel, stories260K's 64-token prefill, at most 64 x 64 x 512, is not; with 2 threads
+ * on a busy 2-core machine its prefill fell from 37k to 1.4k tok/s at the fp32 threshold
+ * of 2^16). */
+#define KILN_UK_PACKED_PARALLEL_MIN_WORK ((int64_t)1 << 22)
+
+/* Tasks over 16-row groups: one per thread once the product is large enough. */
+KILN_UK_INLINE int32_t packed_task_count(const kiln_exec_ctx_t *ctx, const packed_args_t *a) {
+  const int64_t work = (int64_t)a->n * a->in * a->out_features;
+  return kiln_uk_task_count(ctx, work, KILN_UK_PACKED_PARALLEL_MIN_WORK, a->groups);
+}
+
+/* Fills the arguments and quantises x: serially for a decode step (a few microseconds),
+ * split over tokens for a prefill whose product runs in parallel. Returns the task count
+ * for the product. */
+KILN_UK_INLINE int32_t packed_prepare(const kiln_exec_ctx_t *ctx, packed_args_t *a,
+                                      uint32_t format, const float *x, int32_t n, int32_t in,
+                                      const uint8_t *w, int64_t group_stride,
+                                      int32_t out_features, float *y, uint8_t *qscratch) {
+  a->format = format;
+  a->x = x;
+  a->n = n;
+  a->in = in;
+  a->nb = (in + KILN_PACK_BLOCK - 1) / KILN_PACK_BLOCK;
+  a->w = w;
+  a->group_stride = group_stride;
+  a->out_features = out_features;
+  a->groups = (out_features + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
+  a->y = y;
+  a->qx = qscratch;
+  a->qx_stride = (int64_t)kiln_packed_act_stride((uint64_t)in);
+  const int32_t tasks = packed_task_count(ctx, a);
+  kiln_uk_parallel(ctx, packed_quantize_task, a, n >= 8 && tasks > 1 ? KILN_UK_MIN(tasks, n) : 1);
+  return tasks;
+}
+
+#endif /* KILN_CODEGEN_CPU_UKERNELS_PACKED_COMMON_H_ */

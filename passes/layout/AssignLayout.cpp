@@ -1,0 +1,55 @@
+//===- AssignLayout.cpp - per-linear weight layout (r16 repack / 64 B rows) -===//
+#include "passes/layout/Passes.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include "dialects/kiln/IR/KilnOps.h"
+
+#define DEBUG_TYPE "kiln-assign-layout"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNASSIGNLAYOUT
+#include "passes/layout/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+// Block formats the r16 kernels (kiln_uk_linear_packed) compute with.
+bool packable(StorageFormat f) {
+  return f == StorageFormat::q4_0 || f == StorageFormat::q4_1 || f == StorageFormat::q8_0;
+}
+
+struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
+  using KilnAssignLayoutBase::KilnAssignLayoutBase;
+
+  void runOnOperation() override {
+    if (layout != "r16" && layout != "rows64") {
+      getOperation().emitError() << "kiln-assign-layout: unknown layout '" << layout
+                                 << "' (expected r16 or rows64)";
+      return signalPassFailure();
+    }
+    // Weights embed reads stay in ggml rows (a weight is stored once).
+    llvm::StringSet<> embedded;
+    getOperation().walk([&](EmbedOp e) { embedded.insert(e.getWeight()); });
+    getOperation().walk([&](Operation *op) {
+      if (!isa<LinearOp, LogitsOp>(op))
+        return;
+      auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
+      StringRef weight = op->getAttrOfType<StringAttr>("weight").getValue();
+      if (embedded.contains(weight)) {
+        op->emitRemark() << "kiln-assign-layout: '" << weight
+                         << "' is also read by embed, so it keeps the embedding's rows";
+        return;
+      }
+      const bool pack = layout == "r16" && fmt && packable(fmt.getValue());
+      op->setAttr("kiln.layout", StringAttr::get(&getContext(), pack ? "r16" : "rows64"));
+      ++(pack ? numPacked : numRows);
+    });
+  }
+};
+
+} // namespace
+} // namespace kiln

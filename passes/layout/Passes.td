@@ -1,0 +1,32 @@
+//===- Passes.td - weight layout passes ----------------------*- tablegen -*-===//
+#ifndef KILN_PASSES_LAYOUT_PASSES_TD
+#define KILN_PASSES_LAYOUT_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
+  let summary = "choose how each linear's weight matrix is stored";
+  let description = [{
+    Sets `kiln.layout` on every linear and logits op; the weight layout
+    (codegen/common/WeightLayout.cpp) stores the matrix that way and the lowering calls
+    the matching kernel:
+    - `r16`: q4_0/q4_1/q8_0 matrices repacked in 16-row groups for integer dot products
+      (kiln/quant_packed.h), rows padded to whole 32-blocks and to a multiple of 16;
+    - `rows64`: the format's plain rows, each padded to whole blocks and to a multiple of
+      64 bytes (cache-line aligned rows).
+    A weight also read by an embed (a tied classifier) gets no attribute and a remark:
+    it keeps the embedding's rows (ggml rows padded to the block), as it is stored once. Runs after the precision passes (it reads
+    `format`). `--layout none` on `kiln compile` skips the pass: rows are padded to the
+    block only, as before it existed.
+  }];
+  let options = [
+    Option<"layout", "layout", "std::string", /*default=*/"\"r16\"",
+           "r16 (repack block formats) or rows64 (plain rows, 64-byte stride)">,
+  ];
+  let statistics = [
+    Statistic<"numPacked", "packed", "linear ops given the r16 layout">,
+    Statistic<"numRows", "rows64", "linear ops given 64-byte aligned plain rows">,
+  ];
+}
+
+#endif // KILN_PASSES_LAYOUT_PASSES_TD

@@ -1,0 +1,107 @@
+/* kiln runtime-min: the r16 repacked formats (layout in kiln/quant_packed.h). Moves bits
+ * only, so packing ggml blocks is lossless and unpacking gives them back exactly. */
+#include <string.h>
+
+#include "kiln/quant.h"
+#include "kiln/quant_blocks.h"
+#include "kiln/quant_packed.h"
+
+const char *kiln_packed_type_name(uint32_t type) {
+  switch (type) {
+  case KILN_TYPE_Q4_0_R16: return "q4_0_r16";
+  case KILN_TYPE_Q4_1_R16: return "q4_1_r16";
+  case KILN_TYPE_Q8_0_R16: return "q8_0_r16";
+  default: return NULL;
+  }
+}
+
+const char *kiln_format_name(uint32_t type) {
+  const char *n = kiln_packed_type_name(type);
+  return n ? n : kiln_ggml_type_name(type);
+}
+
+/* Offsets inside a group of row_length elements. */
+typedef struct {
+  uint64_t nb, codes, scales, mins;
+} kiln_group_layout_t;
+
+static kiln_group_layout_t group_layout(uint32_t type, uint64_t row_length) {
+  kiln_group_layout_t g;
+  g.nb = row_length / KILN_PACK_BLOCK;
+  g.scales = 0;
+  g.mins = g.nb * 32u;
+  g.codes = g.nb * (type == KILN_TYPE_Q4_1_R16 ? 64u : 32u);
+  return g;
+}
+
+static int valid_args(uint32_t type, uint64_t row_length) {
+  return kiln_is_packed_r16(type) && row_length > 0 && row_length % KILN_PACK_BLOCK == 0;
+}
+
+kiln_status_t kiln_repack_r16(uint32_t type, const void *src, uint64_t src_row_stride,
+                              uint64_t rows, uint64_t row_length, void *dst) {
+  if (!valid_args(type, row_length) || !src || !dst)
+    return KILN_STATUS_INVALID_ARGUMENT;
+  const uint32_t base = kiln_packed_base_type(type);
+  const uint64_t bb = kiln_ggml_block_bytes(base);
+  const uint64_t gbytes = kiln_packed_group_bytes(type, row_length);
+  const uint64_t cb = kiln_packed_code_bytes(type);
+  const kiln_group_layout_t L = group_layout(type, row_length);
+  const uint64_t groups = (rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
+  memset(dst, 0, groups * gbytes); /* padding rows: d = m = 0, so every value is 0 */
+  for (uint64_t r = 0; r < rows; ++r) {
+    uint8_t *g = (uint8_t *)dst + (r / KILN_PACK_ROWS) * gbytes;
+    const uint64_t lane = r % KILN_PACK_ROWS;
+    for (uint64_t b = 0; b < L.nb; ++b) {
+      const uint8_t *blk = (const uint8_t *)src + r * src_row_stride + b * bb;
+      uint8_t *codes = g + L.codes + b * cb;
+      memcpy(g + L.scales + b * 32u + lane * 2u, blk, 2); /* d */
+      if (base == KILN_GGML_TYPE_Q8_0) {
+        for (int k = 0; k < 8; ++k)
+          for (int j = 0; j < 4; ++j)
+            codes[k * 64 + lane * 4 + j] = (uint8_t)(blk[2 + 4 * k + j] ^ 0x80u);
+        continue;
+      }
+      const uint8_t *qs = blk + (base == KILN_GGML_TYPE_Q4_0 ? 2 : 4);
+      if (base == KILN_GGML_TYPE_Q4_1)
+        memcpy(g + L.mins + b * 32u + lane * 2u, blk + 2, 2); /* m */
+      /* ggml's qs[e] holds element e (low nibble) and e + 16 (high): byte j of chunk k
+       * is qs[4k + j] unchanged */
+      for (int k = 0; k < 4; ++k)
+        memcpy(codes + k * 64 + lane * 4, qs + 4 * k, 4);
+    }
+  }
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_dequantize_packed_row(uint32_t type, const void *packed, uint64_t row,
+                                         uint64_t row_length, float *dst) {
+  if (!valid_args(type, row_length) || !packed || !dst)
+    return KILN_STATUS_INVALID_ARGUMENT;
+  const uint32_t base = kiln_packed_base_type(type);
+  const kiln_group_layout_t L = group_layout(type, row_length);
+  const uint8_t *g =
+      (const uint8_t *)packed + (row / KILN_PACK_ROWS) * kiln_packed_group_bytes(type, row_length);
+  const uint64_t lane = row % KILN_PACK_ROWS;
+  /* rebuild the ggml block and decode it with the reference decoder */
+  for (uint64_t b = 0; b < L.nb; ++b) {
+    const uint8_t *codes = g + L.codes + b * kiln_packed_code_bytes(type);
+    uint8_t blk[34];
+    memcpy(blk, g + L.scales + b * 32u + lane * 2u, 2);
+    if (base == KILN_GGML_TYPE_Q8_0) {
+      for (int k = 0; k < 8; ++k)
+        for (int j = 0; j < 4; ++j)
+          blk[2 + 4 * k + j] = (uint8_t)(codes[k * 64 + lane * 4 + j] ^ 0x80u);
+    } else {
+      uint8_t *qs = blk + (base == KILN_GGML_TYPE_Q4_0 ? 2 : 4);
+      if (base == KILN_GGML_TYPE_Q4_1)
+        memcpy(blk + 2, g + L.mins + b * 32u + lane * 2u, 2);
+      for (int k = 0; k < 4; ++k)
+        memcpy(qs + 4 * k, codes + k * 64 + lane * 4, 4);
+    }
+    kiln_status_t st = kiln_dequantize(base, blk, dst + b * KILN_PACK_BLOCK, KILN_PACK_BLOCK);
+    if (st != KILN_STATUS_OK)
+      return st;
+  }
+  return KILN_STATUS_OK;
+}

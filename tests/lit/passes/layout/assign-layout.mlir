@@ -1,0 +1,40 @@
+// RUN: kiln-opt --kiln-assign-layout %s --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: kiln-opt --kiln-assign-layout=layout=rows64 %s --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=ROWS
+
+// Block formats the integer kernels read are repacked (r16), other formats get 64-byte
+// rows; with layout=rows64 nothing is repacked. Embed and norms get no layout.
+// CHECK-LABEL: func.func @forward
+// ROWS-LABEL: func.func @forward
+func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
+  // CHECK: kiln.embed
+  // CHECK-NOT: kiln.layout
+  %x = kiln.embed %tokens weight "token_embd.weight" format q8_0 : tensor<?xi32> -> tensor<?x64xf32>
+  %h = kiln.rms_norm %x weight "n" eps 1.0e-05 : tensor<?x64xf32>
+  // CHECK: kiln.linear %{{.*}} weight "a" format q4_0 {{{.*}}kiln.layout = "r16"
+  // ROWS: kiln.linear %{{.*}} weight "a" format q4_0 {{{.*}}kiln.layout = "rows64"
+  %a = kiln.linear %h weight "a" format q4_0 : tensor<?x64xf32> -> tensor<?x172xf32>
+  // The 172-wide input rows are still packed: the layout pads them to whole blocks.
+  // CHECK: kiln.linear %{{.*}} weight "b" format q4_1 {{{.*}}kiln.layout = "r16"
+  %b = kiln.linear %a weight "b" format q4_1 : tensor<?x172xf32> -> tensor<?x64xf32>
+  // CHECK: kiln.linear %{{.*}} weight "c" format q8_0 {{{.*}}kiln.layout = "r16"
+  %c = kiln.linear %b weight "c" format q8_0 : tensor<?x64xf32> -> tensor<?x64xf32>
+  // CHECK: kiln.linear %{{.*}} weight "d" format f16 {{{.*}}kiln.layout = "rows64"
+  // ROWS: kiln.linear %{{.*}} weight "d" format f16 {{{.*}}kiln.layout = "rows64"
+  %d = kiln.linear %c weight "d" format f16 : tensor<?x64xf32> -> tensor<?x64xf32>
+  // CHECK: kiln.logits %{{.*}} weight "output.weight" format q8_0 {{{.*}}kiln.layout = "r16"
+  %l = kiln.logits %d weight "output.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x512xf32>
+  return %l : tensor<?x512xf32>
+}
+
+// -----
+
+// A classifier tied to the embedding keeps the embedding's rows (stored once): no layout.
+// CHECK-LABEL: func.func @tied
+func.func @tied(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
+  %x = kiln.embed %tokens weight "token_embd.weight" format q8_0 : tensor<?xi32> -> tensor<?x64xf32>
+  // CHECK: kiln.logits
+  // CHECK-NOT: kiln.layout
+  // expected-remark @below {{'token_embd.weight' is also read by embed, so it keeps the embedding's rows}}
+  %l = kiln.logits %x weight "token_embd.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x512xf32>
+  return %l : tensor<?x512xf32>
+}

@@ -1,0 +1,263 @@
+// Differential tests of kiln_uk_linear_packed (the r16 repacked formats, kiln/quant_packed.h),
+// built into every kernel library's test binary (generic, x86-64-v3, x86-64-v4, v4 + VNNI,
+// v3 + AVX-VNNI).
+//
+// Weights are quantised with runtime-min's ggml quantizers and repacked with
+// kiln_repack_r16. Two references:
+// - the same int8-activation math in double, with x quantised here independently (ggml's
+//   q8_0 rule: d = amax/127, round half to even): y = sum_i w_i * d_x(i) * q_i. Bound
+//   4e-6 * sum_i |w_i x^_i|: the integer dots are exact, what is left is float rounding of
+//   one term per block and its accumulation (64 blocks at in = 2048);
+// - the fp32 reference x * dequantize(W)^T. Quantising x moves each element by at most
+//   d_x/2, so the stated bound is sum_blocks d_x/2 * sum_i |w_i| (times 1.0001), plus
+//   1e-5 * sum_i |x_i w_i|.
+// Serial and threaded runs must be bit-identical; nothing past y's n * out floats is written.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "packed_common.h" // KILN_UK_PACKED_PARALLEL_MIN_WORK
+#include "kiln/quant.h"
+#include "kiln/quant_packed.h"
+#include "ukernel_abi.h"
+#include "UkernelTestSupport.h"
+
+namespace {
+
+class UkernelPacked : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!isaSupported())
+      GTEST_SKIP() << "this CPU cannot run the " << KILN_UK_TEST_ISA << " kernels";
+  }
+};
+
+struct PackedWeights {
+  uint32_t packed = 0;
+  int64_t groupStride = 0;
+  std::vector<uint8_t> bytes;
+  std::vector<float> deq; // [rows, cols]
+};
+
+// Rows of different magnitudes (so scales differ), quantised with ggml's algorithm into
+// zero-padded 32-blocks, then repacked.
+PackedWeights makePacked(std::mt19937 &rng, uint32_t base, int32_t rows, int32_t cols) {
+  PackedWeights w;
+  w.packed = base + 1000u;
+  const int32_t padded = (cols + 31) / 32 * 32;
+  uint64_t rowBytes = 0;
+  EXPECT_EQ(kiln_ggml_row_bytes(base, uint64_t(padded), &rowBytes), KILN_STATUS_OK);
+  std::vector<uint8_t> ggml(rowBytes * size_t(rows));
+  std::vector<float> row(size_t(padded), 0.0f), dec(static_cast<size_t>(padded));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  w.deq.resize(size_t(rows) * size_t(cols));
+  for (int32_t r = 0; r < rows; ++r) {
+    const float scale = 0.05f + 2.0f * float(r % 7) / 7.0f;
+    std::fill(row.begin(), row.end(), 0.0f);
+    for (int32_t i = 0; i < cols; ++i)
+      row[size_t(i)] = u(rng) * scale + (base == KILN_GGML_TYPE_Q4_1 ? 0.3f * scale : 0.0f);
+    uint8_t *dst = ggml.data() + size_t(r) * rowBytes;
+    EXPECT_EQ(kiln_quantize(base, row.data(), dst, uint64_t(padded)), KILN_STATUS_OK);
+    EXPECT_EQ(kiln_dequantize(base, dst, dec.data(), uint64_t(padded)), KILN_STATUS_OK);
+    std::copy(dec.begin(), dec.begin() + cols, w.deq.begin() + ptrdiff_t(r) * cols);
+  }
+  w.groupStride = int64_t(kiln_packed_group_bytes(w.packed, uint64_t(padded)));
+  w.bytes.assign(size_t(w.groupStride) * size_t((rows + 15) / 16), 0xAB);
+  EXPECT_EQ(kiln_repack_r16(w.packed, ggml.data(), rowBytes, uint64_t(rows), uint64_t(padded),
+                            w.bytes.data()),
+            KILN_STATUS_OK);
+  return w;
+}
+
+// ggml's q8_0 rule on one token, independent of the kernels' code: x^ = d * q per block.
+void quantizeRef(const float *x, int32_t in, std::vector<double> &xhat, std::vector<double> &half) {
+  xhat.assign(size_t(in), 0.0);
+  half.assign(size_t((in + 31) / 32), 0.0);
+  for (int32_t b = 0; b * 32 < in; ++b) {
+    const int32_t count = std::min(32, in - b * 32);
+    float amax = 0.0f;
+    for (int32_t j = 0; j < count; ++j)
+      amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int32_t j = 0; j < count; ++j) {
+      const float v = x[b * 32 + j] * id;
+      xhat[size_t(b * 32 + j)] = double(d) * double(std::nearbyint(v));
+    }
+    half[size_t(b)] = double(d) / 2.0;
+  }
+}
+
+struct MaxErr {
+  const char *what;
+  double value = 0;
+  explicit MaxErr(const char *w) : what(w) {}
+  ~MaxErr() {
+    std::printf("[max-error] %s %s: %.3g\n", KILN_UK_TEST_ISA[0] ? KILN_UK_TEST_ISA : "generic",
+                what, value);
+  }
+};
+
+void checkPacked(uint32_t base, int32_t n, int32_t in, int32_t out, MaxErr &tight,
+                 MaxErr &loose) {
+  SCOPED_TRACE(std::string(kiln_ggml_type_name(base)) + "_r16 n=" + std::to_string(n) +
+               " in=" + std::to_string(in) + " out=" + std::to_string(out));
+  std::mt19937 rng(uint32_t(n * 1000003 + in * 1009 + out * 7 + base));
+  const PackedWeights w = makePacked(rng, base, out, in);
+  std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+  // NaN after the last token: reading x past `in` would poison a block's scale
+  std::vector<float> x(size_t(n) * size_t(in) + 16, std::numeric_limits<float>::quiet_NaN());
+  for (size_t i = 0; i < size_t(n) * size_t(in); ++i)
+    x[i] = u(rng) * (i % 97 == 0 ? 8.0f : 1.0f); // a few outliers per row set block scales
+  std::vector<uint8_t> scratch(size_t(n) * kiln_packed_act_stride(uint64_t(in)) + 64);
+  uint8_t *qs = scratch.data() + (64 - uintptr_t(scratch.data()) % 64) % 64;
+
+  Ctx serial(1), two(2), three(3);
+  const size_t ny = size_t(n) * size_t(out);
+  std::vector<float> y1(ny + 8, -7.0f), y2(ny + 8, -8.0f), y3(ny + 8, -9.0f);
+  kiln_uk_linear_packed(&serial.ctx, w.packed, x.data(), n, in, w.bytes.data(), w.groupStride,
+                        out, y1.data(), qs);
+  kiln_uk_linear_packed(&two.ctx, w.packed, x.data(), n, in, w.bytes.data(), w.groupStride, out,
+                        y2.data(), qs);
+  kiln_uk_linear_packed(&three.ctx, w.packed, x.data(), n, in, w.bytes.data(), w.groupStride,
+                        out, y3.data(), qs);
+  for (size_t i = ny; i < ny + 8; ++i)
+    ASSERT_EQ(y1[i], -7.0f) << "wrote past y's " << ny << " floats";
+  y1.resize(ny), y2.resize(ny), y3.resize(ny);
+  EXPECT_TRUE(std::memcmp(y1.data(), y2.data(), ny * 4) == 0) << "2 threads changed the result";
+  EXPECT_TRUE(std::memcmp(y1.data(), y3.data(), ny * 4) == 0) << "3 threads changed the result";
+  const bool large = int64_t(n) * in * out >= KILN_UK_PACKED_PARALLEL_MIN_WORK;
+  EXPECT_EQ(two.calls() > 0, large && out > 16) << "parallel_for use does not follow the work";
+
+  std::vector<double> xhat, half;
+  for (int32_t t = 0; t < n; ++t) {
+    const float *xt = x.data() + size_t(t) * size_t(in);
+    quantizeRef(xt, in, xhat, half);
+    for (int32_t o = 0; o < out; ++o) {
+      const float *wr = w.deq.data() + size_t(o) * size_t(in);
+      double ref8 = 0, mag8 = 0, ref32 = 0, mag32 = 0, bound = 0;
+      for (int32_t i = 0; i < in; ++i) {
+        ref8 += double(wr[i]) * xhat[size_t(i)];
+        mag8 += std::fabs(double(wr[i]) * xhat[size_t(i)]);
+        ref32 += double(wr[i]) * double(xt[i]);
+        mag32 += std::fabs(double(wr[i]) * double(xt[i]));
+        bound += std::fabs(double(wr[i])) * half[size_t(i / 32)];
+      }
+      const double got = y1[size_t(t) * size_t(out) + size_t(o)];
+      ASSERT_TRUE(std::isfinite(got)) << "y[" << t << "," << o << "] = " << got;
+      const double e8 = std::fabs(got - ref8) / std::max(mag8, 1e-30);
+      ASSERT_LE(e8, 4e-6) << "y[" << t << "," << o << "] = " << got << ", int8 math wants "
+                          << ref8;
+      tight.value = std::max(tight.value, e8);
+      const double allowed = 1.0001 * bound + 1e-5 * mag32;
+      ASSERT_LE(std::fabs(got - ref32), allowed)
+          << "y[" << t << "," << o << "] = " << got << ", fp32 reference " << ref32;
+      loose.value = std::max(loose.value, std::fabs(got - ref32) / std::max(allowed, 1e-30));
+    }
+  }
+}
+
+void runShapes(uint32_t base, MaxErr &tight, MaxErr &loose) {
+  for (int32_t n : {1, 3, 17, 64})
+    for (int32_t in : {7, 32, 172, 256, 2048})
+      for (int32_t out : {1, 5, 64, 512}) {
+        checkPacked(base, n, in, out, tight, loose);
+        if (::testing::Test::HasFatalFailure())
+          return;
+      }
+}
+
+TEST_F(UkernelPacked, Q4_0) {
+  static MaxErr tight("linear q4_0_r16 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q4_0_r16 vs fp32 (|err| / bound)");
+  runShapes(KILN_GGML_TYPE_Q4_0, tight, loose);
+}
+
+TEST_F(UkernelPacked, Q4_1) {
+  static MaxErr tight("linear q4_1_r16 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q4_1_r16 vs fp32 (|err| / bound)");
+  runShapes(KILN_GGML_TYPE_Q4_1, tight, loose);
+}
+
+TEST_F(UkernelPacked, Q8_0) {
+  static MaxErr tight("linear q8_0_r16 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q8_0_r16 vs fp32 (|err| / bound)");
+  runShapes(KILN_GGML_TYPE_Q8_0, tight, loose);
+}
+
+// Extreme codes: q8 weights of +-127 against activations of +-127 in every lane (the
+// maddubs fallback would saturate int16 pairs on biased codes), q4 codes 0 and 15.
+TEST_F(UkernelPacked, ExtremeCodesDoNotSaturate) {
+  for (uint32_t base : {uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0)}) {
+    const int32_t rows = 16, in = 64;
+    std::vector<float> row(static_cast<size_t>(in));
+    uint64_t rowBytes = 0;
+    ASSERT_EQ(kiln_ggml_row_bytes(base, uint64_t(in), &rowBytes), KILN_STATUS_OK);
+    std::vector<uint8_t> ggml(rowBytes * rows);
+    std::vector<float> deq(size_t(rows) * size_t(in));
+    for (int32_t r = 0; r < rows; ++r) {
+      for (int32_t i = 0; i < in; ++i)
+        row[size_t(i)] = ((i + r) % 2 ? 1.0f : -1.0f) * (r % 2 ? 1.0f : 0.875f);
+      ASSERT_EQ(kiln_quantize(base, row.data(), ggml.data() + r * rowBytes, uint64_t(in)),
+                KILN_STATUS_OK);
+      ASSERT_EQ(kiln_dequantize(base, ggml.data() + r * rowBytes, deq.data() + r * in,
+                                uint64_t(in)),
+                KILN_STATUS_OK);
+    }
+    const uint32_t packed = base + 1000u;
+    const uint64_t gs = kiln_packed_group_bytes(packed, uint64_t(in));
+    std::vector<uint8_t> bytes(gs);
+    ASSERT_EQ(kiln_repack_r16(packed, ggml.data(), rowBytes, rows, uint64_t(in), bytes.data()),
+              KILN_STATUS_OK);
+    std::vector<float> x(static_cast<size_t>(in));
+    for (int32_t i = 0; i < in; ++i)
+      x[size_t(i)] = i % 2 ? 1.0f : -1.0f; // codes of +-127
+    std::vector<uint8_t> qs(kiln_packed_act_stride(uint64_t(in)));
+    std::vector<float> y(static_cast<size_t>(rows));
+    Ctx serial(1);
+    kiln_uk_linear_packed(&serial.ctx, packed, x.data(), 1, in, bytes.data(), int64_t(gs), rows,
+                          y.data(), qs.data());
+    for (int32_t r = 0; r < rows; ++r) {
+      double want = 0;
+      for (int32_t i = 0; i < in; ++i)
+        want += double(deq[size_t(r * in + i)]) * double(x[size_t(i)]);
+      EXPECT_NEAR(y[size_t(r)], want, 1e-4 * std::fabs(want) + 1e-6)
+          << kiln_ggml_type_name(base) << " row " << r;
+    }
+  }
+}
+
+// Packing moves bits only: unpacked rows decode exactly as the ggml rows did, and padding
+// rows of the last group are zero.
+TEST_F(UkernelPacked, RepackIsLossless) {
+  std::mt19937 rng(11);
+  for (uint32_t base : {uint32_t(KILN_GGML_TYPE_Q4_0), uint32_t(KILN_GGML_TYPE_Q4_1),
+                        uint32_t(KILN_GGML_TYPE_Q8_0)}) {
+    const int32_t rows = 21, in = 96;
+    const PackedWeights w = makePacked(rng, base, rows, in);
+    std::vector<float> dec(static_cast<size_t>(in));
+    for (int32_t r = 0; r < 32; ++r) {
+      ASSERT_EQ(kiln_dequantize_packed_row(w.packed, w.bytes.data(), uint64_t(r), uint64_t(in),
+                                           dec.data()),
+                KILN_STATUS_OK);
+      for (int32_t i = 0; i < in; ++i)
+        ASSERT_EQ(dec[size_t(i)], r < rows ? w.deq[size_t(r * in + i)] : 0.0f)
+            << kiln_ggml_type_name(base) << " row " << r << " element " << i;
+    }
+    EXPECT_EQ(kiln_repack_r16(w.packed, w.bytes.data(), 1, 1, 33, dec.data()),
+              KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(kiln_repack_r16(KILN_GGML_TYPE_Q4_0, w.bytes.data(), 1, 1, 32, dec.data()),
+              KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_STREQ(kiln_format_name(w.packed),
+                 (std::string(kiln_ggml_type_name(base)) + "_r16").c_str());
+  }
+}
+
+} // namespace
