@@ -169,8 +169,18 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
           return false;
       }
     } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
-      if (!out.weights.addWeight(store, f.getWeight().str(), fmt(op), error))
+      RowLayout layout = RowLayout::Block;
+      if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
+        layout = l.getValue() == "r16" ? RowLayout::R16 : RowLayout::Rows64;
+      if (!out.weights.addWeight(store, f.getWeight().str(), fmt(op), error, layout))
         return false;
+      if (kiln_is_packed_r16(out.weights.find(f.getWeight().str())->format)) {
+        requests.push_back({uint64_t(opts.maxBatch) *
+                                kiln_packed_act_stride(uint64_t(features(f.getInput()))),
+                            int64_t(i), int64_t(i)});
+        owners.push_back(Value());
+        scoreOwners.push_back(op);
+      }
       int64_t rows = 0;
       for (Value result : f.getResults())
         rows += features(result) * (f.getSwiglu() ? 2 : 1);
@@ -286,6 +296,9 @@ void Lowering::emit(func::FuncOp fn) {
   declare("kiln_uk_linear_fused", voidTy,
           {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy, i32, ptrTy, i32,
            ptrTy, i32});
+  declare("kiln_uk_linear_packed_fused", voidTy,
+          {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy, i32, ptrTy, i32,
+           ptrTy, i32, ptrTy});
   declare("kiln_uk_linear_packed", voidTy,
           {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, ptrTy});
   declare("kiln_uk_rope", voidTy, {ptrTy, i32, i32, i32, i32, i32, ptrTy, ptrTy, ptrTy});
@@ -368,11 +381,17 @@ void Lowering::emit(func::FuncOp fn) {
         segs.push_back(k < f.getNumResults() ? bufferPtr(f.getResult(k)) : null);
         segs.push_back(i32c(k < f.getNumResults() ? features(f.getResult(k)) : 0));
       }
-      call("kiln_uk_linear_fused",
-           {ctxArg, i32c(t->format), bufferPtr(f.getInput()), nArg, i32c(features(f.getInput())),
-            weightPtr(f.getWeight()), i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)),
-            segs[0], segs[1], segs[2], segs[3], segs[4], segs[5],
-            f.getResidual() ? bufferPtr(f.getResidual()) : null, i32c(f.getSwiglu() ? 1 : 0)});
+      SmallVector<Value, 18> args = {
+          ctxArg, i32c(t->format), bufferPtr(f.getInput()), nArg, i32c(features(f.getInput())),
+          weightPtr(f.getWeight()), i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)),
+          segs[0], segs[1], segs[2], segs[3], segs[4], segs[5],
+          f.getResidual() ? bufferPtr(f.getResidual()) : null, i32c(f.getSwiglu() ? 1 : 0)};
+      if (kiln_is_packed_r16(t->format)) {
+        args.push_back(offsetPtr(scratchBase, qacts.lookup(op)));
+        call("kiln_uk_linear_packed_fused", args);
+      } else {
+        call("kiln_uk_linear_fused", args);
+      }
     } else if (isa<LinearOp, LogitsOp>(op)) {
       Value input = op->getOperand(0), result = op->getResult(0);
       std::string name = op->getAttrOfType<StringAttr>("weight").str();

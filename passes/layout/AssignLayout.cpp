@@ -35,7 +35,7 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
     llvm::StringSet<> embedded;
     getOperation().walk([&](EmbedOp e) { embedded.insert(e.getWeight()); });
     getOperation().walk([&](Operation *op) {
-      if (!isa<LinearOp, LogitsOp>(op))
+      if (!isa<LinearOp, LogitsOp, FusedLinearOp>(op))
         return;
       auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
       StringRef weight = op->getAttrOfType<StringAttr>("weight").getValue();

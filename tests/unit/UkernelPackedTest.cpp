@@ -261,3 +261,71 @@ TEST_F(UkernelPacked, RepackIsLossless) {
 }
 
 } // namespace
+
+namespace {
+
+// kiln_uk_linear_packed_fused: each store mode against kiln_uk_linear_packed's z put through
+// the same float steps (segments and residual bit-exact; SwiGLU's silu within 1e-6), with
+// 1 and 3 threads, decode and a prefill tile.
+void packedFusedCase(uint32_t base, int32_t n, int32_t in, int32_t rows) {
+  SCOPED_TRACE(std::string(kiln_ggml_type_name(base)) + "_r16 fused n=" + std::to_string(n) +
+               " in=" + std::to_string(in) + " rows=" + std::to_string(rows));
+  std::mt19937 rng(uint32_t(n * 7919 + in * 31 + rows + base));
+  const PackedWeights w = makePacked(rng, base, rows, in);
+  std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+  std::vector<float> x(size_t(n) * size_t(in)), res(size_t(n) * size_t(rows));
+  for (float &v : x)
+    v = u(rng);
+  for (float &v : res)
+    v = u(rng);
+  std::vector<uint8_t> scratch(size_t(n) * kiln_packed_act_stride(uint64_t(in)) + 64);
+  uint8_t *qs = scratch.data() + (64 - uintptr_t(scratch.data()) % 64) % 64;
+  Ctx serial(1), three(3);
+  std::vector<float> z(size_t(n) * size_t(rows));
+  kiln_uk_linear_packed(&serial.ctx, w.packed, x.data(), n, in, w.bytes.data(), w.groupStride,
+                        rows, z.data(), qs);
+  for (Ctx *c : {&serial, &three}) {
+    // three segments: widths 16, rows - 24, 8 (a boundary inside a 16-row group)
+    const int32_t w0 = 16, w2 = 8, w1 = rows - w0 - w2;
+    std::vector<float> s0(size_t(n) * w0), s1(size_t(n) * w1), s2(size_t(n) * w2);
+    kiln_uk_linear_packed_fused(&c->ctx, w.packed, x.data(), n, in, w.bytes.data(),
+                                w.groupStride, rows, s0.data(), w0, s1.data(), w1, s2.data(),
+                                w2, nullptr, 0, qs);
+    for (int32_t t = 0; t < n; ++t)
+      for (int32_t r = 0; r < rows; ++r) {
+        const float got = r < w0        ? s0[size_t(t) * w0 + r]
+                          : r < w0 + w1 ? s1[size_t(t) * w1 + r - w0]
+                                        : s2[size_t(t) * w2 + r - w0 - w1];
+        ASSERT_EQ(got, z[size_t(t) * rows + r]) << "segment store t=" << t << " r=" << r;
+      }
+    // residual, in place
+    std::vector<float> y = res;
+    kiln_uk_linear_packed_fused(&c->ctx, w.packed, x.data(), n, in, w.bytes.data(),
+                                w.groupStride, rows, y.data(), rows, nullptr, 0, nullptr, 0,
+                                y.data(), 0, qs);
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_EQ(y[i], z[i] + res[i]) << "residual store " << i;
+    // SwiGLU over interleaved gate/up rows
+    std::vector<float> g(size_t(n) * (rows / 2));
+    kiln_uk_linear_packed_fused(&c->ctx, w.packed, x.data(), n, in, w.bytes.data(),
+                                w.groupStride, rows, g.data(), rows / 2, nullptr, 0, nullptr, 0,
+                                nullptr, 1, qs);
+    for (int32_t t = 0; t < n; ++t)
+      for (int32_t j = 0; j < rows / 2; ++j) {
+        const float gate = z[size_t(t) * rows + 2 * j], up = z[size_t(t) * rows + 2 * j + 1];
+        const float want = (gate / (1.0f + std::exp(-gate))) * up;
+        ASSERT_NEAR(g[size_t(t) * (rows / 2) + j], want, 1e-6f * (std::fabs(want) + 1e-3f))
+            << "swiglu t=" << t << " j=" << j;
+      }
+  }
+}
+
+TEST_F(UkernelPacked, FusedStoreSegmentsResidualSwiGlu) {
+  for (uint32_t base : {KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1, KILN_GGML_TYPE_Q8_0})
+    for (int32_t n : {1, 3, 17})
+      for (int32_t in : {32, 172})
+        for (int32_t rows : {40, 344})
+          ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, n, in, rows));
+}
+
+} // namespace

@@ -24,6 +24,9 @@ typedef struct packed_args_s {
   float *y;
   uint8_t *qx;
   int64_t qx_stride;
+  /* the fused store step (kiln_uk_linear_packed_fused); PLAIN: y [n, out_features] */
+  kiln_uk_epilogue_t ep;
+  int32_t mode;
 } packed_args_t;
 
 /* A token's quantised activations. */
@@ -118,9 +121,30 @@ KILN_UK_INLINE int32_t packed_prepare(const kiln_exec_ctx_t *ctx, packed_args_t 
   a->y = y;
   a->qx = qscratch;
   a->qx_stride = (int64_t)kiln_packed_act_stride((uint64_t)in);
+  a->mode = KILN_UK_STORE_PLAIN;
   const int32_t tasks = packed_task_count(ctx, a);
   kiln_uk_parallel(ctx, packed_quantize_task, a, n >= 8 && tasks > 1 ? KILN_UK_MIN(tasks, n) : 1);
   return tasks;
+}
+
+/* A tile's `count` results for rows r0.. of token t through the fused store step, in
+ * increasing row order (a SwiGLU gate row 2j before its up row 2j + 1: both lie in one
+ * 16-row group, which one task computes). */
+KILN_UK_INLINE void packed_store_fused(const packed_args_t *a, int64_t t, int64_t r0,
+                                       const float *v, int32_t count) {
+  for (int32_t j = 0; j < count; ++j)
+    kiln_uk_linear_store(&a->ep, a->mode, t, r0 + j, v[j]);
+}
+
+/* kiln_uk_linear_packed_fused's arguments on top of packed_prepare's. */
+KILN_UK_INLINE void packed_set_epilogue(packed_args_t *a, float *y0, int32_t w0, float *y1,
+                                        int32_t w1, float *y2, int32_t w2,
+                                        const float *residual, int32_t swiglu) {
+  a->ep.y[0] = y0, a->ep.y[1] = y1, a->ep.y[2] = y2;
+  a->ep.width[0] = w0, a->ep.width[1] = w1, a->ep.width[2] = w2;
+  a->ep.residual = residual;
+  a->ep.swiglu = swiglu;
+  a->mode = KILN_UK_STORE_MODE(&a->ep);
 }
 
 #endif /* KILN_CODEGEN_CPU_UKERNELS_PACKED_COMMON_H_ */

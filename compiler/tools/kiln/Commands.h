@@ -89,8 +89,7 @@ struct CompileOptions {
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
   std::string kv = "f32";        // --kv: KV cache storage (compiler/eval/KvFormat.h)
   // all | none | comma list of qkv, swiglu, norm, residual, rope. Default rope only: the
-  // linear fusions measured 0.80-1.04x (docs/fusion.md) and fused linears keep the plain
-  // layout, so they would lose the r16 integer kernels (docs/ukernel-abi.md).
+  // linear fusions measured 0.80-1.04x (docs/fusion.md).
   std::string fusion = "rope";
   std::string layout = "r16";    // r16 | rows64 | none (passes/layout)
   SlimmingFlags slim;

@@ -60,8 +60,11 @@ KILN_UK_INLINE void group_token(const packed_args_t *a, uint32_t format, int64_t
     }
   }
   const int64_t r0 = g * ROWS;
-  packed_store(a->y + (int64_t)t * a->out_features + r0, acc,
-               (int32_t)KILN_UK_MIN((int64_t)ROWS, a->out_features - r0));
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)ROWS, a->out_features - r0);
+  if (a->mode == KILN_UK_STORE_PLAIN)
+    packed_store(a->y + (int64_t)t * a->out_features + r0, acc, count);
+  else
+    packed_store_fused(a, t, r0, acc, count);
 }
 
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
@@ -90,5 +93,19 @@ void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const fl
   packed_args_t a;
   const int32_t tasks =
       packed_prepare(ctx, &a, format, x, n, in, w, group_stride, out_features, y, qscratch);
+  kiln_uk_parallel(ctx, packed_task, &a, tasks);
+}
+
+void kiln_uk_linear_packed_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                                 int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
+                                 int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1,
+                                 float *y2, int32_t w2, const float *residual, int32_t swiglu,
+                                 uint8_t *qscratch) {
+  if (n <= 0 || rows <= 0)
+    return;
+  packed_args_t a;
+  const int32_t tasks =
+      packed_prepare(ctx, &a, format, x, n, in, w, group_stride, rows, y0, qscratch);
+  packed_set_epilogue(&a, y0, w0, y1, w1, y2, w2, residual, swiglu);
   kiln_uk_parallel(ctx, packed_task, &a, tasks);
 }

@@ -140,8 +140,14 @@ KILN_UK_INLINE vi_t bcast4(const int8_t *p) { return VI_SET1(*(const uk_ui32_t *
 KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t h, int32_t t,
                                  vf_t acc) {
   const int64_t r0 = g * KILN_PACK_ROWS + (int64_t)h * LANES;
-  vf_store_rows(a->y + (int64_t)t * a->out_features + r0, acc,
-                (int32_t)KILN_UK_MIN((int64_t)LANES, a->out_features - r0));
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)LANES, a->out_features - r0);
+  if (a->mode == KILN_UK_STORE_PLAIN) {
+    vf_store_rows(a->y + (int64_t)t * a->out_features + r0, acc, count);
+    return;
+  }
+  float v[LANES];
+  vf_store_rows(v, acc, LANES);
+  packed_store_fused(a, t, r0, v, count);
 }
 
 /* Rows [h*LANES, (h+1)*LANES) of group g for tokens t0..t0+T-1 (T constant after
@@ -264,5 +270,19 @@ void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const fl
   packed_args_t a;
   const int32_t tasks =
       packed_prepare(ctx, &a, format, x, n, in, w, group_stride, out_features, y, qscratch);
+  kiln_uk_parallel(ctx, packed_task, &a, tasks);
+}
+
+void kiln_uk_linear_packed_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                                 int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
+                                 int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1,
+                                 float *y2, int32_t w2, const float *residual, int32_t swiglu,
+                                 uint8_t *qscratch) {
+  if (n <= 0 || rows <= 0)
+    return;
+  packed_args_t a;
+  const int32_t tasks =
+      packed_prepare(ctx, &a, format, x, n, in, w, group_stride, rows, y0, qscratch);
+  packed_set_epilogue(&a, y0, w0, y1, w1, y2, w2, residual, swiglu);
   kiln_uk_parallel(ctx, packed_task, &a, tasks);
 }
