@@ -1,0 +1,44 @@
+/* kiln micro-kernels: the entry points of kiln_uk_linear_packed (internal), shared by
+ * generic/linear_packed.c and x86/linear_packed.c. Each includes this file last, after
+ * defining its packed_groups(a, format, g0, g1): the ISA-specific loop over 16-row groups.
+ */
+#ifndef KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
+#define KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
+
+static void packed_task(void *arg, int32_t task, int32_t n_tasks) {
+  const packed_args_t *a = (const packed_args_t *)arg;
+  int64_t g0, g1;
+  kiln_uk_task_range(a->groups, task, n_tasks, &g0, &g1);
+  switch (a->format) {
+  case KILN_TYPE_Q4_0_R16: packed_groups(a, KILN_TYPE_Q4_0_R16, g0, g1); break;
+  case KILN_TYPE_Q4_1_R16: packed_groups(a, KILN_TYPE_Q4_1_R16, g0, g1); break;
+  default: packed_groups(a, KILN_TYPE_Q8_0_R16, g0, g1); break;
+  }
+}
+
+void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                           int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
+                           int32_t out_features, float *y, uint8_t *qscratch) {
+  if (n <= 0 || out_features <= 0)
+    return;
+  packed_args_t a;
+  const int32_t tasks =
+      packed_prepare(ctx, &a, format, x, n, in, w, group_stride, out_features, y, qscratch);
+  kiln_uk_parallel(ctx, packed_task, &a, tasks);
+}
+
+void kiln_uk_linear_packed_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                                 int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
+                                 int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1,
+                                 float *y2, int32_t w2, const float *residual, int32_t swiglu,
+                                 uint8_t *qscratch) {
+  if (n <= 0 || rows <= 0)
+    return;
+  packed_args_t a;
+  const int32_t tasks =
+      packed_prepare(ctx, &a, format, x, n, in, w, group_stride, rows, y0, qscratch);
+  packed_set_epilogue(&a, y0, w0, y1, w1, y2, w2, residual, swiglu);
+  kiln_uk_parallel(ctx, packed_task, &a, tasks);
+}
+
+#endif /* KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_ */
