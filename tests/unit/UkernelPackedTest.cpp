@@ -166,7 +166,7 @@ void checkPacked(uint32_t base, int32_t n, int32_t in, int32_t out, MaxErr &tigh
 
 void runShapes(uint32_t base, MaxErr &tight, MaxErr &loose) {
   for (int32_t n : {1, 3, 17, 64})
-    for (int32_t in : {7, 32, 172, 256, 2048})
+    for (int32_t in : {7, 32, 160, 172, 256, 2048}) // 1, 1, 5 (odd: a half unit), 6, 8, 64 blocks
       for (int32_t out : {1, 5, 64, 512}) {
         checkPacked(base, n, in, out, tight, loose);
         if (::testing::Test::HasFatalFailure())

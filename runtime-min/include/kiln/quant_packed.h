@@ -1,15 +1,19 @@
 /* kiln runtime-min: kiln's own repacked weight formats ("r16"), beside ggml's type ids.
  *
  * A repacked matrix is stored in groups of KILN_PACK_ROWS (16) consecutive rows; rows past
- * the last real one are zero. Within a group, for nb = ceil(row_length / 32) blocks:
+ * the last real one are zero. Within a group of nb = ceil(row_length / 32) blocks, one
+ * stream of units, each a 64-byte header line and then the codes of its blocks:
  *
- *   scales  nb * 32           block b's 16 fp16 scales d, row 0 first
- *   mins    nb * 32           q4_1 only: block b's 16 fp16 minimums m
- *   codes   nb * code_bytes   block b's codes of all 16 rows (256 B for q4, 512 B for q8)
- *   (zero padding up to a multiple of 64 bytes: the group stride)
- * Scales come first: after codes, a power-of-two row length put the two streams a multiple
- * of 4 KiB apart (q8_0_r16 at 4096 wide: 64 KiB), and decode fell from 19 to 6 GB/s on
- * L1 set conflicts.
+ *   q4_0_r16, q8_0_r16  unit = 2 blocks: [16 fp16 scales d of block 2u | of block 2u + 1]
+ *                       [codes of block 2u][codes of block 2u + 1]
+ *   q4_1_r16            unit = 1 block:  [16 fp16 scales d | 16 fp16 minimums m][codes]
+ *   (codes: 256 B per block for q4, 512 B for q8; with an odd nb the last q4_0/q8_0 unit
+ *   holds one block and half a header; zero padding up to a multiple of 64 bytes: the
+ *   group stride, the same bytes as storing scales and codes apart)
+ * A single forward stream: decode reads a model once per token, and with the scales in a
+ * second stream beside the codes the same loads ran at ~70% of the bandwidth one stream
+ * reaches (tests/bench/linear_packed_bench.c); kept in separate regions a power-of-two
+ * row length also put the two streams a multiple of 4 KiB apart (L1 set conflicts).
  *
  * A block's codes are chunks of 64 bytes (one cache line). Byte 4r + j of chunk k holds
  *   q4_0_r16 / q4_1_r16 (chunks k = 0..3): element 4k + j of row r in the low nibble and
@@ -53,6 +57,27 @@ static inline uint32_t kiln_packed_base_type(uint32_t type) {
 /* Bytes of codes per block of 16 rows. */
 static inline uint64_t kiln_packed_code_bytes(uint32_t type) {
   return type == KILN_TYPE_Q8_0_R16 ? 512u : 256u;
+}
+
+/* Blocks per unit (see the layout above) and bytes of a full unit. */
+static inline uint64_t kiln_packed_unit_blocks(uint32_t type) {
+  return type == KILN_TYPE_Q4_1_R16 ? 1u : 2u;
+}
+static inline uint64_t kiln_packed_unit_bytes(uint32_t type) {
+  return 64u + kiln_packed_unit_blocks(type) * kiln_packed_code_bytes(type);
+}
+
+/* Byte offsets inside a group of block b's 16 scales, 16 minimums (q4_1_r16) and codes. */
+static inline uint64_t kiln_packed_scales_offset(uint32_t type, uint64_t b) {
+  const uint64_t ub = kiln_packed_unit_blocks(type);
+  return b / ub * kiln_packed_unit_bytes(type) + b % ub * 32u;
+}
+static inline uint64_t kiln_packed_mins_offset(uint32_t type, uint64_t b) {
+  return kiln_packed_scales_offset(type, b) + 32u;
+}
+static inline uint64_t kiln_packed_codes_offset(uint32_t type, uint64_t b) {
+  const uint64_t ub = kiln_packed_unit_blocks(type);
+  return b / ub * kiln_packed_unit_bytes(type) + 64u + b % ub * kiln_packed_code_bytes(type);
 }
 
 /* Bytes of one 16-row group of row_length elements (a multiple of 64), 0 for other ids. */

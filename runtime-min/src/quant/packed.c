@@ -20,20 +20,6 @@ const char *kiln_format_name(uint32_t type) {
   return n ? n : kiln_ggml_type_name(type);
 }
 
-/* Offsets inside a group of row_length elements. */
-typedef struct {
-  uint64_t nb, codes, scales, mins;
-} kiln_group_layout_t;
-
-static kiln_group_layout_t group_layout(uint32_t type, uint64_t row_length) {
-  kiln_group_layout_t g;
-  g.nb = row_length / KILN_PACK_BLOCK;
-  g.scales = 0;
-  g.mins = g.nb * 32u;
-  g.codes = g.nb * (type == KILN_TYPE_Q4_1_R16 ? 64u : 32u);
-  return g;
-}
-
 static int valid_args(uint32_t type, uint64_t row_length) {
   return kiln_is_packed_r16(type) && row_length > 0 && row_length % KILN_PACK_BLOCK == 0;
 }
@@ -45,17 +31,16 @@ kiln_status_t kiln_repack_r16(uint32_t type, const void *src, uint64_t src_row_s
   const uint32_t base = kiln_packed_base_type(type);
   const uint64_t bb = kiln_ggml_block_bytes(base);
   const uint64_t gbytes = kiln_packed_group_bytes(type, row_length);
-  const uint64_t cb = kiln_packed_code_bytes(type);
-  const kiln_group_layout_t L = group_layout(type, row_length);
+  const uint64_t nb = row_length / KILN_PACK_BLOCK;
   const uint64_t groups = (rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
   memset(dst, 0, groups * gbytes); /* padding rows: d = m = 0, so every value is 0 */
   for (uint64_t r = 0; r < rows; ++r) {
     uint8_t *g = (uint8_t *)dst + (r / KILN_PACK_ROWS) * gbytes;
     const uint64_t lane = r % KILN_PACK_ROWS;
-    for (uint64_t b = 0; b < L.nb; ++b) {
+    for (uint64_t b = 0; b < nb; ++b) {
       const uint8_t *blk = (const uint8_t *)src + r * src_row_stride + b * bb;
-      uint8_t *codes = g + L.codes + b * cb;
-      memcpy(g + L.scales + b * 32u + lane * 2u, blk, 2); /* d */
+      uint8_t *codes = g + kiln_packed_codes_offset(type, b);
+      memcpy(g + kiln_packed_scales_offset(type, b) + lane * 2u, blk, 2); /* d */
       if (base == KILN_GGML_TYPE_Q8_0) {
         for (int k = 0; k < 8; ++k)
           for (int j = 0; j < 4; ++j)
@@ -64,7 +49,7 @@ kiln_status_t kiln_repack_r16(uint32_t type, const void *src, uint64_t src_row_s
       }
       const uint8_t *qs = blk + (base == KILN_GGML_TYPE_Q4_0 ? 2 : 4);
       if (base == KILN_GGML_TYPE_Q4_1)
-        memcpy(g + L.mins + b * 32u + lane * 2u, blk + 2, 2); /* m */
+        memcpy(g + kiln_packed_mins_offset(type, b) + lane * 2u, blk + 2, 2); /* m */
       /* ggml's qs[e] holds element e (low nibble) and e + 16 (high): byte j of chunk k
        * is qs[4k + j] unchanged */
       for (int k = 0; k < 4; ++k)
@@ -79,15 +64,15 @@ kiln_status_t kiln_dequantize_packed_row(uint32_t type, const void *packed, uint
   if (!valid_args(type, row_length) || !packed || !dst)
     return KILN_STATUS_INVALID_ARGUMENT;
   const uint32_t base = kiln_packed_base_type(type);
-  const kiln_group_layout_t L = group_layout(type, row_length);
+  const uint64_t nb = row_length / KILN_PACK_BLOCK;
   const uint8_t *g =
       (const uint8_t *)packed + (row / KILN_PACK_ROWS) * kiln_packed_group_bytes(type, row_length);
   const uint64_t lane = row % KILN_PACK_ROWS;
   /* rebuild the ggml block and decode it with the reference decoder */
-  for (uint64_t b = 0; b < L.nb; ++b) {
-    const uint8_t *codes = g + L.codes + b * kiln_packed_code_bytes(type);
+  for (uint64_t b = 0; b < nb; ++b) {
+    const uint8_t *codes = g + kiln_packed_codes_offset(type, b);
     uint8_t blk[34];
-    memcpy(blk, g + L.scales + b * 32u + lane * 2u, 2);
+    memcpy(blk, g + kiln_packed_scales_offset(type, b) + lane * 2u, 2);
     if (base == KILN_GGML_TYPE_Q8_0) {
       for (int k = 0; k < 8; ++k)
         for (int j = 0; j < 4; ++j)
@@ -95,7 +80,7 @@ kiln_status_t kiln_dequantize_packed_row(uint32_t type, const void *packed, uint
     } else {
       uint8_t *qs = blk + (base == KILN_GGML_TYPE_Q4_0 ? 2 : 4);
       if (base == KILN_GGML_TYPE_Q4_1)
-        memcpy(blk + 2, g + L.mins + b * 32u + lane * 2u, 2);
+        memcpy(blk + 2, g + kiln_packed_mins_offset(type, b) + lane * 2u, 2);
       for (int k = 0; k < 4; ++k)
         memcpy(qs + 4 * k, codes + k * 64 + lane * 4, 4);
     }

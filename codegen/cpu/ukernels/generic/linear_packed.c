@@ -22,16 +22,14 @@ KILN_UK_INLINE void packed_store(float *y, const float *acc, int32_t count) {
 /* y for group g and token t. */
 KILN_UK_INLINE void group_token(const packed_args_t *a, uint32_t format, int64_t g, int32_t t) {
   const uint8_t *grp = a->w + g * a->group_stride;
-  const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
-  const uint8_t *scales = grp;
-  const uint8_t *mins = scales + (int64_t)a->nb * 32;
-  const uint8_t *codes0 = mins + (format == KILN_TYPE_Q4_1_R16 ? (int64_t)a->nb * 32 : 0);
   const qact_t xq = packed_qact(a, t);
   float acc[ROWS];
   for (int32_t r = 0; r < ROWS; ++r)
     acc[r] = 0.0f;
   for (int32_t b = 0; b < a->nb; ++b) {
-    const uint8_t *codes = codes0 + b * cb;
+    const uint8_t *codes = grp + kiln_packed_codes_offset(format, (uint64_t)b);
+    const uint8_t *scales = grp + kiln_packed_scales_offset(format, (uint64_t)b);
+    const uint8_t *mins = grp + kiln_packed_mins_offset(format, (uint64_t)b); /* q4_1 */
     const int8_t *xb = xq.q + b * KILN_PACK_BLOCK;
     int32_t isum[ROWS];
     for (int32_t r = 0; r < ROWS; ++r)
@@ -53,10 +51,10 @@ KILN_UK_INLINE void group_token(const packed_args_t *a, uint32_t format, int64_t
                            : format == KILN_TYPE_Q4_0_R16 ? 8 * xq.s[b]
                                                           : 0;
     for (int32_t r = 0; r < ROWS; ++r) {
-      const float dw = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(scales + b * 32 + r * 2));
+      const float dw = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(scales + r * 2));
       acc[r] += (float)(isum[r] - offset) * (dw * xq.d[b]);
       if (format == KILN_TYPE_Q4_1_R16)
-        acc[r] += kiln_uk_fp16_to_fp32(kiln_uk_load_u16(mins + b * 32 + r * 2)) * xq.ds[b];
+        acc[r] += kiln_uk_fp16_to_fp32(kiln_uk_load_u16(mins + r * 2)) * xq.ds[b];
     }
   }
   const int64_t r0 = g * ROWS;

@@ -16,12 +16,11 @@
  * register tiles of 16 rows x TT tokens, the decoded weight chunks reused by every token of
  * the tile and a group's codes (in * 9/16 bytes for q4) re-read from L1/L2 per tile.
  *
- * Measured (kiln-run bench, 64-token prompt, 1 thread, Zen 5, x86-64-v4-vnni, on a build
- * machine shared with other builds; tests/bench/README.md has the table): layer7b q4_0
- * prefill 217.6 tok/s against 43.9 for the fp32 kernel on ggml rows (--layout none),
- * decode 34.6 against 25.4 tok/s (72% of the same-run read bandwidth); TinyLlama shape
- * q4_0 prefill 85.5 tok/s (main: 37.7), q8_0 ~105 (main: 32.1). Kernel alone, 4096 x 16384
- * from DRAM, 1 thread: q4_0_r16 24-26 GB/s, q8_0_r16 28-32 GB/s.
+ * No software prefetch: the weights are one forward stream (kiln/quant_packed.h), which
+ * the hardware prefetchers follow. tests/bench/linear_packed_bench.c (1 thread, TinyLlama
+ * FFN matrices from DRAM, % of the same-run read bandwidth, busy machine): q4_0_r16 74-82%,
+ * q8_0_r16 80-90%, against 53-61% and 67-72% with the scales in a stream of their own and
+ * prefetcht0 4 KiB ahead; with one stream that prefetch no longer helped (77-82% for q4).
  */
 #include <immintrin.h>
 
@@ -120,8 +119,6 @@ KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
 #endif
 
 #define LANES (KILN_PACK_ROWS / HALVES) /* rows per register */
-#define PREFETCH 4096 /* bytes ahead of the decode stream */
-
 /* Token loops fully unrolled, so the accumulators live in registers (clang otherwise keeps
  * acc[t] on the stack: 17 -> 40+ GMAC/s for a 64-token prefill tile once unrolled). */
 #if defined(__clang__)
@@ -155,11 +152,8 @@ KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t h, i
 KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h,
                          int32_t t0, int32_t T) {
   const uint8_t *grp = a->w + g * a->group_stride;
-  const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
-  const uint8_t *scales = grp + h * LANES * 2;
-  const uint8_t *mins = scales + (int64_t)a->nb * 32;
-  const uint8_t *codes0 = grp + (int64_t)a->nb * (format == KILN_TYPE_Q4_1_R16 ? 64 : 32);
   const int32_t off = h * LANES * 4; /* byte offset of this half inside a 64-byte chunk */
+  const int32_t soff = h * LANES * 2; /* and inside 16 fp16 scales */
   qact_t xq[TT];
   vf_t acc[TT];
   UNROLL
@@ -168,16 +162,18 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
     acc[t] = VF_ZERO();
   }
   const vi_t low4 = VI_SET1_8(15);
-  for (int32_t b = 0; b < a->nb; ++b) {
-    const uint8_t *codes = codes0 + b * cb + off;
-    /* Decode streams the matrix once, groups back to back: fetch the lines PREFETCH bytes
-     * ahead (into the next group at a group's end; prefetches never fault, so the address
-     * is formed as an integer), which the hardware prefetchers alone do not keep up with. */
-    if (T == 1 && h == 0)
-      for (int64_t l = 0; l < cb; l += 64)
-        _mm_prefetch((const char *)((uintptr_t)(codes0 + b * cb) + (uintptr_t)(l + PREFETCH)),
-                     _MM_HINT_T0);
-    const vf_t dw = VF_HALVES(scales + b * 32);
+  /* the weights' units in stream order: the header line, then each block's codes */
+  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
+  const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
+  const uint8_t *unit = grp;
+  for (int32_t b = 0, j = 0; b < a->nb; ++b) {
+    const uint8_t *codes = unit + 64 + j * cb + off;
+    const uint8_t *scales = unit + j * 32 + soff;
+    if (++j == ub) {
+      j = 0;
+      unit += 64 + ub * cb;
+    }
+    const vf_t dw = VF_HALVES(scales);
     vi_t wv[8];
     if (format == KILN_TYPE_Q8_0_R16) {
       /* without VNNI the maddubs path multiplies the unbiased codes (q ^ 0x80) */
@@ -213,7 +209,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
         s = VI_SUB(s, VI_SET1(offset));
       acc[t] = VF_FMA(VF_FROM_I(s), VF_MUL(dw, VF_SET1(xq[t].d[b])), acc[t]);
       if (format == KILN_TYPE_Q4_1_R16)
-        acc[t] = VF_FMA(VF_HALVES(mins + b * 32), VF_SET1(xq[t].ds[b]), acc[t]);
+        acc[t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[t]); /* mins */
     }
   }
   UNROLL

@@ -1,0 +1,193 @@
+/* Decode matrix-vector speed of kiln_uk_linear_packed against the read bandwidth of the
+ * same machine, measured in the same run: the kernel alone, without the rest of a decode
+ * step, so a kernel change is judged by the fraction of bandwidth it reaches.
+ *
+ * A "token" multiplies one activation vector with M matrices of ROWS x IN weights (M chosen
+ * so they fill ~1 GiB, far past the last-level cache, as a decode step streams a model).
+ * With T threads each thread takes its share of every matrix's 16-row groups; `sync` mode
+ * also waits on a barrier after every matrix, as the runtime's parallel_for does, so the
+ * two modes differ by the cost of the hand-offs. Median of 7 tokens.
+ *
+ * Not built by CMake; link it with a native kernel library of the build:
+ *   gcc -O2 -march=native -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \
+ *       tests/bench/linear_packed_bench.c build/lib/libkiln_ukernels_x86_v4_vnni.a \
+ *       -lpthread -lm -o /tmp/lpb
+ *   /tmp/lpb q4_0_r16 5632 2048 2 [MiB] [TOKENS]  # format rows in threads
+ *       [weight MiB per token, 1024] [tokens per call, 1; more: a prefill]
+ * (a few MiB instead of 1024 keeps the matrices in cache: the kernel's compute ceiling).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+
+#include <immintrin.h>
+
+#include "kiln/quant_packed.h"
+#include "ukernel_abi.h"
+
+/* With one thread, the thread's CPU time: on a machine shared with builds, time spent
+ * descheduled would otherwise count against the kernel and the probe unequally. */
+static int g_cpu_clock;
+static double now(void) {
+  struct timespec t;
+  clock_gettime(g_cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct {
+  uint32_t format;
+  int rows, in, mats, threads, sync, tokens;
+  int64_t stride, groups, mat_bytes;
+  uint8_t *w;
+  float *x;
+  atomic_int arrived;
+  atomic_int generation;
+} bench_t;
+
+typedef struct {
+  bench_t *b;
+  int id;
+  float *y;
+  uint8_t *qx;
+  __m256i sink;
+} worker_t;
+
+static void barrier(bench_t *b) {
+  const int gen = atomic_load(&b->generation);
+  if (atomic_fetch_add(&b->arrived, 1) == b->threads - 1) {
+    atomic_store(&b->arrived, 0);
+    atomic_fetch_add(&b->generation, 1);
+  } else {
+    while (atomic_load(&b->generation) == gen)
+      _mm_pause();
+  }
+}
+
+/* One token: this thread's groups of every matrix. */
+static void token(worker_t *wk) {
+  bench_t *b = wk->b;
+  const int64_t g0 = b->groups * wk->id / b->threads, g1 = b->groups * (wk->id + 1) / b->threads;
+  for (int m = 0; m < b->mats; ++m) {
+    const uint8_t *w = b->w + m * b->mat_bytes + g0 * b->stride;
+    kiln_uk_linear_packed(NULL, b->format, b->x, b->tokens, b->in, w, b->stride,
+                          (int32_t)((g1 - g0) * KILN_PACK_ROWS), wk->y, wk->qx);
+    if (b->sync)
+      barrier(b);
+  }
+}
+
+/* Streams this thread's share of the whole buffer with wide loads (the read probe). */
+static void probe(worker_t *wk) {
+  bench_t *b = wk->b;
+  const int64_t total = b->mat_bytes * b->mats / 128 * 128;
+  const int64_t lo = total * wk->id / b->threads / 128 * 128;
+  const int64_t hi = total * (wk->id + 1) / b->threads / 128 * 128;
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = lo; i < hi; i += 128) {
+    a0 = _mm256_xor_si256(a0, _mm256_load_si256((const __m256i *)(b->w + i)));
+    a1 = _mm256_xor_si256(a1, _mm256_load_si256((const __m256i *)(b->w + i + 32)));
+    a2 = _mm256_xor_si256(a2, _mm256_load_si256((const __m256i *)(b->w + i + 64)));
+    a3 = _mm256_xor_si256(a3, _mm256_load_si256((const __m256i *)(b->w + i + 96)));
+  }
+  wk->sink = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+}
+
+static int g_what; /* 0 probe, 1 kernel */
+static void *run(void *arg) {
+  worker_t *wk = arg;
+  barrier(wk->b);
+  if (g_what)
+    token(wk);
+  else
+    probe(wk);
+  barrier(wk->b);
+  return NULL;
+}
+
+/* Median seconds of 7 runs of `what` on all threads. */
+static double timed(bench_t *b, worker_t *wk, int what) {
+  double t[7];
+  g_what = what;
+  for (int r = 0; r < 7; ++r) {
+    pthread_t tid[64];
+    for (int i = 1; i < b->threads; ++i)
+      pthread_create(&tid[i], NULL, run, &wk[i]);
+    barrier(b);
+    const double t0 = now();
+    if (what)
+      token(&wk[0]);
+    else
+      probe(&wk[0]);
+    barrier(b);
+    t[r] = now() - t0;
+    for (int i = 1; i < b->threads; ++i)
+      pthread_join(tid[i], NULL);
+  }
+  qsort(t, 7, sizeof t[0], cmp);
+  return t[3];
+}
+
+int main(int argc, char **argv) {
+  bench_t b = {0};
+  const char *fname = argc > 1 ? argv[1] : "q4_0_r16";
+  b.format = !strcmp(fname, "q8_0_r16")   ? KILN_TYPE_Q8_0_R16
+             : !strcmp(fname, "q4_1_r16") ? KILN_TYPE_Q4_1_R16
+                                          : KILN_TYPE_Q4_0_R16;
+  b.rows = argc > 2 ? atoi(argv[2]) : 5632;
+  b.in = argc > 3 ? atoi(argv[3]) : 2048;
+  b.threads = argc > 4 ? atoi(argv[4]) : 1;
+  b.tokens = argc > 6 ? atoi(argv[6]) : 1; /* > 1: a prefill of that many tokens */
+  const int64_t want = (argc > 5 ? atoll(argv[5]) : 1024) << 20; /* MiB streamed per token */
+  if (want <= 0 || b.tokens < 1 || b.tokens > 512 || b.rows < 16 || b.in < 32 || b.in % 32 || b.threads < 1 || b.threads > 64) {
+    fprintf(stderr, "usage: %s q4_0_r16|q4_1_r16|q8_0_r16 ROWS IN(multiple of 32) THREADS [MiB] [TOKENS]\n",
+            argv[0]);
+    return 2;
+  }
+  b.groups = (b.rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
+  b.stride = (int64_t)kiln_packed_group_bytes(b.format, (uint64_t)b.in);
+  b.mat_bytes = b.stride * b.groups;
+  b.mats = (int)(want / b.mat_bytes) + 1;
+  const int64_t total = b.mat_bytes * b.mats;
+  b.w = aligned_alloc(64, (size_t)total);
+  b.x = aligned_alloc(64, sizeof(float) * b.in * b.tokens);
+  if (!b.w || !b.x)
+    return 1;
+  if (getenv("LPB_THP"))
+    madvise(b.w, (size_t)total, MADV_HUGEPAGE);
+  /* Every byte in 0x20..0x3f: any two of them are a normal fp16 (no denormal or NaN in the
+   * float path, wherever the layout puts the scales), and as codes they are as good as any. */
+  for (int64_t i = 0; i < total; ++i)
+    b.w[i] = (uint8_t)(0x20 | ((i * 2654435761u >> 13) & 0x1f));
+  for (int i = 0; i < b.in * b.tokens; ++i)
+    b.x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+  g_cpu_clock = b.threads == 1;
+  worker_t wk[64];
+  for (int i = 0; i < b.threads; ++i) {
+    wk[i] = (worker_t){.b = &b, .id = i};
+    wk[i].y = aligned_alloc(64, sizeof(float) * (b.groups + 1) * KILN_PACK_ROWS * b.tokens);
+    wk[i].qx = aligned_alloc(64, kiln_packed_act_stride((uint64_t)b.in) * b.tokens);
+  }
+  const double gb = (double)total / 1e9;
+  const double tp = timed(&b, wk, 0);
+  b.sync = 0;
+  const double tk = timed(&b, wk, 1);
+  b.sync = 1;
+  const double ts = timed(&b, wk, 1);
+  const double tp2 = timed(&b, wk, 0);
+  const double probe_gbs = gb / (tp < tp2 ? tp : tp2);
+  printf("%s %d x %d x %d matrices (%.2f GB), %d thread(s), %d token(s): %.1f tok/s\n", fname,
+         b.rows, b.in, b.mats, gb, b.threads, b.tokens, b.tokens / tk);
+  printf("  read probe        %7.2f GB/s\n", probe_gbs);
+  printf("  kernel, no sync   %7.2f GB/s  %5.1f %%\n", gb / tk, 100.0 * gb / tk / probe_gbs);
+  printf("  kernel, barrier   %7.2f GB/s  %5.1f %%  (one per matrix)\n", gb / ts,
+         100.0 * gb / ts / probe_gbs);
+  return 0;
+}
