@@ -243,7 +243,8 @@ std::string validate(const ChipProfile &p) {
   }
   if (const HexagonEngine *h = p.hexagon ? &*p.hexagon : nullptr) {
     if (h->version.size() < 3 || h->version[0] != 'v' ||
-        !std::all_of(h->version.begin() + 1, h->version.end(), ::isdigit))
+        !std::all_of(h->version.begin() + 1, h->version.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }))
       return "hexagon.version: must look like v73, got '" + h->version + "'";
     if (!contains(llvmHexagonCpus(), h->llvmCpu))
       return "hexagon.llvm_cpu: '" + h->llvmCpu +
