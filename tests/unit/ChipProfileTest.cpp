@@ -169,7 +169,9 @@ TEST(ChipProfile, YamlErrorsCarryLineAndField) {
   EXPECT_NE(e.find("memory: missing required key 'bus_bits'"), std::string::npos) << e;
   e = errorOf(replaced("  type: LPDDR5X\n", "  type: LPDDR5X\n  channels: four\n"));
   EXPECT_NE(e.find("memory: unknown key 'channels'"), std::string::npos) << e;
-  EXPECT_NE(errorOf("- just\n- a list\n").find("bad.yaml:"), std::string::npos);
+  EXPECT_EQ(errorOf("- just\n- a list\n"), "bad.yaml:1:1: not a mapping");
+  EXPECT_EQ(errorOf(""), "bad.yaml: not a YAML mapping");
+  EXPECT_EQ(errorOf("name: [a\n"), "bad.yaml:1:9: name: Could not find closing ]!");
 }
 
 TEST(ChipProfile, EveryNumberNeedsAKnownSource) {
