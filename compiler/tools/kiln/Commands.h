@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/targets/Roofline.h"
 #include "compiler/eval/Sampler.h"
 
 namespace kiln::pipelines {
@@ -98,6 +99,27 @@ struct CompileOptions {
 
 struct InspectOptions {
   std::string artifact;
+  std::string chip;        // --chip: also print the roofline decode estimate on this chip
+  uint32_t ctx = 0;        // positions the KV read covers; 0: the artifact's max context
+  double efficiency = codegen::kDefaultDecodeEfficiency;
+};
+
+struct TargetsOptions {
+  std::string name; // one target or chip in full; "" lists them all
+  std::string file; // --file: check and print a profile that is not built in
+};
+
+// kiln predict: a Llama shape (--shape or the hyper-parameters), its formats, a chip.
+struct PredictOptions {
+  std::string shape;
+  uint64_t dim = 0, layers = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0;
+  bool tied = false;
+  std::string weights = "q4_0"; // uniform format
+  std::string precision;        // uniform:F | rules:CLASS=F,... (overrides --weights)
+  std::string kv = "f16";
+  uint64_t ctx = 1024;          // positions the KV read covers
+  std::string chip;             // "" = every SoC profile
+  double efficiency = codegen::kDefaultDecodeEfficiency;
 };
 
 struct AnalyzeOptions {
@@ -116,6 +138,8 @@ int runSynth(const SynthOptions &opts);
 int runCompile(const CompileOptions &opts);
 int runInspect(const InspectOptions &opts);
 int runAnalyze(const AnalyzeOptions &opts);
+int runTargets(const TargetsOptions &opts);
+int runPredict(const PredictOptions &opts);
 
 struct ModelSession;
 // Runs the kiln passes on `s`'s module: the slimming `flags` ask for (auto and N/layer

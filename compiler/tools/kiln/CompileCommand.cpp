@@ -14,6 +14,7 @@
 
 #include "codegen/cpu/EmitHostCode.h"
 #include "codegen/cpu/LowerToUkernels.h"
+#include "codegen/targets/TargetResolver.h"
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/pipelines/CompilePipeline.h"
 #include "compiler/tools/kiln/Commands.h"
@@ -117,7 +118,7 @@ std::string objectHeader(const CompileOptions &o, const codegen::HostTarget &t,
 
 int runCompile(const CompileOptions &opts) {
   std::string error;
-  const codegen::HostTarget *target = codegen::findHostTarget(opts.target, error);
+  const codegen::HostTarget *target = codegen::findCodegenTarget(opts.target, error);
   if (!target)
     return fail(error);
   pipelines::FusionSet fusions;

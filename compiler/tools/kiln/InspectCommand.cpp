@@ -11,6 +11,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include "artifact_generated.h"
+#include "codegen/targets/ChipRegistry.h"
 #include "compiler/eval/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "kiln/artifact.h"
@@ -33,6 +34,26 @@ std::string shape(const flatbuffers::Vector<uint64_t> *v) {
   for (flatbuffers::uoffset_t i = 0; v && i < v->size(); ++i)
     s += (i ? ", " : "") + std::to_string(v->Get(i));
   return s + "]";
+}
+
+// --chip: the memory plan's bytes per token against the chip's DRAM bandwidth.
+int printDecodeEstimate(const InspectOptions &opts, const fb::MemoryPlan *m) {
+  const codegen::BuiltinProfile *b =
+      codegen::findBuiltinProfile(opts.chip.substr(0, opts.chip.find(':')));
+  if (!b)
+    return fail("unknown chip '" + opts.chip + "' (kiln targets lists them)");
+  if (!m || m->weight_bytes_per_token() == 0)
+    return fail("the artifact has no memory plan with weight bytes per token");
+  codegen::DecodeTraffic traffic;
+  traffic.weightBytesPerToken = m->weight_bytes_per_token();
+  traffic.kvBytesPerPosition = m->kv_bytes_per_token();
+  traffic.contextPositions = opts.ctx ? opts.ctx : m->max_ctx();
+  codegen::DecodeEstimate e;
+  std::string error;
+  if (!codegen::estimateDecode(traffic, b->profile, opts.efficiency, e, error))
+    return fail(error);
+  std::printf("%s", codegen::formatEstimate(traffic, b->profile, e).c_str());
+  return 0;
 }
 
 } // namespace
@@ -147,7 +168,7 @@ int runInspect(const InspectOptions &opts) {
     return fail("a section lies outside the file or fails its checksum");
   if (!tensorsOk)
     return fail("a tensor lies outside the weights section");
-  return 0;
+  return opts.chip.empty() ? 0 : printDecodeEstimate(opts, a->memory());
 }
 
 } // namespace kiln::tool

@@ -7,6 +7,8 @@
 //   kiln compile MODEL --target T -o A.kiln    generate code + pack weights into an artifact
 //   kiln inspect A.kiln                        print an artifact's header and check it
 //   kiln analyze MODEL --calib TEXT            layer/head importance tables, JSON, SVG
+//   kiln targets [NAME] [--file F.yaml]        host targets and chip profiles
+//   kiln predict --shape S --weights F         roofline decode tok/s per chip
 //===----------------------------------------------------------------------===//
 #include <cmath>
 #include <cstdlib>
@@ -141,7 +143,9 @@ int main(int argc, char **argv) {
   auto *compileCmd = app.add_subcommand("compile", "compile a model into a .kiln artifact");
   compileCmd->add_option("model", cmp.model, "GGUF model file")->required();
   compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
-  compileCmd->add_option("--target", cmp.target, "host, x86-64-v3, x86-64-v4 or x86-64-v4-vnni");
+  compileCmd->add_option("--target", cmp.target,
+                         "host, x86-64-v3, x86-64-v4, x86-64-v4-vnni (chip engines such as "
+                         "snapdragon-8-gen-3:cpu are listed by kiln targets, not built yet)");
   compileCmd->add_option("--weights", cmp.weights,
                          "one weight storage format (--precision uniform:FMT)")
       ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1"}));
@@ -166,6 +170,56 @@ int main(int argc, char **argv) {
   InspectOptions ins;
   auto *inspectCmd = app.add_subcommand("inspect", "print and verify a .kiln artifact");
   inspectCmd->add_option("artifact", ins.artifact, ".kiln file")->required();
+  auto *chipOpt = inspectCmd->add_option(
+      "--chip", ins.chip, "also print the roofline decode estimate on this chip (kiln targets)");
+  inspectCmd->add_option("--ctx", ins.ctx,
+                         "positions of KV cache the estimate reads (default: the max context)")
+      ->needs(chipOpt)
+      ->check(CLI::Range(1u, 1u << 24));
+  inspectCmd->add_option("--efficiency", ins.efficiency,
+                         "share of the peak bandwidth decode reaches (docs/targets.md)")
+      ->needs(chipOpt)
+      ->check(CLI::Range(0.01, 1.0));
+
+  TargetsOptions tgt;
+  auto *targetsCmd = app.add_subcommand("targets", "list host targets and chip profiles");
+  targetsCmd->add_option("name", tgt.name, "print one target or chip profile in full");
+  targetsCmd->add_option("--file", tgt.file, "check and print a chip profile YAML file")
+      ->excludes(targetsCmd->get_option("name"));
+
+  PredictOptions pre;
+  auto *predictCmd = app.add_subcommand(
+      "predict", "roofline decode tok/s of a Llama shape on the chip profiles, no compile");
+  auto *shapeOpt = predictCmd->add_option(
+      "--shape", pre.shape, "llama-3.2-1b, llama-3.2-3b, llama-3.1-8b or tinyllama-1.1b");
+  std::vector<CLI::Option *> dims = {
+      predictCmd->add_option("--dim", pre.dim, "embedding length"),
+      predictCmd->add_option("--layers", pre.layers, "decoder layers"),
+      predictCmd->add_option("--heads", pre.heads, "attention heads"),
+      predictCmd->add_option("--kv-heads", pre.kvHeads, "KV heads"),
+      predictCmd->add_option("--ffn", pre.ffn, "feed-forward length"),
+      predictCmd->add_option("--vocab", pre.vocab, "vocabulary size")};
+  for (CLI::Option *d : dims) {
+    d->excludes(shapeOpt)->check(CLI::Range(uint64_t(1), uint64_t(1) << 24));
+    for (CLI::Option *other : dims)
+      if (other != d)
+        d->needs(other);
+  }
+  predictCmd->add_flag("--tied", pre.tied, "the classifier is the token embedding")
+      ->excludes(shapeOpt);
+  auto *weightsOpt =
+      predictCmd->add_option("--weights", pre.weights, "one weight format (default q4_0)")
+          ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1"}));
+  predictCmd->add_option("--precision", pre.precision,
+                         "uniform:FMT or rules:CLASS=FMT,... (as kiln compile)")
+      ->excludes(weightsOpt);
+  predictCmd->add_option("--kv", pre.kv, "KV cache storage (default f16)")->check(kvFormatCheck());
+  predictCmd->add_option("--ctx", pre.ctx, "positions of KV cache read per token (default 1024)")
+      ->check(CLI::Range(uint64_t(0), uint64_t(1) << 24));
+  predictCmd->add_option("--chip", pre.chip, "one chip (default: every SoC profile)");
+  predictCmd->add_option("--efficiency", pre.efficiency,
+                         "share of the peak bandwidth decode reaches (docs/targets.md)")
+      ->check(CLI::Range(0.01, 1.0));
 
   AnalyzeOptions ana;
   auto *analyzeCmd =
@@ -179,6 +233,10 @@ int main(int argc, char **argv) {
   analyzeCmd->add_option("--svg", ana.svg, "write a chart (layer bars, head heat maps)");
 
   CLI11_PARSE(app, argc, argv);
+  if (targetsCmd->parsed())
+    return runTargets(tgt);
+  if (predictCmd->parsed())
+    return runPredict(pre);
   if (analyzeCmd->parsed())
     return runAnalyze(ana);
   if (compileCmd->parsed())

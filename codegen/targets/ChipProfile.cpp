@@ -1,0 +1,344 @@
+//===- ChipProfile.cpp - read, validate and write chip profiles -----------===//
+//
+// YAML I/O does the syntax, the types and unknown or missing keys; validate() checks the
+// values and names each bad field by its dotted path. Only the first problem is reported.
+//===----------------------------------------------------------------------===//
+#include "codegen/targets/ChipProfile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLTraits.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/AArch64TargetParser.h"
+
+using namespace kiln::codegen;
+
+LLVM_YAML_IS_SEQUENCE_VECTOR(CoreCluster)
+LLVM_YAML_IS_SEQUENCE_VECTOR(ProfileSource)
+LLVM_YAML_IS_SEQUENCE_VECTOR(EstimatedField)
+
+namespace llvm::yaml {
+
+template <> struct MappingTraits<CoreCluster> {
+  static void mapping(IO &io, CoreCluster &c) {
+    io.mapRequired("role", c.role);
+    io.mapRequired("count", c.count);
+    io.mapRequired("core", c.core);
+    io.mapRequired("max_ghz", c.maxGhz);
+    io.mapOptional("l2_kib", c.l2Kib);
+  }
+};
+
+template <> struct MappingTraits<CpuEngine> {
+  static void mapping(IO &io, CpuEngine &c) {
+    io.mapRequired("arch", c.arch);
+    io.mapRequired("features", c.features);
+    io.mapRequired("vector_bits", c.vectorBits);
+    io.mapRequired("cache_line_bytes", c.cacheLineBytes);
+    io.mapRequired("llvm_cpu", c.llvmCpu);
+    io.mapOptional("clusters", c.clusters);
+    io.mapOptional("l3_kib", c.l3Kib);
+  }
+};
+
+template <> struct MappingTraits<HexagonEngine> {
+  static void mapping(IO &io, HexagonEngine &h) {
+    io.mapRequired("version", h.version);
+    io.mapRequired("llvm_cpu", h.llvmCpu);
+    io.mapRequired("hvx_bytes", h.hvxBytes);
+    io.mapOptional("vtcm_kib", h.vtcmKib);
+  }
+};
+
+template <> struct MappingTraits<DramSystem> {
+  static void mapping(IO &io, DramSystem &m) {
+    io.mapRequired("type", m.type);
+    io.mapRequired("mts", m.mts);
+    io.mapRequired("bus_bits", m.busBits);
+    io.mapRequired("bandwidth_gbs", m.bandwidthGbs);
+  }
+};
+
+template <> struct MappingTraits<ProfileSource> {
+  static void mapping(IO &io, ProfileSource &s) {
+    io.mapRequired("id", s.id);
+    io.mapRequired("cite", s.cite);
+  }
+};
+
+template <> struct MappingTraits<EstimatedField> {
+  static void mapping(IO &io, EstimatedField &e) {
+    io.mapRequired("field", e.field);
+    io.mapRequired("why", e.why);
+  }
+};
+
+template <> struct MappingTraits<ChipProfile> {
+  static void mapping(IO &io, ChipProfile &p) {
+    io.mapRequired("name", p.name);
+    io.mapRequired("display_name", p.displayName);
+    io.mapRequired("kind", p.kind);
+    io.mapOptional("cpu", p.cpu);
+    io.mapOptional("hexagon", p.hexagon);
+    io.mapOptional("memory", p.memory);
+    io.mapRequired("sources", p.sources);
+    io.mapOptional("estimated", p.estimated);
+    io.mapOptional("notes", p.notes, std::string());
+  }
+};
+
+} // namespace llvm::yaml
+
+namespace kiln::codegen {
+
+namespace {
+
+// Numeric fields `estimated:` may name.
+const std::vector<std::string> &numericFields() {
+  static const std::vector<std::string> f = {
+      "cpu.vector_bits", "cpu.cache_line_bytes", "cpu.l3_kib",       "cpu.clusters.count",
+      "cpu.clusters.max_ghz", "cpu.clusters.l2_kib", "hexagon.hvx_bytes", "hexagon.vtcm_kib",
+      "memory.mts",      "memory.bus_bits",      "memory.bandwidth_gbs"};
+  return f;
+}
+
+// LLVM 19's Hexagon CPUs (llc -march=hexagon -mcpu=help); v75 and v79 are not among them.
+const std::vector<std::string> &llvmHexagonCpus() {
+  static const std::vector<std::string> c = {"hexagonv60", "hexagonv62", "hexagonv65",
+                                             "hexagonv66", "hexagonv67", "hexagonv68",
+                                             "hexagonv69", "hexagonv71", "hexagonv73"};
+  return c;
+}
+
+bool contains(const std::vector<std::string> &v, const std::string &s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool validName(const std::string &s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '+';
+  });
+}
+
+// The dotted key path of the YAML node at (line, col), 1-based, from indentation: the
+// line's own key (when the column lies after it), then each less-indented parent key.
+std::string pathAt(const std::string &text, unsigned line, unsigned col) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t nl = text.find('\n', start);
+    lines.push_back(text.substr(start, nl == std::string::npos ? nl : nl - start));
+    if (nl == std::string::npos)
+      break;
+    start = nl + 1;
+  }
+  auto keyOf = [](const std::string &l, size_t &indent) {
+    size_t i = l.find_first_not_of(' ');
+    if (i == std::string::npos || l[i] == '#')
+      return std::string();
+    if (l.compare(i, 2, "- ") == 0)
+      i = l.find_first_not_of(' ', i + 2);
+    indent = i;
+    size_t colon = l.find(':', i);
+    if (colon == std::string::npos || l[i] == '{' || l[i] == '[')
+      return std::string();
+    return l.substr(i, colon - i);
+  };
+  std::vector<std::string> parts;
+  size_t limit = col ? col - 1 : 0;
+  for (size_t i = std::min<size_t>(line, lines.size()); i-- > 0;) {
+    size_t indent = 0;
+    std::string key = keyOf(lines[i], indent);
+    if (key.empty())
+      continue;
+    bool own = i + 1 == line && indent < limit && lines[i].find(':', indent) < limit;
+    if (own || (i + 1 < line && indent < limit)) {
+      parts.push_back(key);
+      limit = indent;
+      // A list item's key shares its indentation with the item's other keys.
+      size_t dash = lines[i].find_first_not_of(' ');
+      if (lines[i].compare(dash, 2, "- ") == 0)
+        limit = dash;
+    }
+    if (limit == 0)
+      break;
+  }
+  std::string path;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it)
+    path += (path.empty() ? "" : ".") + *it;
+  return path;
+}
+
+struct DiagSink {
+  std::string first;
+  const std::string *text;
+};
+
+void collectDiag(const llvm::SMDiagnostic &d, void *ctx) {
+  auto *sink = static_cast<DiagSink *>(ctx);
+  if (!sink->first.empty())
+    return;
+  unsigned line = unsigned(d.getLineNo()), col = unsigned(d.getColumnNo()) + 1;
+  std::string path = pathAt(*sink->text, line, col);
+  sink->first = std::to_string(line) + ":" + std::to_string(col) + ": " +
+                (path.empty() ? "" : path + ": ") + d.getMessage().str();
+}
+
+// Checks values and cross-field rules; returns "FIELD: problem" or "".
+std::string validate(const ChipProfile &p) {
+  const bool soc = p.kind == "soc";
+  if (!validName(p.name))
+    return "name: '" + p.name + "' must be lower case letters, digits, '-', '.' or '+'";
+  if (p.displayName.empty())
+    return "display_name: must not be empty";
+  if (p.kind != "soc" && p.kind != "generic")
+    return "kind: must be soc or generic, not '" + p.kind + "'";
+  if (!p.cpu && !p.hexagon)
+    return "cpu, hexagon: a profile describes at least one engine";
+  if (const CpuEngine *c = p.cpu ? &*p.cpu : nullptr) {
+    if (c->arch.empty())
+      return "cpu.arch: must not be empty";
+    std::set<std::string> seen;
+    for (const std::string &f : c->features) {
+      if (!contains(knownCpuFeatures(), f)) {
+        std::string known;
+        for (const std::string &k : knownCpuFeatures())
+          known += (known.empty() ? "" : ", ") + k;
+        return "cpu.features: unknown ISA feature '" + f + "' (known: " + known + ")";
+      }
+      if (!seen.insert(f).second)
+        return "cpu.features: '" + f + "' is listed twice";
+    }
+    if (!seen.count("neon"))
+      return "cpu.features: every aarch64 profile lists neon";
+    if (c->vectorBits < 128 || c->vectorBits > 2048 || c->vectorBits % 128)
+      return "cpu.vector_bits: must be a multiple of 128 in [128, 2048], got " +
+             std::to_string(c->vectorBits);
+    if (c->cacheLineBytes < 16 || c->cacheLineBytes > 256 ||
+        (c->cacheLineBytes & (c->cacheLineBytes - 1)))
+      return "cpu.cache_line_bytes: must be a power of two in [16, 256], got " +
+             std::to_string(c->cacheLineBytes);
+    if (!llvm::AArch64::parseCpu(c->llvmCpu))
+      return "cpu.llvm_cpu: '" + c->llvmCpu + "' is not an AArch64 CPU LLVM 19 knows";
+    if (soc && c->clusters.empty())
+      return "cpu.clusters: a soc profile lists its core clusters";
+    for (const CoreCluster &k : c->clusters) {
+      if (k.role != "prime" && k.role != "performance" && k.role != "efficiency")
+        return "cpu.clusters.role: must be prime, performance or efficiency, not '" + k.role +
+               "'";
+      if (k.count < 1 || k.count > 64)
+        return "cpu.clusters.count: must be in [1, 64], got " + std::to_string(k.count);
+      if (k.core.empty())
+        return "cpu.clusters.core: must not be empty";
+      if (!(k.maxGhz > 0 && k.maxGhz <= 10))
+        return "cpu.clusters.max_ghz: must be in (0, 10], got " + std::to_string(k.maxGhz);
+      if (k.l2Kib && *k.l2Kib <= 0)
+        return "cpu.clusters.l2_kib: must be positive, got " + std::to_string(*k.l2Kib);
+    }
+    if (c->l3Kib && *c->l3Kib <= 0)
+      return "cpu.l3_kib: must be positive, got " + std::to_string(*c->l3Kib);
+  }
+  if (const HexagonEngine *h = p.hexagon ? &*p.hexagon : nullptr) {
+    if (h->version.size() < 3 || h->version[0] != 'v' ||
+        !std::all_of(h->version.begin() + 1, h->version.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }))
+      return "hexagon.version: must look like v73, got '" + h->version + "'";
+    if (!contains(llvmHexagonCpus(), h->llvmCpu))
+      return "hexagon.llvm_cpu: '" + h->llvmCpu +
+             "' is not a Hexagon CPU LLVM 19 knows (hexagonv60 ... hexagonv73)";
+    if (h->hvxBytes != 64 && h->hvxBytes != 128)
+      return "hexagon.hvx_bytes: must be 64 or 128, got " + std::to_string(h->hvxBytes);
+    if (soc && !h->vtcmKib)
+      return "hexagon.vtcm_kib: a soc profile gives the VTCM size";
+    if (h->vtcmKib && *h->vtcmKib <= 0)
+      return "hexagon.vtcm_kib: must be positive, got " + std::to_string(*h->vtcmKib);
+  }
+  if (soc && !p.memory)
+    return "memory: a soc profile describes its DRAM";
+  if (const DramSystem *m = p.memory ? &*p.memory : nullptr) {
+    if (m->type.empty())
+      return "memory.type: must not be empty";
+    if (m->mts <= 0)
+      return "memory.mts: must be positive, got " + std::to_string(m->mts);
+    if (m->busBits <= 0 || m->busBits % 16)
+      return "memory.bus_bits: must be a positive multiple of 16, got " +
+             std::to_string(m->busBits);
+    if (!(m->bandwidthGbs > 0) || !std::isfinite(m->bandwidthGbs))
+      return "memory.bandwidth_gbs: must be positive, got " + std::to_string(m->bandwidthGbs);
+    // A typo in any of the three shows here: peak = transfers/s x bus width.
+    double peak = double(m->mts) * double(m->busBits) / 8 / 1000;
+    if (std::fabs(m->bandwidthGbs - peak) > 0.01 * peak)
+      return "memory.bandwidth_gbs: " + std::to_string(m->bandwidthGbs) +
+             " disagrees with mts x bus_bits / 8 = " + std::to_string(peak);
+  }
+  if (p.sources.empty())
+    return "sources: every profile names its public sources";
+  std::set<std::string> ids;
+  for (const ProfileSource &s : p.sources) {
+    if (s.id.empty() || s.cite.empty())
+      return "sources: every source has an id and a cite";
+    if (!ids.insert(s.id).second)
+      return "sources: id '" + s.id + "' is used twice";
+  }
+  for (const EstimatedField &e : p.estimated) {
+    if (!contains(numericFields(), e.field))
+      return "estimated.field: '" + e.field + "' is not a numeric field of a profile";
+    if (e.why.empty())
+      return "estimated.why: say why " + e.field + " is estimated";
+  }
+  return "";
+}
+
+} // namespace
+
+bool ChipProfile::isEstimated(const std::string &field) const {
+  return std::any_of(estimated.begin(), estimated.end(),
+                     [&](const EstimatedField &e) { return e.field == field; });
+}
+
+std::vector<std::string> ChipProfile::engines() const {
+  std::vector<std::string> e;
+  if (cpu)
+    e.push_back("cpu");
+  if (hexagon)
+    e.push_back("hvx");
+  return e;
+}
+
+const std::vector<std::string> &knownCpuFeatures() {
+  static const std::vector<std::string> f = {"neon", "fp16", "dotprod", "i8mm",
+                                             "bf16", "sve",  "sve2",    "sme"};
+  return f;
+}
+
+std::optional<ChipProfile> parseChipProfile(const std::string &yamlText, const std::string &file,
+                                            std::string &error) {
+  DiagSink sink{"", &yamlText};
+  llvm::yaml::Input in(yamlText, nullptr, collectDiag, &sink);
+  ChipProfile p;
+  in >> p;
+  if (in.error() || !sink.first.empty()) {
+    error = file + ":" + (sink.first.empty() ? " not a YAML mapping" : sink.first);
+    return std::nullopt;
+  }
+  if (std::string problem = validate(p); !problem.empty()) {
+    error = file + ": " + problem;
+    return std::nullopt;
+  }
+  return p;
+}
+
+std::string writeChipProfile(const ChipProfile &profile) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::yaml::Output out(os);
+  ChipProfile copy = profile;
+  out << copy;
+  os.flush();
+  return text;
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,89 @@
+//===- ChipProfile.h - one phone SoC (or generic ISA level) as data -------===//
+//
+// A chip profile is a YAML file in codegen/targets/ (format: docs/targets.md): the
+// application cores (ISA features, vector width, cache line, clusters), the Hexagon DSP's
+// HVX unit when the SoC has one, and the DRAM. Every number carries a public source (a
+// `[id]` comment naming an entry of `sources:`); estimated numbers are listed under
+// `estimated:`. Read with LLVM's YAML I/O; no MLIR here.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_TARGETS_CHIPPROFILE_H
+#define KILN_CODEGEN_TARGETS_CHIPPROFILE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct CoreCluster {
+  std::string role;  // prime | performance | efficiency
+  int64_t count = 0; // cores in the cluster
+  std::string core;  // cortex-x4, oryon, ...
+  double maxGhz = 0; // highest clock of the cluster
+  std::optional<int64_t> l2Kib; // private L2 per core (or per cluster, see the note)
+};
+
+struct CpuEngine {
+  std::string arch;                  // armv9.2-a, armv8.2-a, ...
+  std::vector<std::string> features; // subset of knownCpuFeatures()
+  int64_t vectorBits = 0;            // NEON (and SVE vector length) in bits
+  int64_t cacheLineBytes = 0;
+  std::string llvmCpu;               // LLVM's -mcpu for tuning (the prime core)
+  std::vector<CoreCluster> clusters; // empty only in a generic profile
+  std::optional<int64_t> l3Kib;      // shared L3 of the CPU complex
+};
+
+struct HexagonEngine {
+  std::string version;              // v73, v75, v79
+  std::string llvmCpu;              // hexagonv73: the newest LLVM 19 knows
+  int64_t hvxBytes = 0;             // HVX vector length
+  std::optional<int64_t> vtcmKib;   // tightly coupled vector memory; required on a SoC
+};
+
+struct DramSystem {
+  std::string type;        // LPDDR5X, LPDDR5T, ...
+  int64_t mts = 0;         // transfers per second, millions
+  int64_t busBits = 0;     // total width of the channels
+  double bandwidthGbs = 0; // theoretical peak, 1e9 bytes/s
+};
+
+struct ProfileSource {
+  std::string id;   // the tag used in comments, e.g. qc-8g3-brief
+  std::string cite; // publisher, title and where it is published
+};
+
+struct EstimatedField {
+  std::string field; // dotted path, e.g. memory.mts
+  std::string why;
+};
+
+struct ChipProfile {
+  std::string name;        // snapdragon-8-gen-3: the target name's chip part
+  std::string displayName; // Snapdragon 8 Gen 3
+  std::string kind;        // soc | generic
+  std::optional<CpuEngine> cpu;
+  std::optional<HexagonEngine> hexagon;
+  std::optional<DramSystem> memory; // required on a SoC
+  std::vector<ProfileSource> sources;
+  std::vector<EstimatedField> estimated;
+  std::string notes;
+
+  bool isEstimated(const std::string &field) const;
+  // "cpu", "hvx": the engines a target name can pick (`<name>:cpu`).
+  std::vector<std::string> engines() const;
+};
+
+// ISA feature names a profile may list (Arm FEAT_* names in LLVM's spelling).
+const std::vector<std::string> &knownCpuFeatures();
+
+// Parses and validates one profile. `file` names it in errors, which are one line:
+// "FILE: FIELD: problem" (or "FILE:LINE:COL: problem" for YAML syntax and types).
+std::optional<ChipProfile> parseChipProfile(const std::string &yamlText, const std::string &file,
+                                            std::string &error);
+// The profile as YAML (without comments); parseChipProfile reads it back unchanged.
+std::string writeChipProfile(const ChipProfile &profile);
+
+} // namespace kiln::codegen
+
+#endif // KILN_CODEGEN_TARGETS_CHIPPROFILE_H

@@ -1,0 +1,188 @@
+//===- ChipProfileTest.cpp - the chip profile reader and its validation ----===//
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "codegen/targets/ChipProfile.h"
+#include "codegen/targets/ChipRegistry.h"
+
+using namespace kiln::codegen;
+
+namespace {
+
+// A complete soc profile; each test breaks one thing.
+const std::string kGood = R"(name: test-soc
+display_name: Test SoC
+kind: soc
+cpu:
+  arch: armv9.2-a
+  features: [neon, fp16, dotprod, i8mm]
+  vector_bits: 128        # [trm]
+  cache_line_bytes: 64    # [trm]
+  llvm_cpu: cortex-x4
+  clusters:
+    - {role: prime, count: 1, core: cortex-x4, max_ghz: 3.3, l2_kib: 2048} # [brief]
+    - {role: efficiency, count: 4, core: cortex-a520, max_ghz: 2.0}       # [brief]
+  l3_kib: 8192            # [brief]
+hexagon:
+  version: v75
+  llvm_cpu: hexagonv73
+  hvx_bytes: 128          # [brief]
+  vtcm_kib: 8192          # [brief]
+memory:
+  type: LPDDR5X
+  mts: 9600               # [brief]
+  bus_bits: 64            # [brief]
+  bandwidth_gbs: 76.8     # [brief]
+sources:
+  - id: brief
+    cite: "Vendor, product brief"
+  - id: trm
+    cite: "Arm, Cortex-X4 TRM"
+estimated:
+  - field: hexagon.vtcm_kib
+    why: "not published"
+)";
+
+std::string replaced(const std::string &from, const std::string &to) {
+  std::string s = kGood;
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+// The one-line error loadChipProfile gives for `text`.
+std::string errorOf(const std::string &text) {
+  std::string error;
+  EXPECT_FALSE(loadChipProfile(text, "bad.yaml", error).has_value());
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  return error;
+}
+
+} // namespace
+
+TEST(ChipProfile, GoodProfileReadsEveryField) {
+  std::string error;
+  std::optional<ChipProfile> p = loadChipProfile(kGood, "good.yaml", error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->name, "test-soc");
+  ASSERT_TRUE(p->cpu && p->hexagon && p->memory);
+  EXPECT_EQ(p->cpu->features, (std::vector<std::string>{"neon", "fp16", "dotprod", "i8mm"}));
+  ASSERT_EQ(p->cpu->clusters.size(), 2u);
+  EXPECT_EQ(p->cpu->clusters[0].l2Kib, 2048);
+  EXPECT_FALSE(p->cpu->clusters[1].l2Kib.has_value());
+  EXPECT_DOUBLE_EQ(p->cpu->clusters[1].maxGhz, 2.0);
+  EXPECT_EQ(p->hexagon->vtcmKib, 8192);
+  EXPECT_DOUBLE_EQ(p->memory->bandwidthGbs, 76.8);
+  EXPECT_TRUE(p->isEstimated("hexagon.vtcm_kib"));
+  EXPECT_FALSE(p->isEstimated("memory.mts"));
+  EXPECT_EQ(p->engines(), (std::vector<std::string>{"cpu", "hvx"}));
+}
+
+TEST(ChipProfile, RoundTripThroughTheWriter) {
+  std::string error;
+  std::optional<ChipProfile> p = parseChipProfile(kGood, "good.yaml", error);
+  ASSERT_TRUE(p) << error;
+  std::string written = writeChipProfile(*p);
+  std::optional<ChipProfile> q = parseChipProfile(written, "written.yaml", error);
+  ASSERT_TRUE(q) << error << "\n" << written;
+  EXPECT_EQ(writeChipProfile(*q), written);
+  EXPECT_EQ(q->cpu->clusters[0].l2Kib, 2048);
+  EXPECT_EQ(q->sources.size(), 2u);
+  EXPECT_EQ(q->estimated[0].field, "hexagon.vtcm_kib");
+}
+
+TEST(ChipProfile, EveryBuiltinProfileLoadsAndRoundTrips) {
+  const auto &all = builtinProfiles();
+  std::set<std::string> names;
+  for (const BuiltinProfile &b : all) {
+    names.insert(b.profile.name);
+    EXPECT_EQ(b.file, "codegen/targets/" + b.profile.name + ".yaml");
+    std::string error;
+    std::optional<ChipProfile> q =
+        parseChipProfile(writeChipProfile(b.profile), b.file, error);
+    ASSERT_TRUE(q) << error;
+    EXPECT_EQ(writeChipProfile(*q), writeChipProfile(b.profile));
+    if (b.profile.kind == "soc")
+      EXPECT_TRUE(b.profile.memory.has_value()) << b.file;
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"armv8.2-a+dotprod", "dimensity-9300", "exynos-2400",
+                                          "hexagon-v73", "snapdragon-8-elite",
+                                          "snapdragon-8-gen-3", "tensor-g4"}));
+  // Only the Snapdragons have a Hexagon DSP.
+  EXPECT_TRUE(findBuiltinProfile("snapdragon-8-gen-3")->profile.hexagon.has_value());
+  EXPECT_FALSE(findBuiltinProfile("dimensity-9300")->profile.hexagon.has_value());
+}
+
+TEST(ChipProfile, MissingFieldNamesFileAndField) {
+  std::string e = errorOf(replaced("  bandwidth_gbs: 76.8     # [brief]\n", ""));
+  EXPECT_EQ(e.rfind("bad.yaml:", 0), 0u) << e;
+  EXPECT_NE(e.find("memory: missing required key 'bandwidth_gbs'"), std::string::npos) << e;
+  e = errorOf(replaced("core: cortex-a520, ", ""));
+  EXPECT_NE(e.find("cpu.clusters"), std::string::npos) << e;
+  EXPECT_NE(e.find("missing required key 'core'"), std::string::npos) << e;
+}
+
+TEST(ChipProfile, NegativeBandwidth) {
+  EXPECT_EQ(errorOf(replaced("bandwidth_gbs: 76.8", "bandwidth_gbs: -76.8")),
+            "bad.yaml: memory.bandwidth_gbs: must be positive, got -76.800000");
+}
+
+TEST(ChipProfile, UnknownIsaFeature) {
+  std::string e = errorOf(replaced("i8mm]", "i8mm, avx512]"));
+  EXPECT_EQ(e.rfind("bad.yaml: cpu.features: unknown ISA feature 'avx512'", 0), 0u) << e;
+  EXPECT_NE(errorOf(replaced("[neon, fp16,", "[neon, fp16, fp16,")).find("listed twice"),
+            std::string::npos);
+}
+
+TEST(ChipProfile, ValueChecksNameTheirField) {
+  auto expectField = [](const std::string &text, const std::string &what) {
+    std::string e = errorOf(text);
+    EXPECT_NE(e.find(what), std::string::npos) << e;
+  };
+  expectField(replaced("bandwidth_gbs: 76.8", "bandwidth_gbs: 60.0"),
+              "memory.bandwidth_gbs: 60.000000 disagrees with mts x bus_bits / 8 = 76.800000");
+  expectField(replaced("vector_bits: 128", "vector_bits: 100"), "cpu.vector_bits:");
+  expectField(replaced("cache_line_bytes: 64", "cache_line_bytes: 48"), "cpu.cache_line_bytes:");
+  expectField(replaced("llvm_cpu: cortex-x4", "llvm_cpu: cortex-x99"), "cpu.llvm_cpu:");
+  expectField(replaced("llvm_cpu: hexagonv73", "llvm_cpu: hexagonv75"), "hexagon.llvm_cpu:");
+  expectField(replaced("hvx_bytes: 128", "hvx_bytes: 96"), "hexagon.hvx_bytes:");
+  expectField(replaced("  vtcm_kib: 8192          # [brief]\n", ""), "hexagon.vtcm_kib:");
+  expectField(replaced("count: 4,", "count: 0,"), "cpu.clusters.count:");
+  expectField(replaced("max_ghz: 2.0", "max_ghz: 0"), "cpu.clusters.max_ghz:");
+  expectField(replaced("role: prime", "role: turbo"), "cpu.clusters.role:");
+  expectField(replaced("kind: soc", "kind: phone"), "kind:");
+  expectField(replaced("name: test-soc", "name: Test:SoC"), "name:");
+  expectField(replaced("field: hexagon.vtcm_kib", "field: hexagon.vtcm"), "estimated.field:");
+  expectField(replaced("  - id: trm", "  - id: brief"), "sources: id 'brief' is used twice");
+  // A soc needs its DRAM; a generic profile may leave it out.
+  std::string noMemory = kGood.substr(0, kGood.find("memory:")) +
+                         kGood.substr(kGood.find("sources:"));
+  expectField(noMemory, "memory: a soc profile describes its DRAM");
+}
+
+TEST(ChipProfile, YamlErrorsCarryLineAndField) {
+  std::string e = errorOf(replaced("mts: 9600", "mts: fast"));
+  EXPECT_EQ(e.rfind("bad.yaml:21:8: memory.mts: invalid number", 0), 0u) << e;
+  // A misspelt key: the real one is missing (YAML I/O stops there), an extra one unknown.
+  e = errorOf(replaced("  bus_bits:", "  bus_width:"));
+  EXPECT_NE(e.find("memory: missing required key 'bus_bits'"), std::string::npos) << e;
+  e = errorOf(replaced("  type: LPDDR5X\n", "  type: LPDDR5X\n  channels: four\n"));
+  EXPECT_NE(e.find("memory: unknown key 'channels'"), std::string::npos) << e;
+  EXPECT_EQ(errorOf("- just\n- a list\n"), "bad.yaml:1:1: not a mapping");
+  EXPECT_EQ(errorOf(""), "bad.yaml: not a YAML mapping");
+  EXPECT_EQ(errorOf("name: [a\n"), "bad.yaml:1:9: name: Could not find closing ]!");
+}
+
+TEST(ChipProfile, EveryNumberNeedsAKnownSource) {
+  EXPECT_EQ(errorOf(replaced("bus_bits: 64            # [brief]", "bus_bits: 64")),
+            "bad.yaml:22: 'bus_bits: 64': a number without a source (add a comment with "
+            "[source-id])");
+  EXPECT_EQ(errorOf(replaced("bus_bits: 64            # [brief]", "bus_bits: 64 # [jedec]")),
+            "bad.yaml:22: 'bus_bits: 64': source tag [jedec] names no entry of sources");
+  std::string error;
+  // The rule is the loader's: the reader alone accepts the same text.
+  EXPECT_TRUE(parseChipProfile(replaced("bus_bits: 64            # [brief]", "bus_bits: 64"),
+                               "x", error))
+      << error;
+}
