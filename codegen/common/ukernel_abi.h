@@ -36,7 +36,7 @@ void kiln_uk_rms_norm(uint32_t format, const float *x, const uint8_t *w, int32_t
                       int32_t dim, float eps, float *out);
 
 /* y[t, o] = sum_i x[t, i] * W[o, i], W [out_features, in] in `format` (f32, f16, q8_0,
- * q4_0 or q4_1). */
+ * q4_0, q4_1 or kiln's q3_0). */
 void kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x, int32_t n,
                     int32_t in, const uint8_t *w, int64_t row_stride, int32_t out_features,
                     float *y);

@@ -21,6 +21,11 @@ namespace kiln::codegen {
 
 namespace {
 
+// The layout an op's kiln.layout value names ("r16", "rows64", "block" for q3_0).
+RowLayout rowLayoutOf(StringRef value) {
+  return value == "r16" ? RowLayout::R16 : value == "block" ? RowLayout::Block : RowLayout::Rows64;
+}
+
 int64_t features(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
 
 // RoPE angle tables exactly as the reference executor computes the angles.
@@ -146,7 +151,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       // kiln.layout from passes/layout; none: rows padded to the block
       RowLayout layout = RowLayout::Block;
       if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
-        layout = l.getValue() == "r16" ? RowLayout::R16 : RowLayout::Rows64;
+        layout = rowLayoutOf(l.getValue());
       const std::string wname = op->getAttrOfType<StringAttr>("weight").str();
       if (!out.weights.addWeight(store, wname, fmt(op), error, layout))
         return false;
@@ -171,7 +176,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
     } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
       RowLayout layout = RowLayout::Block;
       if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
-        layout = l.getValue() == "r16" ? RowLayout::R16 : RowLayout::Rows64;
+        layout = rowLayoutOf(l.getValue());
       if (!out.weights.addWeight(store, f.getWeight().str(), fmt(op), error, layout))
         return false;
       if (kiln_is_packed_r16(out.weights.find(f.getWeight().str())->format)) {

@@ -215,13 +215,14 @@ bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, bool quiet,
   pm.addPass(createKilnAssignLayout(o));
   if (!run(pm, module, quiet, error))
     return false;
-  int64_t packed = 0, rows = 0;
+  int64_t packed = 0, rows = 0, block = 0;
   module.walk([&](mlir::Operation *op) {
     if (auto l = op->getAttrOfType<mlir::StringAttr>("kiln.layout"))
-      ++(l.getValue() == "r16" ? packed : rows);
+      ++(l.getValue() == "r16" ? packed : l.getValue() == "block" ? block : rows);
   });
   applied.push_back({"kiln-assign-layout", "layout=" + layout,
-                     "r16_ops=" + std::to_string(packed) + ",rows64_ops=" + std::to_string(rows)});
+                     "r16_ops=" + std::to_string(packed) + ",rows64_ops=" + std::to_string(rows) +
+                         (block ? ",block_ops=" + std::to_string(block) : "")});
   return true;
 }
 

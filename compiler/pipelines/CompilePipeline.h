@@ -11,7 +11,7 @@
 namespace kiln::pipelines {
 
 struct CompileOptions {
-  std::string weightFormat = "f32"; // f32 | f16 | q8_0 | q4_0 | q4_1
+  std::string weightFormat = "f32"; // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0
   // Precision (passes/precision): rules replace the uniform format; a map is applied on
   // top (both as the passes' option strings). Resolved by PrecisionSearch.h.
   std::string precisionRules;       // kiln-assign-rules-format; empty: uniform

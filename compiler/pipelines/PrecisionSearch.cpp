@@ -209,7 +209,7 @@ bool resolveAuto(ModuleOp module, const WeightStore &store, const PrecisionReque
   if (budgetBytesD < double(minBytes)) {
     error = budgetText + " is below the smallest possible model: " + std::to_string(minBytes) +
             " bytes (" + num(8.0 * double(minBytes) / double(elements), "%.4f") +
-            " bits per weight, every matrix q4_0 and every norm f16, rows padded to whole "
+            " bits per weight, every matrix q3_0 and every norm f16, rows padded to whole "
             "blocks)";
     return false;
   }
@@ -314,7 +314,7 @@ bool resolvePrecision(ModuleOp module, const WeightStore &store, const Precision
     uint32_t id;
     if (!precision::parseFormat(spec.substr(8), id)) {
       error = "unknown format '" + spec.substr(8) +
-              "' in --precision (expected f32, f16, q8_0 (int8), q4_0 (int4) or q4_1 (int4m))";
+              "' in --precision (expected f32, f16, q8_0 (int8), q4_0 (int4), q4_1 (int4m) or q3_0 (int3))";
       return false;
     }
     out.weightFormat = precision::formatName(id);

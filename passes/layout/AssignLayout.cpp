@@ -44,6 +44,13 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
                          << "' is also read by embed, so it keeps the embedding's rows";
         return;
       }
+      // q3_0 has no r16 form, and 64-byte rows would store a 64-wide row (two 14-byte
+      // blocks) in 64 bytes, more than q4_0_r16 takes: it keeps rows of whole blocks.
+      if (fmt && fmt.getValue() == StorageFormat::q3_0) {
+        op->setAttr("kiln.layout", StringAttr::get(&getContext(), "block"));
+        ++numBlock;
+        return;
+      }
       const bool pack = layout == "r16" && fmt && packable(fmt.getValue());
       op->setAttr("kiln.layout", StringAttr::get(&getContext(), pack ? "r16" : "rows64"));
       ++(pack ? numPacked : numRows);

@@ -13,7 +13,10 @@ def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
     - `r16`: q4_0/q4_1/q8_0 matrices repacked in 16-row groups for integer dot products
       (kiln/quant_packed.h), rows padded to whole 32-blocks and to a multiple of 16;
     - `rows64`: the format's plain rows, each padded to whole blocks and to a multiple of
-      64 bytes (cache-line aligned rows).
+      64 bytes (cache-line aligned rows);
+    - `block` (q3_0 whatever the option): plain rows padded to whole blocks only. q3_0 has
+      no r16 form, and its 14-byte blocks would make 64-byte rows cost up to twice the
+      weights (a 64-wide row: 28 bytes in 64).
     A weight also read by an embed (a tied classifier) gets no attribute and a remark:
     it keeps the embedding's rows (ggml rows padded to the block), as it is stored once. Runs after the precision passes (it reads
     `format`). `--layout none` on `kiln compile` skips the pass: rows are padded to the
@@ -26,6 +29,7 @@ def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numPacked", "packed", "linear ops given the r16 layout">,
     Statistic<"numRows", "rows64", "linear ops given 64-byte aligned plain rows">,
+    Statistic<"numBlock", "block", "q3_0 linear ops given rows of whole blocks">,
   ];
 }
 

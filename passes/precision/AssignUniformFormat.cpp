@@ -18,7 +18,7 @@ namespace {
 // Formats the code generators can store and compute with today.
 bool isSupported(StorageFormat f) {
   return f == StorageFormat::f32 || f == StorageFormat::f16 || f == StorageFormat::q8_0 ||
-         f == StorageFormat::q4_0 || f == StorageFormat::q4_1;
+         f == StorageFormat::q4_0 || f == StorageFormat::q4_1 || f == StorageFormat::q3_0;
 }
 
 struct AssignUniformFormat
@@ -29,7 +29,7 @@ struct AssignUniformFormat
     std::optional<StorageFormat> target = symbolizeStorageFormat(format);
     if (!target || !isSupported(*target)) {
       getOperation().emitError() << "kiln-assign-uniform-format: unsupported format '"
-                                 << format << "' (expected f32, f16, q8_0, q4_0 or q4_1)";
+                                 << format << "' (expected f32, f16, q8_0, q4_0, q4_1 or q3_0)";
       return signalPassFailure();
     }
     auto attr = StorageFormatAttr::get(&getContext(), *target);

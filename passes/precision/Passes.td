@@ -15,7 +15,7 @@ def KilnAssignUniformFormat : Pass<"kiln-assign-uniform-format", "mlir::ModuleOp
   }];
   let options = [
     Option<"format", "format", "std::string", /*default=*/"\"f32\"",
-           "storage format: f32, f16, q8_0, q4_0 or q4_1">,
+           "storage format: f32, f16, q8_0, q4_0, q4_1 or q3_0">,
   ];
 }
 

@@ -20,7 +20,7 @@ std::vector<std::string> split(const std::string &text, char sep) {
   }
 }
 
-const char *kFormatList = "f32, f16, q8_0 (int8), q4_0 (int4) or q4_1 (int4m)";
+const char *kFormatList = "f32, f16, q8_0 (int8), q4_0 (int4), q4_1 (int4m) or q3_0 (int3)";
 
 } // namespace
 
@@ -29,7 +29,8 @@ bool parseFormat(const std::string &name, uint32_t &id) {
       {"f32", KILN_GGML_TYPE_F32},   {"f16", KILN_GGML_TYPE_F16},
       {"q8_0", KILN_GGML_TYPE_Q8_0}, {"int8", KILN_GGML_TYPE_Q8_0},
       {"q4_0", KILN_GGML_TYPE_Q4_0}, {"int4", KILN_GGML_TYPE_Q4_0},
-      {"q4_1", KILN_GGML_TYPE_Q4_1}, {"int4m", KILN_GGML_TYPE_Q4_1}};
+      {"q4_1", KILN_GGML_TYPE_Q4_1}, {"int4m", KILN_GGML_TYPE_Q4_1},
+      {"q3_0", KILN_TYPE_Q3_0},      {"int3", KILN_TYPE_Q3_0}};
   auto it = names.find(name);
   if (it == names.end())
     return false;
@@ -45,7 +46,7 @@ std::string formatName(uint32_t id) {
 const std::vector<uint32_t> &supportedFormats() {
   static const std::vector<uint32_t> f = {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16,
                                           KILN_GGML_TYPE_Q8_0, KILN_GGML_TYPE_Q4_1,
-                                          KILN_GGML_TYPE_Q4_0};
+                                          KILN_GGML_TYPE_Q4_0, KILN_TYPE_Q3_0};
   return f;
 }
 
@@ -166,8 +167,8 @@ uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows, bool li
   uint64_t rowBytes = (rowLength + block - 1) / block * kiln_ggml_block_bytes(format);
   if (linearLayout && block == 1)
     rowBytes = (rowBytes + 63) / 64 * 64; // rows64
-  else if (linearLayout)
-    rows = (rows + 15) / 16 * 16; // r16 groups
+  else if (linearLayout && format != KILN_TYPE_Q3_0)
+    rows = (rows + 15) / 16 * 16; // r16 groups; q3_0 keeps block rows (kiln-assign-layout)
   return rowBytes * rows;
 }
 

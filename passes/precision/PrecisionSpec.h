@@ -15,7 +15,8 @@
 
 namespace kiln::precision {
 
-// ggml type id of f32, f16, q8_0 (int8), q4_0 (int4) or q4_1 (int4m): the formats the
+// Type id of f32, f16, q8_0 (int8), q4_0 (int4), q4_1 (int4m) or kiln's q3_0 (int3,
+// KILN_TYPE_Q3_0): the formats the
 // code generators store and compute with. False for any other name.
 bool parseFormat(const std::string &name, uint32_t &id);
 std::string formatName(uint32_t id); // "q4_0"; "?" for an id outside the list
@@ -49,8 +50,8 @@ std::string printMap(const std::map<std::string, uint32_t> &map);
 // Bytes of `rows` rows of `rowLength` elements in `format`, each row padded with zeros to
 // a whole block (codegen/common/WeightLayout); 0 for an unknown format. `linearLayout`:
 // the weight of a linear/logits, which kiln-assign-layout's default stores in 16-row
-// groups (q4_0/q4_1/q8_0, r16) or 64-byte rows (f32/f16): counted with that padding, so a
-// budget holds whatever --layout (none only stores less).
+// groups (q4_0/q4_1/q8_0, r16), 64-byte rows (f32/f16) or block rows (q3_0): counted with
+// that padding, so a budget holds whatever --layout (none only stores less).
 uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows,
                      bool linearLayout = false);
 

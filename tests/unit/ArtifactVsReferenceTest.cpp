@@ -3,6 +3,7 @@
 // longer sequence (prefill in several batches, then decode) tracks the reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <unistd.h>
@@ -117,6 +118,42 @@ TEST(ArtifactVsReference, Stories260KMixedPrecisionTracksReference) {
   std::cout << "mixed precision: max |logit difference| at the last prompt position: " << diff
             << "\n";
   EXPECT_LE(diff, 1e-4f);
+}
+
+// kiln's q3_0 everywhere (embedding and classifier included): greedy generation from the
+// artifact gives the reference's tokens exactly, and every step's logits stay within 1e-4
+// of the reference reading the same q3_0 weights.
+TEST(ArtifactVsReference, Stories260KQ3_0GreedyTokensExact) {
+  std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
+  KILN_REQUIRE_FILE(model);
+  Compiled c;
+  ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, "", 64, 64, c, "f32", true, "uniform:q3_0"));
+  std::vector<int32_t> tokens = c.ref.tokenizer->encode("Once upon a time", true);
+  kiln::Matrix ref;
+  std::string error;
+  ASSERT_TRUE(c.ref.executor->forward(tokens, 0, ref, error)) << error;
+  kiln_error_t err{};
+  ASSERT_EQ(kiln_session_prefill(c.session, tokens.data(), tokens.size(), &err), KILN_STATUS_OK)
+      << err.message;
+  auto argmax = [](const float *v, size_t n) {
+    return int32_t(std::max_element(v, v + n) - v);
+  };
+  float worst = maxAbsDiff(kiln_session_logits(c.session), ref.row(ref.rows() - 1).data(), 512);
+  std::vector<int32_t> fromArtifact, fromRef;
+  for (int step = 0; step < 40; ++step) {
+    const int32_t a = argmax(kiln_session_logits(c.session), 512);
+    const int32_t r = argmax(ref.row(ref.rows() - 1).data(), 512);
+    fromArtifact.push_back(a);
+    fromRef.push_back(r);
+    ASSERT_EQ(a, r) << "step " << step;
+    const uint32_t pos = uint32_t(tokens.size()) + uint32_t(step);
+    ASSERT_EQ(kiln_session_decode(c.session, a, &err), KILN_STATUS_OK) << err.message;
+    ASSERT_TRUE(c.ref.executor->forward({r}, pos, ref, error)) << error;
+    worst = std::max(worst, maxAbsDiff(kiln_session_logits(c.session), ref.row(0).data(), 512));
+  }
+  EXPECT_EQ(fromArtifact, fromRef);
+  std::cout << "q3_0: 40 greedy tokens equal, max |logit difference| " << worst << "\n";
+  EXPECT_LE(worst, 1e-4f);
 }
 
 // Prefill 11 tokens in batches of 4 (the artifact's max batch), then decode 6; every

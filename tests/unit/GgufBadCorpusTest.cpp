@@ -190,6 +190,10 @@ std::vector<BadCase> corpus() {
   cs.push_back({"UnknownTensorType",
                 with([](GgufWriter &w) { addTensors(w, {8, 2}, 99); }),
                 "tensor 'tensor_a' has unknown or unsupported ggml type 99"});
+  // kiln's own formats (ids from 1000 up) are never ggml types in a GGUF file
+  cs.push_back({"KilnOwnTypeInGguf",
+                with([](GgufWriter &w) { addTensors(w, {32, 2}, KILN_TYPE_Q3_0); }),
+                "tensor 'tensor_a' has unknown or unsupported ggml type 1100"});
   cs.push_back({"RowNotBlockMultiple",
                 with([](GgufWriter &w) { addTensors(w, {10, 2}, KILN_GGML_TYPE_Q8_0); }),
                 "tensor 'tensor_a' row length 10 is not a multiple of the q8_0 block size 32"});

@@ -133,6 +133,22 @@ TEST(PrecisionSpec, RulesAndClasses) {
   // A 172-wide row is padded to 6 blocks: 64 rows of q4_0 are 64 * 6 * 18 bytes.
   EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_Q4_0, 172, 64), 6912u);
   EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_F16, 172, 64), 172u * 2 * 64);
+  // q3_0: 14-byte blocks, and as a linear's weight no 16-row groups or 64-byte rows
+  // (kiln-assign-layout gives it rows of whole blocks): 5 rows of 172 are 5 * 6 * 14.
+  EXPECT_EQ(p::storedBytes(KILN_TYPE_Q3_0, 172, 5), 420u);
+  EXPECT_EQ(p::storedBytes(KILN_TYPE_Q3_0, 172, 5, /*linearLayout=*/true), 420u);
+  EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_Q4_0, 172, 5, /*linearLayout=*/true), 16u * 6 * 18);
+  uint32_t id = 0;
+  ASSERT_TRUE(p::parseFormat("int3", id));
+  EXPECT_EQ(id, KILN_TYPE_Q3_0);
+  ASSERT_TRUE(p::parseFormat("q3_0", id));
+  EXPECT_EQ(p::formatName(id), "q3_0");
+  EXPECT_FALSE(p::parseFormat("q3_k", id));
+  ASSERT_TRUE(p::parseRules("ffn_down=int3,default=q4_0", r, error)) << error;
+  EXPECT_EQ(r.formatOf("ffn_down"), KILN_TYPE_Q3_0);
+  EXPECT_FALSE(p::parseRules("norms=q3_0", r, error));
+  // the auto search's candidates end with the smallest format
+  EXPECT_EQ(p::supportedFormats().back(), KILN_TYPE_Q3_0);
   std::map<std::string, uint32_t> m;
   ASSERT_TRUE(p::parseMap("a.weight=int8,b=f16", m, error)) << error;
   EXPECT_EQ(p::printMap(m), "a.weight=q8_0,b=f16");
@@ -149,8 +165,9 @@ TEST(PrecisionReference, DequantizeAsMatchesWeightLayout) {
     x = dist(rng);
   kiln::WeightStore store;
   store.addOwnedF32("w", {rowLen, rows}, data);
-  for (uint32_t format : {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16, KILN_GGML_TYPE_Q8_0,
-                          KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1}) {
+  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_F32), uint32_t(KILN_GGML_TYPE_F16),
+                          uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
+                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0)}) {
     SCOPED_TRACE(kiln_ggml_type_name(format));
     std::vector<float> ref;
     std::string error;

@@ -89,7 +89,8 @@ Weights makeWeights(std::mt19937 &rng, uint32_t format, int32_t rows, int32_t co
   uint64_t rowBytes = 0;
   EXPECT_EQ(kiln_ggml_row_bytes(format, uint64_t(padded), &rowBytes), KILN_STATUS_OK);
   w.rowStride =
-      format == KILN_GGML_TYPE_Q8_0 ? int64_t(rowBytes) : int64_t((rowBytes + 15) / 16 * 16);
+      format == KILN_GGML_TYPE_Q8_0 || format == KILN_TYPE_Q3_0 ? int64_t(rowBytes)
+                                                                : int64_t((rowBytes + 15) / 16 * 16);
   w.bytes.assign(size_t(w.rowStride) * size_t(rows), 0xFF);
   w.dequantized.resize(rows, cols);
   std::vector<float> row(static_cast<size_t>(padded)), decoded(static_cast<size_t>(padded));
@@ -203,11 +204,21 @@ TEST_F(UkernelLinear, Q4_1) {
         checkLinear(KILN_GGML_TYPE_Q4_1, n, in, out, 1e-4, maxErr);
 }
 
+// kiln's q3_0: exact decoding too; 8/24/40 end inside the 8-element groups of qs bytes.
+TEST_F(UkernelLinear, Q3_0) {
+  static MaxError maxErr("linear q3_0 (|err| / sum|x w|)");
+  for (int32_t n : {1, 3, 17})
+    for (int32_t in : {7, 8, 16, 24, 32, 40, 64, 172, 256})
+      for (int32_t out : {1, 5, 64, 512})
+        checkLinear(KILN_TYPE_Q3_0, n, in, out, 1e-4, maxErr);
+}
+
 // A larger decode and prefill shape (several 8-row tiles per task, 4096-wide rows as in a
 // 7B layer's K dimension, kept short in out so the test stays fast).
 TEST_F(UkernelLinear, Int4WideRows) {
   static MaxError maxErr("linear q4 in=4096 (|err| / sum|x w|)");
-  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_Q4_0), uint32_t(KILN_GGML_TYPE_Q4_1)})
+  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_Q4_0), uint32_t(KILN_GGML_TYPE_Q4_1),
+                          uint32_t(KILN_TYPE_Q3_0)})
     for (int32_t n : {1, 3})
       checkLinear(format, n, 4096, 37, 1e-4, maxErr);
 }
@@ -283,8 +294,9 @@ void checkLinearFused(uint32_t format, int32_t n, int32_t in) {
 }
 
 TEST_F(UkernelLinear, FusedSegmentsResidualSwiGlu) {
-  for (uint32_t format : {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16, KILN_GGML_TYPE_Q8_0,
-                          KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1})
+  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_F32), uint32_t(KILN_GGML_TYPE_F16),
+                          uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
+                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0)})
     for (int32_t n : {1, 3, 17})
       for (int32_t in : {7, 64, 172, 4096})
         checkLinearFused(format, n, in);
@@ -294,8 +306,9 @@ TEST_F(UkernelLinear, FusedSegmentsResidualSwiGlu) {
 // embed: decoding is exact, so the rows must be bit-identical to the reference's.
 
 TEST_F(UkernelEmbed, AllFormatsExact) {
-  for (uint32_t format : {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16, KILN_GGML_TYPE_Q8_0,
-                          KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1})
+  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_F32), uint32_t(KILN_GGML_TYPE_F16),
+                          uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
+                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0)})
     for (int32_t dim : {7, 32, 48, 64, 172}) {
       SCOPED_TRACE(std::string(formatName(format)) + " dim=" + std::to_string(dim));
       std::mt19937 rng(uint32_t(dim + format));

@@ -27,6 +27,7 @@ extern "C" {
  * kernels load from any address (one unaligned load on x86/arm64, never a call). */
 typedef float kiln_uk_uf32_t __attribute__((aligned(1), may_alias));
 typedef uint16_t kiln_uk_uu16_t __attribute__((aligned(1), may_alias));
+typedef uint32_t kiln_uk_uu32_t __attribute__((aligned(1), may_alias));
 
 KILN_UK_INLINE uint32_t kiln_uk_f32_bits(float f) {
   union { float f; uint32_t u; } c;
@@ -79,11 +80,26 @@ KILN_UK_INLINE uint16_t kiln_uk_load_u16(const uint8_t *p) {
   return (uint16_t)(p[0] | (p[1] << 8));
 }
 
-/* Bytes of one 32-element block of the block formats the kernels read (q8_0, q4_0, q4_1). */
+/* Bytes of one 32-element block of the block formats the kernels read (q8_0, q4_0, q4_1,
+ * q3_0). */
 KILN_UK_INLINE int64_t kiln_uk_block_bytes(uint32_t format) {
   return format == KILN_GGML_TYPE_Q4_0   ? (int64_t)sizeof(kiln_block_q4_0_t)
          : format == KILN_GGML_TYPE_Q4_1 ? (int64_t)sizeof(kiln_block_q4_1_t)
+         : format == KILN_TYPE_Q3_0      ? (int64_t)sizeof(kiln_block_q3_0_t)
                                          : (int64_t)sizeof(kiln_block_q8_0_t);
+}
+
+/* Decodes one whole q3_0 block (kiln/quant_blocks.h) into dst[0..32): (q - 4) * d, exact
+ * in float, so equal to kiln_dequantize. Low bits of element j: bits 2*(j/8) of qs[j%8];
+ * high bit: bit j of the little-endian qh. */
+KILN_UK_INLINE void kiln_uk_decode_q3(const uint8_t *b, float *dst) {
+  const float d = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b));
+  const uint8_t *qs = b + 2;
+  const uint32_t qh = *(const kiln_uk_uu32_t *)(b + 10);
+  for (int32_t j = 0; j < 32; ++j) {
+    const int32_t q = ((qs[j & 7] >> (2 * (j >> 3))) & 3) | (int32_t)((qh >> j) & 1u) << 2;
+    dst[j] = (float)(q - 4) * d;
+  }
 }
 
 /* Decodes one whole q4_0 or q4_1 block (b: its bytes, any alignment) into dst[0..32), the

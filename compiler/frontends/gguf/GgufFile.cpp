@@ -481,7 +481,8 @@ bool GgufFile::parseTensorInfos(std::string &error) {
     size_t typeAt = r.pos();
     if (!r.read(t.type, " type"))
       return fail(r.err);
-    const char *typeName = kiln_ggml_type_name(t.type);
+    // ids from 1000 up are kiln's own formats, never a ggml type in a GGUF file
+    const char *typeName = t.type < 1000 ? kiln_ggml_type_name(t.type) : nullptr;
     if (!typeName)
       return fail(what + " has unknown or unsupported ggml type " + num(t.type) + " at offset " +
                   num(typeAt));

@@ -84,7 +84,7 @@ struct CompileOptions {
   std::string model;
   std::string output;
   std::string target = "host";
-  std::string weights;          // f32 | f16 | q8_0 | q4_0 | q4_1 (uniform:); "" = f32
+  std::string weights;          // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0 (uniform:); "" = f32
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)

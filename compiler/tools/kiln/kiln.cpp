@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
                          "snapdragon-8-gen-3:cpu are listed by kiln targets, not built yet)");
   compileCmd->add_option("--weights", cmp.weights,
                          "one weight storage format (--precision uniform:FMT)")
-      ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1"}));
+      ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1", "q3_0"}));
   compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
       ->check(CLI::IsMember({"kiln", "lowered", "llvm", "obj", "artifact"}));
   compileCmd->add_option("--ctx", cmp.ctx, "context the KV cache and RoPE tables hold")

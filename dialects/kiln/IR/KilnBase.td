@@ -19,7 +19,8 @@ def Kiln_Dialect : Dialect {
 }
 
 // Storage formats of weights. Values are ggml's type ids for the formats GGUF shares
-// with ggml; kiln's own formats will take ids from 1000 up. Ids are never reused.
+// with ggml; kiln's own formats take ids from 1100 up (kiln/quant.h; 1000 + a ggml id is
+// reserved for that format's r16 repacking). Ids are never reused.
 def Kiln_FormatF32   : I32EnumAttrCase<"f32", 0>;
 def Kiln_FormatF16   : I32EnumAttrCase<"f16", 1>;
 def Kiln_FormatQ4_0  : I32EnumAttrCase<"q4_0", 2>;
@@ -35,12 +36,13 @@ def Kiln_FormatQ6_K  : I32EnumAttrCase<"q6_k", 14>;
 def Kiln_FormatIQ4NL : I32EnumAttrCase<"iq4_nl", 20>;
 def Kiln_FormatIQ4XS : I32EnumAttrCase<"iq4_xs", 23>;
 def Kiln_FormatBF16  : I32EnumAttrCase<"bf16", 30>;
+def Kiln_FormatQ3_0  : I32EnumAttrCase<"q3_0", 1100>; // KILN_TYPE_Q3_0
 
 def Kiln_StorageFormat : I32EnumAttr<"StorageFormat", "weight storage format", [
     Kiln_FormatF32, Kiln_FormatF16, Kiln_FormatQ4_0, Kiln_FormatQ4_1, Kiln_FormatQ5_0,
     Kiln_FormatQ5_1, Kiln_FormatQ8_0, Kiln_FormatQ2_K, Kiln_FormatQ3_K, Kiln_FormatQ4_K,
     Kiln_FormatQ5_K, Kiln_FormatQ6_K, Kiln_FormatIQ4NL, Kiln_FormatIQ4XS,
-    Kiln_FormatBF16]> {
+    Kiln_FormatBF16, Kiln_FormatQ3_0]> {
   let cppNamespace = "::kiln";
 }
 

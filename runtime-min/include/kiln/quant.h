@@ -34,7 +34,13 @@ typedef enum kiln_ggml_type_e {
   KILN_GGML_TYPE_BF16 = 30,
 } kiln_ggml_type_t;
 
-/* Name as ggml spells it ("q4_0", "q6_K", ...), or NULL for an id kiln does not decode. */
+/* kiln's own block formats. ggml ids stay below 1000 and 1000 + a ggml id is that
+ * format's r16 repacking (kiln/quant_packed.h), so kiln's formats start at 1100; they
+ * never appear in a GGUF file. */
+#define KILN_TYPE_Q3_0 1100u /* 32 x 3-bit codes, fp16 scale: 3.5 bits per weight */
+
+/* Name as ggml spells it ("q4_0", "q6_K", ...; "q3_0" for KILN_TYPE_Q3_0), or NULL for an
+ * id kiln does not decode. */
 const char *kiln_ggml_type_name(uint32_t type);
 
 /* Elements per block (1 for f32/f16/bf16) and bytes per block; 0 for an unknown id. */
@@ -63,6 +69,8 @@ void kiln_dequantize_row_q5_K(const void *src, float *dst, uint64_t n);
 void kiln_dequantize_row_q6_K(const void *src, float *dst, uint64_t n);
 void kiln_dequantize_row_iq4_nl(const void *src, float *dst, uint64_t n);
 void kiln_dequantize_row_iq4_xs(const void *src, float *dst, uint64_t n);
+/* The q3_0 encoder behind kiln_quantize (same contract as the row decoders above). */
+void kiln_quantize_row_q3_0(const float *src, void *dst, uint64_t n);
 
 /* float to IEEE half, rounding to nearest even, subnormals included; overflow gives inf and
  * a NaN stays a NaN of the same sign (made quiet, the top 10 payload bits kept). Bit-exact
@@ -72,7 +80,9 @@ uint16_t kiln_fp32_to_fp16(float f);
 
 /* Encodes n floats (a multiple of the block size) from src into dst in `type`: F32, F16,
  * Q8_0, Q4_0 or Q4_1, with ggml's reference algorithms (quantize_row_q8_0_ref,
- * quantize_row_q4_0_ref, quantize_row_q4_1_ref), so the bytes equal ggml's. dst receives exactly the bytes
+ * quantize_row_q4_0_ref, quantize_row_q4_1_ref), so the bytes equal ggml's; or
+ * KILN_TYPE_Q3_0 (quantize_q3_0.c: the scale of least squared error among a few
+ * candidates). dst receives exactly the bytes
  * kiln_ggml_row_bytes gives for n. Fails with KILN_STATUS_INVALID_ARGUMENT when n is not a
  * multiple of the block size or a buffer is NULL, KILN_STATUS_UNSUPPORTED for other types. */
 kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t n);

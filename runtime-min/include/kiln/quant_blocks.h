@@ -25,6 +25,7 @@ typedef uint16_t kiln_half_t; /* IEEE binary16 bits */
 #define QK5_0 32
 #define QK5_1 32
 #define QK8_0 32
+#define QK3_0 32 /* kiln's own (KILN_TYPE_Q3_0), not a ggml format */
 #define QK4_NL 32
 #define QK_K 256        /* k-quant and iq4_xs super-block */
 #define K_SCALE_SIZE 12 /* packed 6-bit scales/mins of q3_K..q5_K */
@@ -56,6 +57,17 @@ typedef struct kiln_block_q5_1_s {
   uint8_t qs[QK5_1 / 2];
 } kiln_block_q5_1_t;
 KILN_STATIC_ASSERT(sizeof(kiln_block_q5_1_t) == 4 + 4 + QK5_1 / 2, "q5_1 block size");
+
+/* kiln's q3_0 (id 1100, no ggml counterpart): element j is d * (q_j - 4), q_j in 0..7.
+ * Low 2 bits of q_j in bits 2*(j / 8) .. 2*(j / 8) + 1 of qs[j % 8] (so bytes 0..7 hold
+ * elements k, k+8, k+16, k+24); the high bit is bit j of qh read as a little-endian
+ * uint32, as q5_0's fifth bit. 14 bytes per 32 weights: 3.5 bits per weight. */
+typedef struct kiln_block_q3_0_s {
+  kiln_half_t d;
+  uint8_t qs[QK3_0 / 4];
+  uint8_t qh[QK3_0 / 8];
+} kiln_block_q3_0_t;
+KILN_STATIC_ASSERT(sizeof(kiln_block_q3_0_t) == 2 + QK3_0 / 4 + QK3_0 / 8, "q3_0 block size");
 
 typedef struct kiln_block_q8_0_s {
   kiln_half_t d;

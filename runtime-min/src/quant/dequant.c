@@ -1,5 +1,6 @@
 /* kiln runtime-min: GGUF type table, half/bfloat16 conversion, kiln_dequantize dispatch
- * and the float and 32-element block formats (f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0).
+ * and the float and 32-element block formats (f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0,
+ * and kiln's own q3_0).
  *
  * Every decoder is bit-exact with ggml's `dequantize_row_*` (ggml/src/ggml-quants.c): the
  * same float (never double) operations in the same order. FMA contraction of `x*d + m`
@@ -37,6 +38,7 @@ static const kiln_type_info_t kTypes[] = {
     {KILN_GGML_TYPE_IQ4_NL, "iq4_nl", QK4_NL, sizeof(kiln_block_iq4_nl_t)},
     {KILN_GGML_TYPE_IQ4_XS, "iq4_xs", QK_K, sizeof(kiln_block_iq4_xs_t)},
     {KILN_GGML_TYPE_BF16, "bf16", 1, 2},
+    {KILN_TYPE_Q3_0, "q3_0", QK3_0, sizeof(kiln_block_q3_0_t)},
 };
 
 static const kiln_type_info_t *kiln_type_info(uint32_t type) {
@@ -202,12 +204,30 @@ static void dequant_q8_0(const uint8_t *src, float *y, uint64_t n) {
   }
 }
 
+/* kiln's own format: (q - 4) * d is exact in float (an 11-bit scale times a 3-bit int). */
+static void dequant_q3_0(const uint8_t *src, float *y, uint64_t n) {
+  for (uint64_t i = 0; i < n / QK3_0; ++i, y += QK3_0) {
+    kiln_block_q3_0_t b;
+    memcpy(&b, src + i * sizeof b, sizeof b);
+    const float d = kiln_fp16_to_fp32(b.d);
+    const uint32_t qh = kiln_load_u32(b.qh);
+    for (int j = 0; j < QK3_0; ++j) {
+      const int q = ((b.qs[j % 8] >> (2 * (j / 8))) & 3) | (int)(((qh >> j) & 1u) << 2);
+      y[j] = (q - 4) * d;
+    }
+  }
+}
+
 kiln_status_t kiln_dequantize(uint32_t type, const void *src, float *dst, uint64_t n) {
   int empty;
   KILN_RETURN_IF_ERROR(kiln_quant_check_args(type, src, dst, n, &empty));
   if (empty)
     return KILN_STATUS_OK;
   const uint8_t *p = (const uint8_t *)src;
+  if (type == KILN_TYPE_Q3_0) { /* not a kiln_ggml_type_t: outside the switch */
+    dequant_q3_0(p, dst, n);
+    return KILN_STATUS_OK;
+  }
   switch ((kiln_ggml_type_t)type) {
   case KILN_GGML_TYPE_F32: dequant_f32(p, dst, n); break;
   case KILN_GGML_TYPE_F16: dequant_f16(p, dst, n); break;

@@ -158,13 +158,19 @@ kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t
   case KILN_GGML_TYPE_Q8_0:
   case KILN_GGML_TYPE_Q4_0:
   case KILN_GGML_TYPE_Q4_1: break;
-  default: return KILN_STATUS_UNSUPPORTED;
+  default:
+    if (type != KILN_TYPE_Q3_0)
+      return KILN_STATUS_UNSUPPORTED;
   }
   int empty;
   KILN_RETURN_IF_ERROR(kiln_quant_check_args(type, src, dst, n, &empty));
   if (empty)
     return KILN_STATUS_OK;
   uint8_t *out = (uint8_t *)dst;
+  if (type == KILN_TYPE_Q3_0) {
+    kiln_quantize_row_q3_0(src, out, n);
+    return KILN_STATUS_OK;
+  }
   switch ((kiln_ggml_type_t)type) {
   case KILN_GGML_TYPE_F32: memcpy(out, src, (size_t)n * sizeof(float)); break;
   case KILN_GGML_TYPE_F16:

@@ -1,6 +1,6 @@
 /* kiln micro-kernels, portable C: embedding lookup (decode one table row per token).
  *
- * Formats: f32, f16, q8_0, q4_0 and q4_1 (a row of dim elements in ceil(dim/32) blocks,
+ * Formats: f32, f16, q8_0, q4_0, q4_1 and q3_0 (a row of dim elements in ceil(dim/32) blocks,
  * the last one zero-padded); exactly the values kiln_dequantize gives. Token ids were
  * range-checked by the generated entry point. Serial: it moves n * dim floats, far less
  * than a thread hand-off costs.
@@ -22,11 +22,15 @@ void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *t
       const kiln_uk_uu16_t *p = (const kiln_uk_uu16_t *)row;
       for (int32_t i = 0; i < dim; ++i)
         o[i] = kiln_uk_fp16_to_fp32(p[i]);
-    } else if (format == KILN_GGML_TYPE_Q4_0 || format == KILN_GGML_TYPE_Q4_1) {
+    } else if (format == KILN_GGML_TYPE_Q4_0 || format == KILN_GGML_TYPE_Q4_1 ||
+               format == KILN_TYPE_Q3_0) {
       const int64_t block_bytes = kiln_uk_block_bytes(format);
       float tmp[32];
       for (int32_t i0 = 0; i0 < dim; i0 += 32) {
-        kiln_uk_decode_q4(format, row + (int64_t)(i0 / 32) * block_bytes, tmp);
+        if (format == KILN_TYPE_Q3_0)
+          kiln_uk_decode_q3(row + (int64_t)(i0 / 32) * block_bytes, tmp);
+        else
+          kiln_uk_decode_q4(format, row + (int64_t)(i0 / 32) * block_bytes, tmp);
         const int32_t count = KILN_UK_MIN(32, dim - i0);
         for (int32_t j = 0; j < count; ++j)
           o[i0 + j] = tmp[j];

@@ -1,5 +1,5 @@
-/* kiln micro-kernels, portable C: linear (y = x W^T) for f32, f16, q8_0, q4_0 and q4_1
- * weights.
+/* kiln micro-kernels, portable C: linear (y = x W^T) for f32, f16, q8_0, q4_0, q4_1 and
+ * q3_0 weights.
  *
  * Weights are decoded 32 elements at a time (one block) into floats - exactly, since a
  * q8_0/q4_0 weight is an integer times an fp16 scale and a q4_1 weight rounds once as in
@@ -52,6 +52,8 @@ KILN_UK_INLINE void decode_group(uint32_t format, const uint8_t *row, int32_t i0
       dst[j] = kiln_uk_fp16_to_fp32(p[j]);
   } else if (format == KILN_GGML_TYPE_Q4_0 || format == KILN_GGML_TYPE_Q4_1) {
     kiln_uk_decode_q4(format, row + (int64_t)(i0 / GROUP) * kiln_uk_block_bytes(format), dst);
+  } else if (format == KILN_TYPE_Q3_0) {
+    kiln_uk_decode_q3(row + (int64_t)(i0 / GROUP) * (int64_t)sizeof(kiln_block_q3_0_t), dst);
   } else { /* q8_0 */
     const uint8_t *b = row + (int64_t)(i0 / QK8_0) * (int64_t)sizeof(kiln_block_q8_0_t);
     const float d = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b));
@@ -131,6 +133,7 @@ static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   case KILN_GGML_TYPE_F16: ROWS(KILN_GGML_TYPE_F16); break;
   case KILN_GGML_TYPE_Q4_0: ROWS(KILN_GGML_TYPE_Q4_0); break;
   case KILN_GGML_TYPE_Q4_1: ROWS(KILN_GGML_TYPE_Q4_1); break;
+  case KILN_TYPE_Q3_0: ROWS(KILN_TYPE_Q3_0); break;
   default: ROWS(KILN_GGML_TYPE_Q8_0); break;
   }
 #undef ROWS

@@ -1,5 +1,5 @@
 /* kiln micro-kernels, x86 (AVX2 + FMA + F16C; AVX-512F/BW when __AVX512F__): linear
- * (y = x W^T) for f32, f16, q8_0, q4_0 and q4_1 weights. Overrides generic/linear.c.
+ * (y = x W^T) for f32, f16, q8_0, q4_0, q4_1 and q3_0 weights. Overrides generic/linear.c.
  *
  * Register tiles of ROWS output rows x TOKENS tokens: 8 x 1 for decode (eight independent
  * FMA chains hide the FMA latency while one x vector is reused by eight rows) and 4 x 2
@@ -14,7 +14,10 @@
  *   vpermps of that table by the codes (bytes zero-extended to dword lanes; vpermps reads
  *   the low 4 bits, so the low nibbles need no mask and the high ones one shift);
  * - q4_0/q4_1, AVX2 (vpermps has 8 entries): codes -> int32 -> float, multiplied with x,
- *   and the block scale (and q4_1 min) applied once per block (see tile_group_q4).
+ *   and the block scale (and q4_1 min) applied once per block (see tile_group_q4);
+ * - q3_0 (both ISAs): the codes' low and high bits shifted into int32 lanes with vpsrlvd,
+ *   (c - 4) as float (exact), multiplied with x and the block scale applied once per block
+ *   (tile_group_q3).
  * Quantising x to int8 for maddubs/vpdpbusd would cut the arithmetic per weight but adds
  * relative errors of 4e-4 on average and up to 4e-3 per dot product (measured on the
  * differential tests' data: 4 to 40 times their bound, where fp32 stays below 3e-7), needs
@@ -243,12 +246,71 @@ KILN_UK_INLINE void tile_group_q4(uint32_t format, int32_t ROWS, int32_t TOKENS,
 }
 #endif
 
+/* Chunk c of a q3_0 block (kiln/quant_blocks.h) as the floats q - 4 (exact). Element e's
+ * low bits are bits 2*(e/8) of qs[e%8], its high bit bit e of qh. */
+KILN_UK_INLINE vf_t q3_chunk(const uint8_t *b, int32_t c) {
+  const __m128i qs8 = _mm_loadl_epi64((const __m128i *)(b + 2));
+  const int32_t qh = (int32_t) * (const kiln_uk_uu32_t *)(b + 10);
+#if defined(__AVX512F__)
+  /* lanes 0-7 and 8-15 are elements 16c + i: bytes 0..7 twice, shifted by 4c and 4c + 2 */
+  const __m512i q = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(qs8, qs8));
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i lshift = _mm512_add_epi32(_mm512_set1_epi32(4 * c),
+                                          _mm512_slli_epi32(_mm512_srli_epi32(lane, 3), 1));
+  const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(q, lshift), _mm512_set1_epi32(3));
+  const __m512i high = _mm512_and_si512(
+      _mm512_srlv_epi32(_mm512_set1_epi32(qh), _mm512_add_epi32(lane, _mm512_set1_epi32(16 * c))),
+      _mm512_set1_epi32(1));
+  const __m512i code = _mm512_or_si512(low, _mm512_slli_epi32(high, 2));
+  return _mm512_sub_ps(_mm512_cvtepi32_ps(code), V_SET1(4.0f));
+#else
+  /* lanes are elements 8c + i: bytes 0..7 shifted by 2c */
+  const __m256i q = _mm256_cvtepu8_epi32(qs8);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i low =
+      _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_set1_epi32(2 * c)), _mm256_set1_epi32(3));
+  const __m256i high = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32(qh), _mm256_add_epi32(lane, _mm256_set1_epi32(8 * c))),
+      _mm256_set1_epi32(1));
+  const __m256i code = _mm256_or_si256(low, _mm256_slli_epi32(high, 2));
+  return _mm256_sub_ps(_mm256_cvtepi32_ps(code), V_SET1(4.0f));
+#endif
+}
+
+/* q3_0 group: sum_j (q_j - 4) d x_j = d * sum_j (q_j - 4) x_j, the codes decoded once per
+ * (row, block) and the scale applied once per block, as the AVX2 q4 path. */
+KILN_UK_INLINE void tile_group_q3(int32_t ROWS, int32_t TOKENS, const uint8_t *const *rows,
+                                  const float *const *xs, int32_t i0, int32_t valid,
+                                  vf_t acc[MAX_ROWS][MAX_TOKENS]) {
+  for (int32_t r = 0; r < ROWS; ++r) {
+    const uint8_t *b = rows[r] + (int64_t)(i0 / GROUP) * (int64_t)sizeof(kiln_block_q3_0_t);
+    vf_t code[CHUNKS];
+    for (int32_t c = 0; c < CHUNKS; ++c)
+      code[c] = q3_chunk(b, c);
+    const vf_t d = v_half_bcast(b);
+    for (int32_t t = 0; t < TOKENS; ++t) {
+      vf_t blk = V_MUL(code[0], v_load(xs[t] + i0, valid));
+      for (int32_t c = 1; c < CHUNKS; ++c) {
+        const int32_t count = valid - c * VW;
+        if (count <= 0)
+          break;
+        blk = V_FMA(code[c], v_load(xs[t] + i0 + c * VW, count), blk);
+      }
+      acc[r][t] = V_FMA(blk, d, acc[r][t]);
+    }
+  }
+}
+
 /* One group of 32 elements (`valid` of them in x) for a ROWS x TOKENS tile. */
 KILN_UK_INLINE void tile_group(uint32_t format, int32_t ROWS, int32_t TOKENS,
                                const uint8_t *const *rows, const float *const *xs, int32_t i0,
                                int32_t valid, vf_t acc[MAX_ROWS][MAX_TOKENS]) {
   if (is_q4(format)) {
     tile_group_q4(format, ROWS, TOKENS, rows, xs, i0, valid, acc);
+    return;
+  }
+  if (format == KILN_TYPE_Q3_0) {
+    tile_group_q3(ROWS, TOKENS, rows, xs, i0, valid, acc);
     return;
   }
   vf_t scale[MAX_ROWS];
@@ -294,7 +356,8 @@ KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t mode, 
    * 12.7 -> 17.7 GB/s, q4_0 10.9 -> 18.9 / 7.0 -> 10.9 GB/s; with the weights in L2 the
    * prefetches cost q8_0 about 7%. */
   const int32_t prefetch =
-      TOKENS == 1 && ROWS == MAX_ROWS && (format == KILN_GGML_TYPE_Q8_0 || is_q4(format));
+      TOKENS == 1 && ROWS == MAX_ROWS &&
+      (format == KILN_GGML_TYPE_Q8_0 || is_q4(format) || format == KILN_TYPE_Q3_0);
   const int64_t bb = kiln_uk_block_bytes(format);
   const int32_t every = bb < 32 ? 2 : 1;
   const int64_t ahead = 2 * (int64_t)ROWS * a->row_stride;
@@ -361,6 +424,7 @@ static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   case KILN_GGML_TYPE_F16: ROWS(KILN_GGML_TYPE_F16); break;
   case KILN_GGML_TYPE_Q4_0: ROWS(KILN_GGML_TYPE_Q4_0); break;
   case KILN_GGML_TYPE_Q4_1: ROWS(KILN_GGML_TYPE_Q4_1); break;
+  case KILN_TYPE_Q3_0: ROWS(KILN_TYPE_Q3_0); break;
   default: ROWS(KILN_GGML_TYPE_Q8_0); break;
   }
 #undef ROWS

@@ -21,8 +21,12 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   // CHECK: kiln.linear %{{.*}} weight "d" format f16 {{{.*}}kiln.layout = "rows64"
   // ROWS: kiln.linear %{{.*}} weight "d" format f16 {{{.*}}kiln.layout = "rows64"
   %d = kiln.linear %c weight "d" format f16 : tensor<?x64xf32> -> tensor<?x64xf32>
+  // q3_0 has no r16 form and keeps rows of whole 14-byte blocks in either mode.
+  // CHECK: kiln.linear %{{.*}} weight "e" format q3_0 {{{.*}}kiln.layout = "block"
+  // ROWS: kiln.linear %{{.*}} weight "e" format q3_0 {{{.*}}kiln.layout = "block"
+  %e = kiln.linear %d weight "e" format q3_0 : tensor<?x64xf32> -> tensor<?x64xf32>
   // CHECK: kiln.logits %{{.*}} weight "output.weight" format q8_0 {{{.*}}kiln.layout = "r16"
-  %l = kiln.logits %d weight "output.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x512xf32>
+  %l = kiln.logits %e weight "output.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x512xf32>
   return %l : tensor<?x512xf32>
 }
 
