@@ -51,6 +51,10 @@ bool parseFusion(const std::string &spec, FusionSet &out, std::string &error) {
     out = {true, true, true, true, true};
     return true;
   }
+  if (spec == "auto") {
+    out.rope = true;
+    return true;
+  }
   size_t begin = 0;
   while (true) {
     size_t end = spec.find(',', begin);
@@ -63,7 +67,7 @@ bool parseFusion(const std::string &spec, FusionSet &out, std::string &error) {
                                       : nullptr;
     if (!flag) {
       error = "--fusion: unknown fusion '" + item +
-              "' (use all, none or a comma list of qkv, swiglu, norm, residual, rope)";
+              "' (use all, none, auto or a comma list of qkv, swiglu, norm, residual, rope)";
       return false;
     }
     *flag = true;
@@ -182,8 +186,32 @@ bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
   return true;
 }
 
-bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &opts,
+std::string resolveFusion(mlir::ModuleOp module, const CompileOptions &opts) {
+  if (opts.fusion != "auto")
+    return opts.fusion;
+  // Measured (tests/bench/README.md, docs/fusion.md): on the r16 kernels with weights
+  // streamed from DRAM (TinyLlama q4_0) the fused linears ran decode 1.04-1.37x and prefill
+  // 1.10-1.18x; on a model that sits in cache (stories260K q4_0: 0.84-0.92x prefill, 0.91-
+  // 1.0x decode) and on fp32 weights (0.80-0.92x) they lost, so they stay off there.
+  constexpr int64_t kStreamedWeights = int64_t(1) << 24; // elements: ~9 MB at int4
+  bool packed = opts.layout == "r16";
+  int64_t elements = 0;
+  module.walk([&](LinearOp op) {
+    auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
+    const StorageFormat f = fmt ? fmt.getValue() : StorageFormat::f32;
+    packed = packed && (f == StorageFormat::q4_0 || f == StorageFormat::q4_1 ||
+                        f == StorageFormat::q8_0);
+    auto in = mlir::cast<mlir::ShapedType>(op.getInput().getType());
+    auto out = mlir::cast<mlir::ShapedType>(op.getType());
+    elements += in.getShape().back() * out.getShape().back();
+  });
+  return packed && elements >= kStreamedWeights ? "qkv,swiglu,residual,rope" : "rope";
+}
+
+bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &given,
                      std::vector<AppliedPass> &applied, std::string &error) {
+  CompileOptions opts = given;
+  opts.fusion = resolveFusion(module, given);
   FusionSet set;
   if (!runLinearFusions(module, opts, applied, error) || !parseFusion(opts.fusion, set, error))
     return false;

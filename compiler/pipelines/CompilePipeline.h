@@ -22,15 +22,23 @@ struct CompileOptions {
   std::vector<int32_t> pruneLayers; // kiln-prune-layers; empty: not run
   std::string pruneHeads;           // kiln-prune-heads "layer:h,h;layer:h"; empty: not run
   bool quiet = false;               // keep the passes' remarks off stderr (searches)
-  std::string fusion = "all";       // passes/fusion: all | none | comma list (parseFusion)
+  std::string fusion = "all";       // passes/fusion: all | none | auto | comma list (parseFusion)
+  std::string layout = "none";      // the layout codegen will use: what --fusion auto reads
 };
 
-// The linear fusions to run (kiln compile --fusion): "all", "none" or a comma list of
-// qkv, swiglu, norm, residual. One-line error for anything else.
+// The linear fusions to run (kiln compile --fusion): "all", "none", "auto" or a comma list
+// of qkv, swiglu, norm, residual, rope. One-line error for anything else. "auto" parses as
+// RoPE only; resolveFusion decides it on the module after precision.
 struct FusionSet {
   bool norm = false, swiglu = false, qkv = false, residual = false, rope = false;
 };
 bool parseFusion(const std::string &spec, FusionSet &out, std::string &error);
+
+// opts.fusion, with "auto" resolved for the module as precision left it: every linear
+// fusion ("qkv,swiglu,residual,rope") when all its linears will run on the r16 integer
+// kernels (layout r16, every linear q4_0/q4_1/q8_0) and hold at least 2^24 weights (decode
+// streams them from memory), else "rope".
+std::string resolveFusion(mlir::ModuleOp module, const CompileOptions &opts);
 
 // A pass that ran, for the artifact's provenance.
 struct AppliedPass {

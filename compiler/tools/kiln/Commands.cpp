@@ -144,6 +144,7 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
         !pipelines::runPrecisionPasses(module, rest, records, error))
       return false;
     rest.fusion = fusion.fusion;
+    rest.layout = fusion.layout;
     if (!pipelines::runFusionPasses(module, rest, records, error))
       return false;
   } else if (!prec.bpw.empty() || !prec.maxWeightBytes.empty()) {

@@ -38,7 +38,8 @@ struct PrecisionFlags {
 
 // Fusions runPasses applies (kiln compile; eval and ppl run the unfused module).
 struct FusionFlags {
-  std::string fusion = "none"; // pipelines::parseFusion: all | none | comma list
+  std::string fusion = "none"; // pipelines::parseFusion: all | none | auto | comma list
+  std::string layout = "none"; // the codegen layout, which --fusion auto reads
 };
 
 struct ImportOptions {
@@ -89,9 +90,10 @@ struct CompileOptions {
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
   std::string kv = "f32";        // --kv: KV cache storage (compiler/eval/KvFormat.h)
-  // all | none | comma list of qkv, swiglu, norm, residual, rope. Default rope only: the
-  // linear fusions measured 0.80-1.04x (docs/fusion.md).
-  std::string fusion = "rope";
+  // all | none | auto | comma list of qkv, swiglu, norm, residual, rope. Default auto:
+  // the linear fusions where the weights run on the r16 integer kernels, RoPE only
+  // elsewhere (pipelines::resolveFusion; docs/fusion.md).
+  std::string fusion = "auto";
   std::string layout = "r16";    // r16 | rows64 | none (passes/layout)
   SlimmingFlags slim;
   PrecisionFlags prec;

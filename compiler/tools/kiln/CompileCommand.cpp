@@ -141,6 +141,7 @@ int runCompile(const CompileOptions &opts) {
     prec.precision = "uniform:" + (opts.weights.empty() ? std::string("f32") : opts.weights);
   FusionFlags fusion;
   fusion.fusion = opts.fusion;
+  fusion.layout = opts.layout;
   if (!runPasses(s, opts.slim, prec, applied, error, fusion) ||
       !pipelines::runLayoutPass(module, opts.layout, false, applied, error))
     return fail(error);

@@ -158,8 +158,9 @@ int main(int argc, char **argv) {
   compileCmd->add_option("--kv", cmp.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
       ->check(kvFormatCheck());
   compileCmd->add_option("--fusion", cmp.fusion,
-                         "fusions: all, none, or a comma list of qkv, "
-                         "swiglu, norm, residual, rope (default: rope)");
+                         "fusions: all, none, auto (the linear fusions when every linear "
+                         "is q4_0/q4_1/q8_0 on --layout r16, else rope), or a comma list of "
+                         "qkv, swiglu, norm, residual, rope (default: auto)");
   compileCmd->add_option("--layout", cmp.layout,
                          "weight layout: r16 (repacked int8/int4 for integer dot products), "
                          "rows64 (plain rows, 64-byte stride) or none (block padding only)")
