@@ -144,7 +144,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       if (!out.weights.addWeight(store, e.getWeight().str(), fmt(op), error))
         return false;
     } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-      uint32_t normFormat = n.getFormat() ? uint32_t(*n.getFormat()) : KILN_GGML_TYPE_F32;
+      uint32_t normFormat = n.getFormat() ? uint32_t(*n.getFormat()) : uint32_t(KILN_GGML_TYPE_F32);
       if (!out.weights.addWeight(store, n.getWeight().str(), normFormat, error))
         return false;
     } else if (isa<LinearOp, LogitsOp>(op)) {

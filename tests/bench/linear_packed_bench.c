@@ -15,6 +15,11 @@
  *   /tmp/lpb q4_0_r16 5632 2048 2 [MiB] [TOKENS]  # format rows in threads
  *       [weight MiB per token, 1024] [tokens per call, 1; more: a prefill]
  * (a few MiB instead of 1024 keeps the matrices in cache: the kernel's compute ceiling).
+ * The numbers in tests/bench/README.md used the kernel compiled as an artifact's is:
+ *   clang-19 -std=c11 -O2 -ffreestanding -fno-math-errno -march=x86-64-v4 -mavx512vnni \
+ *       -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \
+ *       -c codegen/cpu/ukernels/x86/linear_packed.c -o /tmp/lpk.o
+ * and linked with /tmp/lpk.o in place of the library.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
 
 #include <immintrin.h>
 
@@ -160,8 +164,6 @@ int main(int argc, char **argv) {
   b.x = aligned_alloc(64, sizeof(float) * b.in * b.tokens);
   if (!b.w || !b.x)
     return 1;
-  if (getenv("LPB_THP"))
-    madvise(b.w, (size_t)total, MADV_HUGEPAGE);
   /* Every byte in 0x20..0x3f: any two of them are a normal fp16 (no denormal or NaN in the
    * float path, wherever the layout puts the scales), and as codes they are as good as any. */
   for (int64_t i = 0; i < total; ++i)

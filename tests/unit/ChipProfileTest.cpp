@@ -103,8 +103,9 @@ TEST(ChipProfile, EveryBuiltinProfileLoadsAndRoundTrips) {
         parseChipProfile(writeChipProfile(b.profile), b.file, error);
     ASSERT_TRUE(q) << error;
     EXPECT_EQ(writeChipProfile(*q), writeChipProfile(b.profile));
-    if (b.profile.kind == "soc")
+    if (b.profile.kind == "soc") {
       EXPECT_TRUE(b.profile.memory.has_value()) << b.file;
+    }
   }
   EXPECT_EQ(names, (std::set<std::string>{"armv8.2-a+dotprod", "dimensity-9300", "exynos-2400",
                                           "hexagon-v73", "snapdragon-8-elite",

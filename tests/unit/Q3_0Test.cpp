@@ -88,9 +88,10 @@ TEST(Q3_0, RoundTripErrorBound) {
       ASSERT_LE(d, amax) << "block " << b;
       for (size_t j = 0; j < 32; ++j) {
         const size_t i = b * 32 + j;
-        if (std::fabs(x[i] - y[i]) > 0.5f * d * 1.001f) // only a clamped element is farther
+        if (std::fabs(x[i] - y[i]) > 0.5f * d * 1.001f) { // only a clamped element is farther
           EXPECT_TRUE(y[i] == -4 * dd || y[i] == 3 * dd)
               << "element " << i << " x=" << x[i] << " y=" << y[i] << " d=" << dd;
+        }
       }
     }
   }

@@ -219,7 +219,7 @@ TEST(OpKernels, GroupedQueryAttentionMatchesNaive) {
   // 4 query heads share 2 KV heads of width 2; 3 tokens, causal.
   const int T = 3, H = 4, G = 2, D = 2;
   Matrix q = Matrix::Random(T, H * D), k = Matrix::Random(T, G * D), v = Matrix::Random(T, G * D);
-  kiln::KvCache cache{Matrix::Zero(8, G * D), Matrix::Zero(8, G * D), 0};
+  kiln::KvCache cache{Matrix::Zero(8, G * D), Matrix::Zero(8, G * D), 0, {}};
   kiln::AttentionParams p{H, G, D, 0.7f, {0, 0, 1, 1}};
   Matrix out;
   std::string error;

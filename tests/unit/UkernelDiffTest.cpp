@@ -575,8 +575,9 @@ void runAttention(const AttentionCase &c, kiln::KvFormat f, MaxError &maxErr) {
   }
   // the last step's 2 * (24 + ... + 43) * heads * head_dim multiply-adds reach the kernel's
   // parallel threshold (1 << 15) from heads * head_dim = 32 on
-  if (qWidth >= 32)
+  if (qWidth >= 32) {
     EXPECT_GT(two.calls(), 0) << "the 20-token step should run in parallel";
+  }
 }
 
 const kiln::KvFormat kKvFormats[] = {
