@@ -207,6 +207,17 @@ typedef struct kiln_uk_epilogue_s {
   int32_t swiglu;
 } kiln_uk_epilogue_t;
 
+/* The arguments of kiln_uk_linear_fused as its tasks see them (linear_entry.h). */
+typedef struct linear_args_s {
+  uint32_t format;
+  const float *x;
+  int32_t n, in;
+  const uint8_t *w;
+  int64_t row_stride;
+  int32_t out_features;
+  kiln_uk_epilogue_t ep;
+} linear_args_t;
+
 /* Stores z[t, r]. SwiGLU: the gate row 2j parks its value in y[t, j], and the up row
  * 2j + 1 - always computed after it by the same task (tasks split on row pairs, rows in
  * increasing order) - turns it into silu(gate) * up, as kiln_uk_silu then kiln_uk_mul. */

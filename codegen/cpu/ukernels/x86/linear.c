@@ -128,16 +128,6 @@ KILN_UK_INLINE float v_reduce(vf_t v) {
 #define MAX_ROWS 8
 #define MAX_TOKENS 2
 
-typedef struct linear_args_s {
-  uint32_t format;
-  const float *x;
-  int32_t n, in;
-  const uint8_t *w;
-  int64_t row_stride;
-  int32_t out_features;
-  kiln_uk_epilogue_t ep;
-} linear_args_t;
-
 /* Chunk c (VW elements, `count` of them valid) of the group at element i0 of a row.
  * For q8_0, scale is the block's scale as a vector. */
 KILN_UK_INLINE vf_t load_w(uint32_t format, const uint8_t *row, int32_t i0, int32_t c,
@@ -159,6 +149,19 @@ KILN_UK_INLINE vf_t block_scale(uint32_t format, const uint8_t *row, int32_t i0)
 
 KILN_UK_INLINE int32_t is_q4(uint32_t format) {
   return format == KILN_GGML_TYPE_Q4_0 || format == KILN_GGML_TYPE_Q4_1;
+}
+
+/* sum_j code_j * x_j over a group's `valid` elements, its codes as CHUNKS float vectors (the
+ * block's scale is applied by the caller, once). */
+KILN_UK_INLINE vf_t codes_dot(const vf_t *code, const float *x, int32_t valid) {
+  vf_t blk = V_MUL(code[0], v_load(x, valid));
+  for (int32_t c = 1; c < CHUNKS; ++c) {
+    const int32_t count = valid - c * VW;
+    if (count <= 0)
+      break;
+    blk = V_FMA(code[c], v_load(x + c * VW, count), blk);
+  }
+  return blk;
 }
 
 #if defined(__AVX512F__)
@@ -228,13 +231,7 @@ KILN_UK_INLINE void tile_group_q4(uint32_t format, int32_t ROWS, int32_t TOKENS,
                                _mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4))};
     const vf_t d = v_half_bcast(b);
     for (int32_t t = 0; t < TOKENS; ++t) {
-      vf_t blk = V_MUL(code[0], v_load(xs[t] + i0, valid));
-      for (int32_t c = 1; c < CHUNKS; ++c) {
-        const int32_t count = valid - c * VW;
-        if (count <= 0)
-          break;
-        blk = V_FMA(code[c], v_load(xs[t] + i0 + c * VW, count), blk);
-      }
+      const vf_t blk = codes_dot(code, xs[t] + i0, valid);
       if (format == KILN_GGML_TYPE_Q4_0) {
         acc[r][t] = V_FMA(_mm256_add_ps(blk, xsum[t]), d, acc[r][t]);
       } else {
@@ -289,13 +286,7 @@ KILN_UK_INLINE void tile_group_q3(int32_t ROWS, int32_t TOKENS, const uint8_t *c
       code[c] = q3_chunk(b, c);
     const vf_t d = v_half_bcast(b);
     for (int32_t t = 0; t < TOKENS; ++t) {
-      vf_t blk = V_MUL(code[0], v_load(xs[t] + i0, valid));
-      for (int32_t c = 1; c < CHUNKS; ++c) {
-        const int32_t count = valid - c * VW;
-        if (count <= 0)
-          break;
-        blk = V_FMA(code[c], v_load(xs[t] + i0 + c * VW, count), blk);
-      }
+      const vf_t blk = codes_dot(code, xs[t] + i0, valid);
       acc[r][t] = V_FMA(blk, d, acc[r][t]);
     }
   }
@@ -403,50 +394,4 @@ KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int32_t
   }
 }
 
-static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
-  const linear_args_t *a = (const linear_args_t *)arg;
-  int64_t r0, r1;
-  const int64_t pair = a->ep.swiglu ? 2 : 1; /* a gate row and its up row share a task */
-  kiln_uk_task_range(a->out_features / pair, task, n_tasks, &r0, &r1);
-  r0 *= pair;
-  r1 *= pair;
-  /* one specialised copy per format and store mode */
-  const int32_t mode = KILN_UK_STORE_MODE(&a->ep);
-#define ROWS(fmt)                                                                                  \
-  switch (mode) {                                                                                  \
-  case KILN_UK_STORE_PLAIN: linear_rows(a, fmt, KILN_UK_STORE_PLAIN, r0, r1); break;               \
-  case KILN_UK_STORE_SEGMENTS: linear_rows(a, fmt, KILN_UK_STORE_SEGMENTS, r0, r1); break;         \
-  case KILN_UK_STORE_RESIDUAL: linear_rows(a, fmt, KILN_UK_STORE_RESIDUAL, r0, r1); break;         \
-  default: linear_rows(a, fmt, KILN_UK_STORE_SWIGLU, r0, r1); break;                               \
-  }
-  switch (a->format) {
-  case KILN_GGML_TYPE_F32: ROWS(KILN_GGML_TYPE_F32); break;
-  case KILN_GGML_TYPE_F16: ROWS(KILN_GGML_TYPE_F16); break;
-  case KILN_GGML_TYPE_Q4_0: ROWS(KILN_GGML_TYPE_Q4_0); break;
-  case KILN_GGML_TYPE_Q4_1: ROWS(KILN_GGML_TYPE_Q4_1); break;
-  case KILN_TYPE_Q3_0: ROWS(KILN_TYPE_Q3_0); break;
-  default: ROWS(KILN_GGML_TYPE_Q8_0); break;
-  }
-#undef ROWS
-}
-
-void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
-                          int32_t n, int32_t in, const uint8_t *w, int64_t row_stride,
-                          int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1, float *y2,
-                          int32_t w2, const float *residual, int32_t swiglu) {
-  if (n <= 0 || rows <= 0)
-    return;
-  linear_args_t a = {format, x, n, in, w, row_stride, rows,
-                     {{y0, y1, y2}, {w0, w1, w2}, residual, swiglu}};
-  const int64_t work = (int64_t)n * in * rows;
-  const int32_t n_tasks = kiln_uk_task_count(ctx, work, KILN_UK_LINEAR_PARALLEL_MIN_WORK,
-                                             swiglu ? rows / 2 : rows);
-  kiln_uk_parallel(ctx, linear_task, &a, n_tasks);
-}
-
-void kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x, int32_t n,
-                    int32_t in, const uint8_t *w, int64_t row_stride, int32_t out_features,
-                    float *y) {
-  kiln_uk_linear_fused(ctx, format, x, n, in, w, row_stride, out_features, y, out_features,
-                       0, 0, 0, 0, 0, 0);
-}
+#include "linear_entry.h"

@@ -167,13 +167,14 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
   /* the weights' units in stream order: the header line, then each block's codes */
   const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
   const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
+  const int64_t unit_bytes = (int64_t)kiln_packed_unit_bytes(format);
   const uint8_t *unit = grp;
   for (int32_t b = 0, j = 0; b < a->nb; ++b) {
     const uint8_t *codes = unit + 64 + j * cb + off;
     const uint8_t *scales = unit + j * 32 + soff;
     if (++j == ub) {
       j = 0;
-      unit += 64 + ub * cb;
+      unit += unit_bytes;
     }
     const vf_t dw = VF_HALVES(scales);
     vi_t wv[8];
