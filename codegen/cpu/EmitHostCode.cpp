@@ -45,7 +45,7 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const HostTarget &t,
 
 // The generated functions get the kernels' CPU, features and freestanding attribute so
 // the kernels can inline into them.
-void copyTargetAttributes(llvm::Module &m) {
+void copyTargetAttributes(llvm::Module &m, const std::string &tuneCpu) {
   llvm::Attribute cpu, features;
   for (llvm::Function &f : m)
     if (!f.isDeclaration() && f.hasFnAttribute("target-features")) {
@@ -63,6 +63,11 @@ void copyTargetAttributes(llvm::Module &m) {
       // that agree, and the generated code calls no library either.
       f.addFnAttr("no-builtins");
     }
+  // A chip's prime core schedules the code; the ISA level stays the kernels' own.
+  if (!tuneCpu.empty())
+    for (llvm::Function &f : m)
+      if (!f.isDeclaration())
+        f.addFnAttr("tune-cpu", tuneCpu);
 }
 
 void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
@@ -150,7 +155,7 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
     error = "linking the micro-kernels into the generated code failed";
     return false;
   }
-  copyTargetAttributes(*m);
+  copyTargetAttributes(*m, t.tuneCpu);
   if (embeddedWeights) {
     auto *init = llvm::ConstantDataArray::getRaw(
         llvm::StringRef(reinterpret_cast<const char *>(embeddedWeights->data()),

@@ -19,15 +19,15 @@ namespace {
 // ones kiln's kernels and LLVM's code for the level actually use).
 const std::vector<HostTarget> &targets() {
   static const std::vector<HostTarget> t = {
-      {"x86-64-v3", "x86_64-unknown-linux-gnu", "x86-64-v3",
+      {"x86-64-v3", "x86_64-unknown-linux-gnu", "x86-64-v3", "",
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2"},
        kiln_ukernels_x86_64_v3, kiln_ukernels_x86_64_v3_size},
-      {"x86-64-v4", "x86_64-unknown-linux-gnu", "x86-64-v4",
+      {"x86-64-v4", "x86_64-unknown-linux-gnu", "x86-64-v4", "",
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
         "avx512vl"},
        kiln_ukernels_x86_64_v4, kiln_ukernels_x86_64_v4_size},
       // v4 + AVX512-VNNI: vpdpbusd for the repacked int8/int4 formats
-      {"x86-64-v4-vnni", "x86_64-unknown-linux-gnu", "x86-64-v4",
+      {"x86-64-v4-vnni", "x86_64-unknown-linux-gnu", "x86-64-v4", "",
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
         "avx512vl", "avx512vnni"},
        kiln_ukernels_x86_64_v4_vnni, kiln_ukernels_x86_64_v4_vnni_size},

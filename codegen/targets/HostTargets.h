@@ -9,10 +9,13 @@
 
 namespace kiln::codegen {
 
+// A target kiln generates code for: an x86-64 level here, or a chip profile's aarch64
+// cores (ChipTargets.h). The name is historical: all of them are CPU code.
 struct HostTarget {
-  std::string name;    // "x86-64-v3"
+  std::string name;    // "x86-64-v3", "snapdragon-8-gen-3:cpu"
   std::string triple;  // LLVM triple
-  std::string cpu;     // LLVM CPU name
+  std::string cpu;     // LLVM CPU name (the ISA level the code may use)
+  std::string tuneCpu; // LLVM CPU to schedule for ("" = cpu): a chip's prime core
   std::vector<std::string> requiredFeatures; // checked by the runtime before loading code
   const unsigned char *bitcode = nullptr;    // micro-kernels for this target
   size_t bitcodeSize = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/targets/ChipRegistry.h"
+#include "codegen/targets/ChipTargets.h"
 
 namespace kiln::codegen {
 
@@ -62,16 +63,14 @@ const HostTarget *findCodegenTarget(const std::string &name, std::string &error)
     return nullptr;
   if (choice.host)
     return choice.host;
-  // Here the aarch64 (NEON) and Hexagon (HVX) back ends will build their target from the
-  // profile: triple, CPU, features, micro-kernel bitcode.
+  if (choice.engine == "cpu")
+    return chipCpuTarget(*choice.chip, error);
+  // The Hexagon (HVX) back end will build its target from the profile here.
   const ChipProfile &c = *choice.chip;
-  const std::string what =
-      choice.engine == "cpu"
-          ? "aarch64 code generation (" + c.cpu->llvmCpu + ", " + join(c.cpu->features, "+") + ")"
-          : "Hexagon HVX code generation (" + c.hexagon->version + ", " +
-                std::to_string(c.hexagon->hvxBytes) + "-byte vectors)";
-  error = what + " for target '" + name + "' is not built yet (issue 7); kiln generates " +
-          "x86-64 code only: " + join(hostTargetNames(), ", ");
+  error = "Hexagon HVX code generation (" + c.hexagon->version + ", " +
+          std::to_string(c.hexagon->hvxBytes) + "-byte vectors) for target '" + name +
+          "' is not built yet (issue 7); kiln generates code for: " +
+          join(hostTargetNames(), ", ") + " and <chip>:cpu";
   return nullptr;
 }
 

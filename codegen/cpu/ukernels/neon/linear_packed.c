@@ -1,0 +1,179 @@
+/* kiln micro-kernels, aarch64 NEON: linear over the r16 repacked formats (q4_0_r16,
+ * q4_1_r16, q8_0_r16; kiln/quant_packed.h). Overrides generic/linear_packed.c; same
+ * arithmetic, same float operations (so the same results, bit for bit, as the generic file
+ * compiled by clang for aarch64).
+ *
+ * One 32-bit lane of a 64-byte code chunk is 4 weights of one row, so `sdot` by element
+ * (vdotq_laneq_s32: 4 activation bytes of one lane against every lane's 4 weights)
+ * accumulates 4 rows per 128-bit register, 16 rows in 4 registers, with no horizontal
+ * reduction and no broadcast loads. sdot is s8 x s8: q4 codes (0..15) are non-negative s8
+ * as they are; q8_0_r16's biased codes are unbiased back (q ^ 0x80), which makes the
+ * -128 * sum(x) correction of the u8 formula unnecessary (the int32 sum is the same).
+ * Both nibbles of a q4 chunk accumulate into the same int32 chain (sums are exact, so the
+ * order is free).
+ *
+ * Decode (one token) streams the group's units once; prefill runs tiles of 16 rows x TT
+ * tokens, each loaded and decoded chunk reused by the TT tokens (4 int32 and 4 float
+ * accumulators per token: TT = 2 keeps weights, activations and accumulators inside the 32
+ * vector registers).
+ */
+#include <arm_neon.h>
+
+#include "packed_common.h"
+#include "ukernel_abi.h"
+
+#if !defined(__ARM_FEATURE_DOTPROD)
+#error "neon/linear_packed.c needs the dot-product extension (-march=armv8.2-a+dotprod)"
+#endif
+
+#define TT 2 /* tokens per prefill tile */
+#define Q 4  /* int32x4 registers per 16 rows */
+
+#if defined(__clang__)
+#define UNROLL _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define UNROLL _Pragma("GCC unroll 8")
+#else
+#define UNROLL
+#endif
+
+/* 4 fp16 at p (any alignment) as floats: exact, as kiln_uk_fp16_to_fp32 */
+KILN_UK_INLINE float32x4_t halves4(const uint8_t *p) {
+  return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(p)));
+}
+
+/* The one place a tile's results reach y: the group's 16 rows for one token. */
+KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t t,
+                                 const float32x4_t acc[Q]) {
+  const int64_t r0 = g * KILN_PACK_ROWS;
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)KILN_PACK_ROWS, a->out_features - r0);
+  float v[KILN_PACK_ROWS];
+  for (int32_t q = 0; q < Q; ++q)
+    vst1q_f32(v + 4 * q, acc[q]);
+  if (a->mode != KILN_UK_STORE_PLAIN) {
+    packed_store_fused(a, t, r0, v, count);
+    return;
+  }
+  float *y = a->y + (int64_t)t * a->out_features + r0;
+  if (count == KILN_PACK_ROWS) {
+    for (int32_t q = 0; q < Q; ++q)
+      vst1q_f32(y + 4 * q, acc[q]);
+    return;
+  }
+  for (int32_t r = 0; r < count; ++r)
+    y[r] = v[r];
+}
+
+/* s[q] += chunk rows 4q..4q+3 . activation lane L of xv (L a literal: the lane operand of
+ * sdot is an immediate) */
+#define DOT4(s, w, xv, L)                                                                      \
+  do {                                                                                         \
+    (s)[0] = vdotq_laneq_s32((s)[0], (w)[0], xv, L);                                           \
+    (s)[1] = vdotq_laneq_s32((s)[1], (w)[1], xv, L);                                           \
+    (s)[2] = vdotq_laneq_s32((s)[2], (w)[2], xv, L);                                           \
+    (s)[3] = vdotq_laneq_s32((s)[3], (w)[3], xv, L);                                           \
+  } while (0)
+
+/* q8 chunk k of the block: 16 rows x 4 codes, unbiased to s8 */
+KILN_UK_INLINE void load_q8(const uint8_t *codes, int32_t k, int8x16_t w[Q]) {
+  const uint8x16_t bias = vdupq_n_u8(0x80);
+  for (int32_t q = 0; q < Q; ++q)
+    w[q] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(codes + k * 64 + 16 * q), bias));
+}
+
+/* q4 chunk k: low nibbles (elements 4k..4k+3) and high nibbles (16 + 4k..) */
+KILN_UK_INLINE void load_q4(const uint8_t *codes, int32_t k, int8x16_t lo[Q], int8x16_t hi[Q]) {
+  const uint8x16_t low4 = vdupq_n_u8(15);
+  for (int32_t q = 0; q < Q; ++q) {
+    const uint8x16_t raw = vld1q_u8(codes + k * 64 + 16 * q);
+    lo[q] = vreinterpretq_s8_u8(vandq_u8(raw, low4));
+    hi[q] = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+  }
+}
+
+/* Rows of group g for tokens t0..t0+T-1 (T constant after inlining, <= TT). */
+KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t t0,
+                         int32_t T) {
+  const uint8_t *grp = a->w + g * a->group_stride;
+  qact_t xq[TT];
+  float32x4_t acc[TT][Q];
+  UNROLL
+  for (int32_t t = 0; t < T; ++t) {
+    xq[t] = packed_qact(a, t0 + t);
+    for (int32_t q = 0; q < Q; ++q)
+      acc[t][q] = vdupq_n_f32(0.0f);
+  }
+  /* the weights' units in stream order: the header line, then each block's codes */
+  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
+  const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
+  const int64_t unit_bytes = (int64_t)kiln_packed_unit_bytes(format);
+  const uint8_t *unit = grp;
+  for (int32_t b = 0, j = 0; b < a->nb; ++b) {
+    const uint8_t *codes = unit + 64 + j * cb;
+    const uint8_t *scales = unit + j * 32;
+    if (++j == ub) {
+      j = 0;
+      unit += unit_bytes;
+    }
+    int32x4_t s[TT][Q];
+    int8x16_t x0[TT], x1[TT];
+    UNROLL
+    for (int32_t t = 0; t < T; ++t) {
+      const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
+      x0[t] = vld1q_s8(xb);
+      x1[t] = vld1q_s8(xb + 16);
+      for (int32_t q = 0; q < Q; ++q)
+        s[t][q] = vdupq_n_s32(0);
+    }
+    if (format == KILN_TYPE_Q8_0_R16) {
+      int8x16_t w[Q];
+#define Q8_CHUNK(k, xv, L)                                                                     \
+  load_q8(codes, k, w);                                                                        \
+  UNROLL for (int32_t t = 0; t < T; ++t) DOT4(s[t], w, xv[t], L);
+      Q8_CHUNK(0, x0, 0) Q8_CHUNK(1, x0, 1) Q8_CHUNK(2, x0, 2) Q8_CHUNK(3, x0, 3)
+      Q8_CHUNK(4, x1, 0) Q8_CHUNK(5, x1, 1) Q8_CHUNK(6, x1, 2) Q8_CHUNK(7, x1, 3)
+#undef Q8_CHUNK
+    } else {
+      int8x16_t lo[Q], hi[Q];
+#define Q4_CHUNK(k)                                                                            \
+  load_q4(codes, k, lo, hi);                                                                   \
+  UNROLL for (int32_t t = 0; t < T; ++t) {                                                     \
+    DOT4(s[t], lo, x0[t], k);                                                                  \
+    DOT4(s[t], hi, x1[t], k);                                                                  \
+  }
+      Q4_CHUNK(0) Q4_CHUNK(1) Q4_CHUNK(2) Q4_CHUNK(3)
+#undef Q4_CHUNK
+    }
+    float32x4_t dw[Q];
+    for (int32_t q = 0; q < Q; ++q)
+      dw[q] = halves4(scales + 8 * q);
+    UNROLL
+    for (int32_t t = 0; t < T; ++t) {
+      /* q8 needs no correction (unbiased above); q4_0's codes are c = q + 8 */
+      const int32x4_t offset =
+          vdupq_n_s32(format == KILN_TYPE_Q4_0_R16 ? 8 * xq[t].s[b] : 0);
+      for (int32_t q = 0; q < Q; ++q) {
+        const float32x4_t isum = vcvtq_f32_s32(vsubq_s32(s[t][q], offset));
+        acc[t][q] = vfmaq_f32(acc[t][q], isum, vmulq_n_f32(dw[q], xq[t].d[b]));
+        if (format == KILN_TYPE_Q4_1_R16) /* + m * d_x * sum(x) */
+          acc[t][q] = vfmaq_f32(acc[t][q], halves4(scales + 32 + 8 * q), vdupq_n_f32(xq[t].ds[b]));
+      }
+    }
+  }
+  UNROLL
+  for (int32_t t = 0; t < T; ++t)
+    packed_store(a, g, t0 + t, acc[t]);
+}
+
+KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
+                                  int64_t g1) {
+  for (int64_t g = g0; g < g1; ++g) {
+    int32_t t = 0;
+    for (; t + TT <= a->n; t += TT)
+      tile(a, format, g, t, TT);
+    if (t < a->n)
+      tile(a, format, g, t, 1);
+  }
+}
+
+#include "linear_packed_entry.h"

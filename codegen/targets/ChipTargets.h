@@ -1,0 +1,24 @@
+//===- ChipTargets.h - code generation targets built from chip profiles ---===//
+//
+// A chip profile's `cpu` engine (aarch64 application cores) becomes a HostTarget: the
+// aarch64 triple, the micro-kernel bitcode variant its ISA features allow (dotprod is
+// kiln's floor, i8mm adds smmla), the features the runtime checks before loading the
+// code, and the profile's prime core as the scheduling model.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_TARGETS_CHIPTARGETS_H
+#define KILN_CODEGEN_TARGETS_CHIPTARGETS_H
+
+#include <string>
+
+#include "codegen/targets/ChipProfile.h"
+#include "codegen/targets/HostTargets.h"
+
+namespace kiln::codegen {
+
+// The target for `<profile>:cpu`; nullptr + one-line error when the profile has no cpu
+// engine or lacks dotprod. The result lives as long as the program.
+const HostTarget *chipCpuTarget(const ChipProfile &profile, std::string &error);
+
+} // namespace kiln::codegen
+
+#endif // KILN_CODEGEN_TARGETS_CHIPTARGETS_H
