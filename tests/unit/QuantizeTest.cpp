@@ -31,7 +31,7 @@ using kiln::test::VectorRecord;
 using kiln::test::vectorFile;
 using kiln::test::vectorsPath;
 
-uint32_t bitsOf(float v) {
+[[maybe_unused]] uint32_t bitsOf(float v) {
   uint32_t b;
   std::memcpy(&b, &v, 4);
   return b;

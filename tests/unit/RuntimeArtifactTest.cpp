@@ -5,6 +5,10 @@
 
 #include "tests/unit/RuntimeFakeArtifact.h"
 
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
+
 using namespace kiln::test;
 using kiln::artifact::ArtifactContents;
 using kiln::artifact::serializeArtifact;
@@ -28,7 +32,7 @@ TEST(RuntimeArtifact, OpensFakeArtifact) {
   EXPECT_STREQ(err.message, "");
   kiln_artifact_info_t info;
   kiln_artifact_info(a, &info);
-  EXPECT_STREQ(info.target_name, "x86-64-fake");
+  EXPECT_STREQ(info.target_name, kFakeTargetName);
   EXPECT_STREQ(info.arch, "llama");
   EXPECT_EQ(info.vocab_size, fakeTokenizer().tokens.size());
   EXPECT_EQ(info.max_ctx, kFakeMaxCtx);
@@ -142,22 +146,40 @@ TEST(RuntimeArtifact, WrongAbiVersion) {
 
 TEST(RuntimeArtifact, WrongIsa) {
   ArtifactContents c = fakeContents();
-  c.target.triple = "aarch64-linux-android";
-  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)), "the code is for 'aarch64-linux-android'");
+  c.target.triple = kOtherIsaTriple;
+  EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)),
+                    std::string("the code is for '") + kOtherIsaTriple + "'");
 }
 
 TEST(RuntimeArtifact, MissingCpuFeature) {
-  // This machine (AMD, AVX-512) has no AMX.
   ArtifactContents c = fakeContents();
-  c.target.features = {"avx2", "amx-tile"};
+#if defined(__aarch64__)
+  // A feature the runtime knows and this CPU (or qemu's model of one) lacks.
+  const char *lacking = nullptr;
+  const struct { const char *name; unsigned long hwcap, bit; } kKnown[] = {
+      {"sve2", AT_HWCAP2, 1}, {"i8mm", AT_HWCAP2, 13}, {"bf16", AT_HWCAP2, 14},
+      {"sve", AT_HWCAP, 22}, {"dotprod", AT_HWCAP, 20}};
+  for (const auto &f : kKnown)
+    if (!lacking && !((getauxval(f.hwcap) >> f.bit) & 1))
+      lacking = f.name;
+  if (!lacking)
+    GTEST_SKIP() << "this CPU has every optional feature the runtime checks";
+  c.target.features = {"neon", lacking};
+#else
+  // This machine (AMD, AVX-512) has no AMX.
+  const char *lacking = "amx-tile";
+  c.target.features = {"avx2", lacking};
+#endif
   OpenResult r = openBytes(serializeArtifact(c));
   EXPECT_EQ(r.status, KILN_STATUS_UNSUPPORTED);
-  EXPECT_NE(r.message.find("'amx-tile', which this CPU lacks"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find(std::string("'") + lacking + "', which this CPU lacks"),
+            std::string::npos)
+      << r.message;
 }
 
 TEST(RuntimeArtifact, UnknownCpuFeature) {
   ArtifactContents c = fakeContents();
-  c.target.features = {"sse2", "quantum-tunnelling"};
+  c.target.features = {c.target.features[0], "quantum-tunnelling"};
   EXPECT_FAILS_WITH(openBytes(serializeArtifact(c)),
                     "'quantum-tunnelling', which this runtime does not know");
 }

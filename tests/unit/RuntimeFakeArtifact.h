@@ -58,12 +58,28 @@ inline artifact::TokenizerRecord fakeTokenizer() {
   return t;
 }
 
+// The fake code is built for the machine the tests run on (x86-64, or aarch64 under
+// qemu in the cross build): the target says so.
+#if defined(__aarch64__)
+constexpr const char *kFakeTargetName = "aarch64-fake";
+constexpr const char *kOtherIsaTriple = "x86_64-linux-android";
+#else
+constexpr const char *kFakeTargetName = "x86-64-fake";
+constexpr const char *kOtherIsaTriple = "aarch64-linux-android";
+#endif
+
 inline artifact::ArtifactContents fakeContents() {
   artifact::ArtifactContents c;
-  c.target.name = "x86-64-fake";
+  c.target.name = kFakeTargetName;
+#if defined(__aarch64__)
+  c.target.triple = "aarch64-unknown-linux-gnu";
+  c.target.cpu = "generic";
+  c.target.features = {"neon", "+fp-armv8"};
+#else
   c.target.triple = "x86_64-unknown-linux-gnu";
   c.target.cpu = "x86-64";
   c.target.features = {"sse2", "+cx8"};
+#endif
   c.tokenizer = fakeTokenizer();
   const uint32_t vocab = uint32_t(c.tokenizer.tokens.size());
   c.config.vocabSize = vocab;

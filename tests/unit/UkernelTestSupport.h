@@ -11,6 +11,10 @@
 
 #include "kiln/abi.h"
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
 namespace {
 
 // ---------------------------------------------------------------------------------------
@@ -73,6 +77,14 @@ bool isaSupported() {
   if (isa == "x86-64-v3-avxvnni")
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("avxvnni");
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+  // HWCAP_ASIMDDP (bit 20), HWCAP2_I8MM (bit 13): what the kernel reports the CPU runs
+  const bool dotprod = (getauxval(AT_HWCAP) >> 20) & 1;
+  if (isa == "aarch64-dotprod")
+    return dotprod;
+  if (isa == "aarch64-i8mm")
+    return dotprod && ((getauxval(AT_HWCAP2) >> 13) & 1);
 #endif
   return isa.empty();
 }

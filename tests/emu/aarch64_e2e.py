@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""stories260K compiled for aarch64 chips (`kiln compile --target <chip>:cpu`) and run by
+the cross-built kiln-run under qemu-aarch64-static, against the host (x86-64) artifact of
+the same weights run natively.
+
+Cases:
+  greedy      the same greedy text as the host artifact, for f32/q8_0/q4_0/q4_1 on the
+              generic Armv8.2+dotprod profile and q8_0/q4_0 (+ fused linears) on
+              Snapdragon 8 Gen 3 (the i8mm kernel variant)
+  ppl-FMT     `kiln-run ppl` on tinystories-dev.txt (--ctx 256) within 0.1% of the host's
+  bad-target  each runtime refuses the other ISA's artifact with one clear message
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from e2e_common import PROMPT, fail, need  # noqa: E402
+
+GENERIC = "armv8.2-a+dotprod:cpu"
+SD8G3 = "snapdragon-8-gen-3:cpu"
+
+
+def run(cmd, expect_ok=True):
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True)
+    if expect_ok and p.returncode != 0:
+        fail(f"exit {p.returncode}: {p.stderr.decode(errors='replace').strip()}")
+    return p
+
+
+class Env:
+    def __init__(self, a):
+        self.a = a
+        self.gguf = need(a.models, "stories260K.gguf")
+        os.makedirs(a.work, exist_ok=True)
+
+    def compile(self, target, weights, extra=()):
+        tag = re.sub(r"[^a-z0-9]+", "-", f"{target}-{weights}-{'-'.join(extra)}")
+        out = os.path.join(self.a.work, f"stories260K-{tag}.kiln")
+        run([self.a.kiln, "compile", self.gguf, "--target", target, "--weights", weights,
+             "-o", out, *extra])
+        return out
+
+    def host(self, *args):
+        return run([self.a.kiln_run, *args])
+
+    def emu(self, *args, expect_ok=True):
+        return run([self.a.qemu, "-L", "/usr/aarch64-linux-gnu", self.a.cross_kiln_run, *args],
+                   expect_ok)
+
+
+def ppl_of(p):
+    m = re.search(rb"PPL = ([0-9.]+)", p.stdout)
+    if not m:
+        fail(f"no PPL in output: {p.stdout!r}")
+    return float(m.group(1))
+
+
+def greedy(env):
+    gen = ["generate", "-p", PROMPT, "-n", "48", "--threads", "2"]
+    cases = [(GENERIC, w, ()) for w in ("f32", "q8_0", "q4_0", "q4_1")]
+    cases += [(SD8G3, "q8_0", ()), (SD8G3, "q4_0", ()), (SD8G3, "q4_0", ("--fusion", "all"))]
+    host_text = {}
+    for target, weights, extra in cases:
+        key = (weights, extra)
+        if key not in host_text:
+            host_text[key] = env.host(*gen[:1], env.compile("host", weights, extra), *gen[1:]).stdout
+        art = env.compile(target, weights, extra)
+        insp = run([env.a.kiln, "inspect", art]).stdout.decode()
+        if "(aarch64-unknown-linux-gnu" not in insp:
+            fail(f"{art} is not an aarch64 artifact:\n{insp[:400]}")
+        got = env.emu(gen[0], art, *gen[1:]).stdout
+        if got != host_text[key]:
+            fail(f"{target} {weights} {' '.join(extra)}: aarch64 text differs from the host's\n"
+                 f"  host:    {host_text[key]!r}\n  aarch64: {got!r}")
+        if len(got.split()) < 20:
+            fail(f"too little text generated: {got!r}")
+        print(f"ok {target} {weights} {' '.join(extra)}: {got.decode()[:60]!r}...")
+
+
+def ppl(env, weights):
+    text = need(env.a.models, "tinystories-dev.txt")
+    args = [text, "--ctx", "256", "--threads", "2"]
+    h = ppl_of(env.host("ppl", env.compile("host", weights, ("--ctx", "256")), *args))
+    e = ppl_of(env.emu("ppl", env.compile(GENERIC, weights, ("--ctx", "256")), *args))
+    rel = abs(e - h) / h
+    print(f"PPL {weights}: host {h:.4f}, aarch64 (qemu) {e:.4f}, relative difference {rel:.2e}")
+    if rel > 1e-3:
+        fail(f"aarch64 PPL {e} is more than 0.1% from the host's {h}")
+
+
+def bad_target(env):
+    host_art = env.compile("host", "q8_0")
+    arm_art = env.compile(GENERIC, "q8_0")
+    for p, want in ((env.emu("generate", host_art, "-p", PROMPT, expect_ok=False),
+                     "the code is for 'x86_64"),
+                    (run([env.a.kiln_run, "generate", arm_art, "-p", PROMPT], expect_ok=False),
+                     "the code is for 'aarch64")):
+        err = p.stderr.decode(errors="replace")
+        if p.returncode == 0 or want not in err or err.count("\n") != 1:
+            fail(f"expected one error line containing {want!r} and a non-zero exit, got "
+                 f"exit {p.returncode}: {err!r}")
+        print(f"refused: {err.strip()}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["greedy", "ppl-f32", "ppl-q8_0", "ppl-q4_0", "bad-target"])
+    for flag in ("--kiln", "--kiln-run", "--cross-kiln-run", "--qemu", "--models", "--work"):
+        ap.add_argument(flag, required=True)
+    a = ap.parse_args()
+    a.models = os.environ.get("KILN_MODELS_DIR", a.models)
+    env = Env(a)
+    if a.case == "greedy":
+        greedy(env)
+    elif a.case == "bad-target":
+        bad_target(env)
+    else:
+        ppl(env, a.case[len("ppl-"):])
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
