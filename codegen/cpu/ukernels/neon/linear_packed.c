@@ -26,6 +26,19 @@
 #error "neon/linear_packed.c needs the dot-product extension (-march=armv8.2-a+dotprod)"
 #endif
 
+/* llvm-mca region markers around one block of one tile shape (tests/bench/mca_kernels.py
+ * compiles this file to assembly with -DKILN_UK_MCA_FORMAT=<id> -DKILN_UK_MCA_T=<tokens>);
+ * in every other build they do not exist. */
+#if defined(KILN_UK_MCA_FORMAT) && defined(KILN_UK_MCA_T)
+#define MCA_MARK(format, T, text)                                                              \
+  do {                                                                                         \
+    if ((format) == KILN_UK_MCA_FORMAT && (T) == KILN_UK_MCA_T)                                \
+      __asm__ volatile(text);                                                                  \
+  } while (0)
+#else
+#define MCA_MARK(format, T, text) ((void)0)
+#endif
+
 #define TT 2 /* tokens per prefill tile */
 #define Q 4  /* int32x4 registers per 16 rows */
 
@@ -109,6 +122,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
   const int64_t unit_bytes = (int64_t)kiln_packed_unit_bytes(format);
   const uint8_t *unit = grp;
   for (int32_t b = 0, j = 0; b < a->nb; ++b) {
+    MCA_MARK(format, T, "# LLVM-MCA-BEGIN block");
     const uint8_t *codes = unit + 64 + j * cb;
     const uint8_t *scales = unit + j * 32;
     if (++j == ub) {
@@ -159,6 +173,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
           acc[t][q] = vfmaq_f32(acc[t][q], halves4(scales + 32 + 8 * q), vdupq_n_f32(xq[t].ds[b]));
       }
     }
+    MCA_MARK(format, T, "# LLVM-MCA-END");
   }
   UNROLL
   for (int32_t t = 0; t < T; ++t)

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Executed aarch64 instructions, counted by qemu-aarch64-static (-singlestep: one
+translation block per instruction; -d nochain,exec logs every block executed), so kernel
+changes are judged by numbers that do not depend on a noisy machine.
+
+  emu_counts.py kernels --bin-dir BUILD/aarch64/bin [--shape ROWSxIN] [--tokens N]
+      instructions per call of each linear micro-kernel, generic C (compiled for
+      aarch64+dotprod) against the NEON file, as a markdown table
+  emu_counts.py tokens --kiln-run BUILD/aarch64/bin/kiln-run A.kiln [B.kiln ...]
+      instructions per decoded token of each artifact (greedy, 1 thread)
+
+Per call = (count with 3 calls - count with 1) / 2; per token = (count generating 12 -
+count generating 4) / 8: setup, loading and the prompt cancel out.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+QEMU = "qemu-aarch64-static"
+SYSROOT = "/usr/aarch64-linux-gnu"
+
+
+def count(cmd):
+    q = subprocess.Popen([QEMU, "-L", SYSROOT, "-singlestep", "-d", "nochain,exec",
+                          "-D", "/dev/stderr", *cmd],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    g = subprocess.run(["grep", "-c", "^Trace"], stdin=q.stderr, capture_output=True)
+    q.stderr.close()
+    if q.wait() != 0:
+        sys.exit(f"error: {' '.join(cmd)} failed under qemu (exit {q.returncode})")
+    return int(g.stdout or 0)
+
+
+def kernels(a):
+    rows, inn = a.shape.split("x")
+    formats = ["q8_0_r16", "q4_0_r16", "q4_1_r16", "f32", "f16", "q8_0", "q4_0", "q3_0"]
+    print(f"| kernel ({rows}x{inn}, {a.tokens} token{'s' if a.tokens > 1 else ''}) "
+          f"| generic C | NEON | generic / NEON | MAC per instruction (NEON) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for f in formats:
+        per = {}
+        for isa in ("generic", "neon"):
+            exe = os.path.join(a.bin_dir, f"ukernel-calls-{isa}")
+            c1 = count([exe, f, rows, inn, str(a.tokens), "1"])
+            c3 = count([exe, f, rows, inn, str(a.tokens), "3"])
+            per[isa] = (c3 - c1) / 2
+        macs = int(rows) * int(inn) * a.tokens
+        print(f"| {f} | {per['generic']:,.0f} | {per['neon']:,.0f} | "
+              f"{per['generic'] / per['neon']:.2f}x | {macs / per['neon']:.1f} |", flush=True)
+
+
+def tokens(a):
+    print("| artifact | instructions per decoded token |")
+    print("| --- | ---: |")
+    for art in a.artifacts:
+        gen = [a.kiln_run, "generate", art, "-p", "Once upon a time", "--threads", "1"]
+        c4 = count(gen + ["-n", "4"])
+        c12 = count(gen + ["-n", "12"])
+        print(f"| {os.path.basename(art)} | {(c12 - c4) / 8:,.0f} |", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="mode", required=True)
+    k = sub.add_parser("kernels")
+    k.add_argument("--bin-dir", required=True)
+    k.add_argument("--shape", default="2048x2048")
+    k.add_argument("--tokens", type=int, default=1)
+    t = sub.add_parser("tokens")
+    t.add_argument("--kiln-run", required=True)
+    t.add_argument("artifacts", nargs="+")
+    a = ap.parse_args()
+    kernels(a) if a.mode == "kernels" else tokens(a)
+
+
+if __name__ == "__main__":
+    main()

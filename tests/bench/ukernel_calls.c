@@ -1,0 +1,108 @@
+/* Calls one linear micro-kernel CALLS times on a ROWS x IN matrix of random weights and N
+ * tokens, so an emulator's executed-instruction count (qemu -singlestep -d nochain,exec)
+ * gives the instructions of one call: (count(CALLS=3) - count(CALLS=1)) / 2, the setup
+ * cancelling out (tests/bench/emu_counts.py). Deterministic: fixed seed, no threads.
+ *
+ *   ukernel-calls FORMAT ROWS IN [N] [CALLS]
+ *     FORMAT: q8_0_r16 q4_0_r16 q4_1_r16 (kiln_uk_linear_packed) or f32 f16 q8_0 q4_0 q3_0
+ *     (kiln_uk_linear, rows of whole blocks)
+ * Built by the cross build against each kernel library (ukernel-calls-<isa>); it runs on
+ * the host too.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/quant.h"
+#include "kiln/quant_packed.h"
+#include "ukernel_abi.h"
+
+static uint32_t g_seed = 12345u;
+static uint32_t next(void) { return g_seed = g_seed * 1664525u + 1013904223u; }
+
+static int parse_format(const char *s, uint32_t *f) {
+  static const struct { const char *name; uint32_t id; } k[] = {
+      {"q8_0_r16", KILN_TYPE_Q8_0_R16}, {"q4_0_r16", KILN_TYPE_Q4_0_R16},
+      {"q4_1_r16", KILN_TYPE_Q4_1_R16}, {"f32", KILN_GGML_TYPE_F32},
+      {"f16", KILN_GGML_TYPE_F16},      {"q8_0", KILN_GGML_TYPE_Q8_0},
+      {"q4_0", KILN_GGML_TYPE_Q4_0},    {"q3_0", KILN_TYPE_Q3_0}};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i)
+    if (!strcmp(s, k[i].name)) {
+      *f = k[i].id;
+      return 1;
+    }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  uint32_t format;
+  if (argc < 4 || !parse_format(argv[1], &format)) {
+    fprintf(stderr, "usage: %s FORMAT ROWS IN [N] [CALLS]\n", argv[0]);
+    return 2;
+  }
+  const long rows = atol(argv[2]), in = atol(argv[3]);
+  const long n = argc > 4 ? atol(argv[4]) : 1, calls = argc > 5 ? atol(argv[5]) : 1;
+  if (rows < 1 || rows > 65536 || in < 32 || in > 65536 || in % 32 || n < 1 || n > 512 ||
+      calls < 0 || calls > 1000) {
+    fprintf(stderr, "error: need 1 <= ROWS <= 65536, 32 <= IN <= 65536 (a multiple of 32), "
+                    "1 <= N <= 512, 0 <= CALLS <= 1000\n");
+    return 2;
+  }
+  const int packed = kiln_is_packed_r16(format);
+  const uint32_t base = packed ? kiln_packed_base_type(format) : format;
+  /* Random codes with scales of 1/64 (fp16 0x2400) wherever a block format keeps one:
+   * any bytes are valid codes, so no quantiser runs (it would dominate the count). */
+  uint64_t row_bytes = 0;
+  if (kiln_ggml_row_bytes(base, (uint64_t)in, &row_bytes) != KILN_STATUS_OK) {
+    fprintf(stderr, "error: no row size for %s\n", argv[1]);
+    return 1;
+  }
+  uint8_t *src = malloc(row_bytes * rows);
+  for (uint64_t i = 0; i < row_bytes * rows; ++i)
+    src[i] = (uint8_t)(next() >> 24);
+  if (base == KILN_GGML_TYPE_F32)
+    for (long i = 0; i < rows * in; ++i)
+      ((float *)src)[i] = (float)((int32_t)(next() >> 16) - 32768) / 32768.0f;
+  else if (base == KILN_GGML_TYPE_F16)
+    for (long i = 0; i < rows * in; ++i)
+      ((uint16_t *)src)[i] = (uint16_t)(0x2400 | (next() >> 22));
+  else
+    for (uint64_t r = 0; r < (uint64_t)rows; ++r)
+      for (uint64_t b = 0; b < (uint64_t)in / 32; ++b) {
+        uint8_t *blk = src + r * row_bytes + b * (row_bytes / ((uint64_t)in / 32));
+        blk[0] = 0x00, blk[1] = 0x24;
+        if (base == KILN_GGML_TYPE_Q4_1)
+          blk[2] = 0x00, blk[3] = 0xa4; /* min -1/64 */
+      }
+  const uint8_t *w = src;
+  uint8_t *packed_w = NULL;
+  const uint64_t group_bytes = packed ? kiln_packed_group_bytes(format, (uint64_t)in) : 0;
+  if (packed) {
+    packed_w = malloc(group_bytes * (uint64_t)((rows + 15) / 16));
+    if (kiln_repack_r16(format, src, row_bytes, (uint64_t)rows, (uint64_t)in, packed_w) !=
+        KILN_STATUS_OK) {
+      fprintf(stderr, "error: repacking failed\n");
+      return 1;
+    }
+    w = packed_w;
+  }
+  float *x = malloc(sizeof(float) * (size_t)(n * in));
+  for (long i = 0; i < n * in; ++i)
+    x[i] = (float)((int32_t)(next() >> 16) - 32768) / 32768.0f;
+  float *y = calloc((size_t)(n * rows), sizeof(float));
+  uint8_t *qx = malloc((size_t)(kiln_packed_act_stride((uint64_t)in) * (uint64_t)n));
+  for (long c = 0; c < calls; ++c) {
+    if (packed)
+      kiln_uk_linear_packed(NULL, format, x, (int32_t)n, (int32_t)in, w, (int64_t)group_bytes,
+                            (int32_t)rows, y, qx);
+    else
+      kiln_uk_linear(NULL, format, x, (int32_t)n, (int32_t)in, w, (int64_t)row_bytes,
+                     (int32_t)rows, y);
+  }
+  double sum = 0;
+  for (long i = 0; i < n * rows; ++i)
+    sum += y[i];
+  printf("%s %ldx%ld n=%ld calls=%ld checksum %.6g\n", argv[1], rows, in, n, calls, sum);
+  free(src), free(packed_w), free(x), free(y), free(qx);
+  return 0;
+}
