@@ -12,6 +12,7 @@
 
 #include "artifact_generated.h"
 #include "codegen/targets/ChipRegistry.h"
+#include "codegen/targets/KernelCost.h"
 #include "compiler/eval/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "kiln/artifact.h"
@@ -36,12 +37,21 @@ std::string shape(const flatbuffers::Vector<uint64_t> *v) {
   return s + "]";
 }
 
-// --chip: the memory plan's bytes per token against the chip's DRAM bandwidth.
-int printDecodeEstimate(const InspectOptions &opts, const fb::MemoryPlan *m) {
+// --chip: the NEON kernels' static cost on the chip's prime core for the artifact's
+// packed matrices, then the memory plan's bytes per token against the DRAM bandwidth.
+int printDecodeEstimate(const InspectOptions &opts, const fb::Artifact *a) {
+  const fb::MemoryPlan *m = a->memory();
   const codegen::BuiltinProfile *b =
       codegen::findBuiltinProfile(opts.chip.substr(0, opts.chip.find(':')));
   if (!b)
     return fail("unknown chip '" + opts.chip + "' (kiln targets lists them)");
+  std::vector<codegen::PackedMatrix> mats;
+  for (flatbuffers::uoffset_t i = 0; a->tensors() && i < a->tensors()->size(); ++i) {
+    const fb::Tensor *t = a->tensors()->Get(i);
+    if (kiln_is_packed_r16(t->format()) && t->shape() && t->shape()->size() == 2)
+      mats.push_back({t->format(), t->shape()->Get(1), t->shape()->Get(0)});
+  }
+  std::printf("%s", codegen::formatKernelCosts(b->profile, mats).c_str());
   if (!m || m->weight_bytes_per_token() == 0)
     return fail("the artifact has no memory plan with weight bytes per token");
   codegen::DecodeTraffic traffic;
@@ -168,7 +178,7 @@ int runInspect(const InspectOptions &opts) {
     return fail("a section lies outside the file or fails its checksum");
   if (!tensorsOk)
     return fail("a tensor lies outside the weights section");
-  return opts.chip.empty() ? 0 : printDecodeEstimate(opts, a->memory());
+  return opts.chip.empty() ? 0 : printDecodeEstimate(opts, a);
 }
 
 } // namespace kiln::tool
