@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
   double sum = 0;
   for (long i = 0; i < n * rows; ++i)
     sum += y[i];
-  printf("%s %ldx%ld n=%ld calls=%ld checksum %.6g\n", argv[1], rows, in, n, calls, sum);
+  printf("%s %ldx%ld n=%ld calls=%ld checksum %.17g\n", argv[1], rows, in, n, calls, sum);
   free(src), free(packed_w), free(x), free(y), free(qx);
   return 0;
 }

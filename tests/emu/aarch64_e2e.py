@@ -9,6 +9,9 @@ Cases:
               Snapdragon 8 Gen 3 (the i8mm kernel variant)
   ppl-FMT     `kiln-run ppl` on tinystories-dev.txt (--ctx 256) within 0.1% of the host's
   bad-target  each runtime refuses the other ISA's artifact with one clear message
+  kernels-bitexact  every NEON linear kernel, compiled by clang as in an artifact, gives the
+              generic C kernel's results bit for bit (checksums of y printed to 17 digits
+              by tests/bench/ukernel_calls.c), for 1 and 5 tokens and an odd block count
 """
 import argparse
 import os
@@ -46,6 +49,9 @@ class Env:
 
     def host(self, *args):
         return run([self.a.kiln_run, *args])
+
+    def emu_exe(self, exe, *args):
+        return run([self.a.qemu, "-L", "/usr/aarch64-linux-gnu", exe, *args])
 
     def emu(self, *args, expect_ok=True):
         return run([self.a.qemu, "-L", "/usr/aarch64-linux-gnu", self.a.cross_kiln_run, *args],
@@ -106,9 +112,23 @@ def bad_target(env):
         print(f"refused: {err.strip()}")
 
 
+def kernels_bitexact(env):
+    bins = os.path.dirname(env.a.cross_kiln_run)
+    for fmt in ("q8_0_r16", "q4_0_r16", "q4_1_r16", "f32", "f16", "q8_0", "q4_0", "q3_0"):
+        for n in ("1", "5"):
+            sums = []
+            for isa in ("generic", "neon"):
+                p = env.emu_exe(os.path.join(bins, f"ukernel-calls-{isa}"), fmt, "100", "224", n)
+                sums.append(p.stdout.decode().split()[-1])
+            if sums[0] != sums[1]:
+                fail(f"{fmt}, {n} tokens: NEON checksum {sums[1]} != generic {sums[0]}")
+            print(f"ok {fmt} n={n}: {sums[0]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["greedy", "ppl-f32", "ppl-q8_0", "ppl-q4_0", "bad-target"])
+    ap.add_argument("case", choices=["greedy", "ppl-f32", "ppl-q8_0", "ppl-q4_0", "bad-target",
+                                     "kernels-bitexact"])
     for flag in ("--kiln", "--kiln-run", "--cross-kiln-run", "--qemu", "--models", "--work"):
         ap.add_argument(flag, required=True)
     a = ap.parse_args()
@@ -118,6 +138,8 @@ def main():
         greedy(env)
     elif a.case == "bad-target":
         bad_target(env)
+    elif a.case == "kernels-bitexact":
+        kernels_bitexact(env)
     else:
         ppl(env, a.case[len("ppl-"):])
     print("PASS")
