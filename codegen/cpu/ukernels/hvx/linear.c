@@ -30,7 +30,7 @@
  *
  * x is quantised into a stack buffer (HVX_XBUF bytes; the ABI gives linear no scratch),
  * once per task and token tile; rows whose quantised x does not fit even one token
- * (in > ~40000 for q4_0) take the generic path. Each output is computed by the same
+ * (in > ~40000 for q4_0) take the generic path, as does an odd weight pointer. Each output is computed by the same
  * operations whatever the tile or task split, so results do not depend on the thread count.
  */
 #include <hexagon_protos.h>
@@ -69,10 +69,13 @@ KILN_UK_INLINE int64_t hvx_token_bytes(uint32_t format, int32_t in) {
          ~(int64_t)127;
 }
 
-/* fp16 bits -> the float d * 2^-112: the half's bits moved into place, exponent not
- * rebiased (so subnormal halves map to float subnormals with the same factor). */
-KILN_UK_INLINE float hvx_half_scaled(uint32_t h) {
-  return kiln_uk_f32_from_bits(((h & 0x7fffu) << 13) | ((h & 0x8000u) << 16));
+/* The fp16 scale at p (2-byte aligned) -> the float d * 2^-112: the half's bits moved into
+ * place, exponent not rebiased (so subnormal halves map to float subnormals with the same
+ * factor). A sign-extending halfword load shifted left by 13 has the sign in bits 31-28
+ * and the magnitude in 27-13: one shift and one mask. */
+KILN_UK_INLINE float hvx_half_scaled(const uint8_t *p) {
+  const int32_t h = *(const int16_t *)p;
+  return kiln_uk_f32_from_bits(((uint32_t)h << 13) & 0x8fffe000u);
 }
 #define HVX_DX_SCALE 0x1p56f  /* d_x is stored times this */
 #define HVX_Y_SCALE 0x1p56f   /* 2^112 / 2^56: applied to the sum at the end */
@@ -203,7 +206,7 @@ KILN_UK_INLINE void hvx_tile_group(uint32_t format, int32_t TT, const uint8_t *c
       whi[r] = Q6_V_vand_VV(Q6_Vuh_vlsr_VuhR(v, 4), low4);
     }
     for (int32_t k = 0; k < gb; ++k)
-      ws[r][k] = k < count ? hvx_half_scaled(kiln_uk_load_u16(g0 + k * bb)) : 0.0f;
+      ws[r][k] = k < count ? hvx_half_scaled(g0 + k * bb) : 0.0f;
   }
   for (int32_t t = 0; t < TT; ++t) {
     const uint8_t *xt = xq + t * xq_stride;
@@ -296,8 +299,10 @@ KILN_UK_INLINE void hvx_rows(const linear_args_t *a, uint32_t format, int32_t mo
 
 KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int32_t mode,
                                 int64_t r0, int64_t r1) {
+  /* block scales are read as halfwords: an odd weight pointer (never from kiln's 64-byte
+   * aligned weights; row strides are even) takes the generic path */
   if ((format == KILN_GGML_TYPE_Q8_0 || format == KILN_GGML_TYPE_Q4_0) &&
-      hvx_token_bytes(format, a->in) <= HVX_XBUF) {
+      hvx_token_bytes(format, a->in) <= HVX_XBUF && ((uintptr_t)a->w & 1) == 0) {
     hvx_rows(a, format, mode, r0, r1);
     return;
   }

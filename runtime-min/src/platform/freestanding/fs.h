@@ -60,4 +60,12 @@ void *kiln_fs_read_file(const char *path, size_t *out_size);
 
 int kiln_fs_main(int argc, char **argv);
 
+/* string.c: the C library's names, since compilers emit calls to them */
+void *memcpy(void *restrict dst, const void *restrict src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+size_t strlen(const char *s);
+int strcmp(const char *a, const char *b);
+
 #endif /* KILN_PLATFORM_FREESTANDING_FS_H_ */
