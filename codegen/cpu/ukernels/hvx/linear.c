@@ -69,17 +69,6 @@ KILN_UK_INLINE int64_t hvx_token_bytes(uint32_t format, int32_t in) {
          ~(int64_t)127;
 }
 
-/* The fp16 scale at p (2-byte aligned) -> the float d * 2^-112: the half's bits moved into
- * place, exponent not rebiased (so subnormal halves map to float subnormals with the same
- * factor). A sign-extending halfword load shifted left by 13 has the sign in bits 31-28
- * and the magnitude in 27-13: one shift and one mask. */
-KILN_UK_INLINE float hvx_half_scaled(const uint8_t *p) {
-  const int32_t h = *(const int16_t *)p;
-  return kiln_uk_f32_from_bits(((uint32_t)h << 13) & 0x8fffe000u);
-}
-#define HVX_DX_SCALE 0x1p56f  /* d_x is stored times this */
-#define HVX_Y_SCALE 0x1p56f   /* 2^112 / 2^56: applied to the sum at the end */
-
 /* One block of x quantised with ggml's q8_0 rule, exactly packed_quantize_row's
  * operations (packed_common.h): codes to q[0..32) (zero past count), returns d_x. */
 KILN_UK_INLINE float hvx_quantize_block(const float *x, int32_t count, int8_t *q, int32_t *sum) {
@@ -125,7 +114,7 @@ KILN_UK_INLINE void hvx_quantize_token(uint32_t format, const float *x, int32_t 
         for (int32_t j = 0; j < 32; ++j)
           q[j] = 0;
       }
-      dx[k] = d * HVX_DX_SCALE;
+      dx[k] = d;
       if (format == KILN_GGML_TYPE_Q8_0) {
         for (int32_t j = 0; j < 32; ++j)
           ((int8_t *)gp)[32 * k + j] = q[j];
@@ -170,7 +159,8 @@ KILN_UK_INLINE HVX_Vector hvx_gather(uint32_t format, const uint8_t *g0, int32_t
     const HVX_Vector r1 = Q6_V_valign_VVR(v2, v1, (int32_t)first); /* bytes g0+130 .. */
     HVX_Vector v = Q6_V_valign_VVR(r1, r0, 2 * (gb - 1));
     for (int32_t k = gb - 2; k >= 0; --k)
-      v = Q6_V_vmux_QVV(Q6_Q_vsetq_R(slot * (k + 1)), Q6_V_valign_VVR(r1, r0, 2 * k), v);
+      v = Q6_V_vmux_QVV(Q6_Q_vsetq_R(slot * (k + 1)), k ? Q6_V_valign_VVR(r1, r0, 2 * k) : r0,
+                        v);
     return v;
   }
   HVX_Vector v = Q6_V_vzero();
@@ -179,6 +169,39 @@ KILN_UK_INLINE HVX_Vector hvx_gather(uint32_t format, const uint8_t *g0, int32_t
     v = Q6_V_vmux_QVV(Q6_Q_vsetq_R(slot * (k + 1)), b, v);
   }
   return v;
+}
+
+/* (row, block) dot products times their fp16 block scales, as float bits, 32 lanes at a
+ * time (HVX before v68 has no float): p = isum * m_w exactly in int32 (|isum| < 2^19, the
+ * half's significand m_w < 2^11), rounded once to 24 bits (to nearest, ties to even), and
+ * 2^(e_w - 25) added in the exponent field. So the scalar code is left with one fused
+ * multiply-add per (row, block), by d_x. h: the fp16 bits in the low half of each lane. */
+KILN_UK_INLINE HVX_Vector hvx_scaled_sums(HVX_Vector isum, HVX_Vector h) {
+  const HVX_Vector zero = Q6_V_vzero(), one = Q6_V_vsplat_R(1);
+  const HVX_Vector e = Q6_V_vand_VV(Q6_Vuw_vlsr_VuwR(h, 10), Q6_V_vsplat_R(31));
+  const HVX_Vector frac = Q6_V_vand_VV(h, Q6_V_vsplat_R(0x3ff));
+  /* subnormal halves: no implicit bit, exponent as for e = 1 */
+  const HVX_Vector mw = Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(e, zero), frac,
+                                      Q6_V_vor_VV(frac, Q6_V_vsplat_R(0x400)));
+  const HVX_Vector ew = Q6_Vw_vmax_VwVw(e, one);
+  const HVX_Vector p = Q6_Vw_vmpyie_VwVuh(isum, mw);
+  const HVX_Vector a = Q6_Vw_vabs_Vw(p);
+  const HVX_Vector sh = Q6_Vw_vnormamt_Vw(a); /* leading bit to bit 30 */
+  const HVX_Vector m = Q6_Vw_vasl_VwVw(a, sh);
+  const HVX_Vector hi = Q6_Vuw_vlsr_VuwR(m, 7); /* 24 bits, the leading one at bit 23 */
+  /* + 1 when the 7 bits below exceed half, or equal it with hi odd */
+  const HVX_Vector rnd = Q6_Vuw_vlsr_VuwR(
+      Q6_Vw_vadd_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(m, Q6_V_vsplat_R(0x7f)), Q6_V_vand_VV(hi, one)),
+                      Q6_V_vsplat_R(63)),
+      7);
+  /* biased exponent of |p| * 2^(ew - 25): 127 + 30 - sh + ew - 25, minus 1 for the
+   * leading one in hi (a rounding carry into bit 24 bumps the exponent, as it should) */
+  const HVX_Vector ex =
+      Q6_Vw_vasl_VwR(Q6_Vw_vsub_VwVw(Q6_Vw_vadd_VwVw(ew, Q6_V_vsplat_R(131)), sh), 23);
+  const HVX_Vector sign = Q6_V_vand_VV(Q6_V_vxor_VV(isum, Q6_Vw_vasl_VwR(h, 16)),
+                                      Q6_V_vsplat_R((int32_t)0x80000000));
+  const HVX_Vector bits = Q6_V_vor_VV(Q6_Vw_vadd_VwVw(Q6_Vw_vadd_VwVw(hi, rnd), ex), sign);
+  return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(p, zero), zero, bits);
 }
 
 /* Pairwise sums of adjacent words: lanes 0-15 from lo's pairs, 16-31 from hi's. */
@@ -194,7 +217,10 @@ KILN_UK_INLINE void hvx_tile_group(uint32_t format, int32_t TT, const uint8_t *c
   const int32_t gb = hvx_group_blocks(format), vb = hvx_group_vec_bytes(format);
   const int32_t bb = format == KILN_GGML_TYPE_Q8_0 ? 34 : 18;
   HVX_Vector wlo[HVX_ROWS], whi[HVX_ROWS];
-  float ws[HVX_ROWS][HVX_Q4_GROUP];
+  union {
+    HVX_Vector v[2];
+    uint32_t w[64];
+  } hs; /* the fp16 scales, lane gb * r + k as the sums */
   for (int32_t r = 0; r < HVX_ROWS; ++r) {
     const uint8_t *g0 = rows[r] + (int64_t)g * gb * bb;
     const HVX_Vector v = hvx_gather(format, g0, count);
@@ -206,7 +232,7 @@ KILN_UK_INLINE void hvx_tile_group(uint32_t format, int32_t TT, const uint8_t *c
       whi[r] = Q6_V_vand_VV(Q6_Vuh_vlsr_VuhR(v, 4), low4);
     }
     for (int32_t k = 0; k < gb; ++k)
-      ws[r][k] = k < count ? hvx_half_scaled(g0 + k * bb) : 0.0f;
+      hs.w[gb * r + k] = k < count ? *(const uint16_t *)(g0 + k * bb) : 0u;
   }
   for (int32_t t = 0; t < TT; ++t) {
     const uint8_t *xt = xq + t * xq_stride;
@@ -231,22 +257,26 @@ KILN_UK_INLINE void hvx_tile_group(uint32_t format, int32_t TT, const uint8_t *c
       l2[i] = hvx_pair_sum(l1[2 * i + 1], l1[2 * i]);
     union {
       HVX_Vector v[2];
-      int32_t w[64];
+      float f[64];
     } sums;
     if (format == KILN_GGML_TYPE_Q8_0) {
-      sums.v[0] = hvx_pair_sum(l2[1], l2[0]);
+      sums.v[0] = hvx_scaled_sums(hvx_pair_sum(l2[1], l2[0]), hs.v[0]);
     } else {
-      sums.v[0] = l2[0];
-      sums.v[1] = l2[1];
+      sums.v[0] = hvx_scaled_sums(l2[0], hs.v[0]);
+      sums.v[1] = hvx_scaled_sums(l2[1], hs.v[1]);
     }
     float dxk[HVX_Q4_GROUP];
     for (int32_t k = 0; k < gb; ++k)
       dxk[k] = dx[k];
+    /* 16 products per step, then a compiler barrier: loading all 32 (64) products at
+     * once ran out of registers and spilled (1.6 packets per (row, block) against 0.6) */
     for (int32_t r = 0; r < HVX_ROWS; ++r) {
       float a = acc[t][r];
       for (int32_t k = 0; k < gb; ++k)
-        a += (float)sums.w[gb * r + k] * (ws[r][k] * dxk[k]);
+        a += sums.f[gb * r + k] * dxk[k];
       acc[t][r] = a;
+      if ((r + 1) % (16 / gb) == 0)
+        __asm__ volatile("" ::: "memory");
     }
   }
 }
@@ -273,7 +303,7 @@ KILN_UK_INLINE void hvx_tile(const linear_args_t *a, uint32_t format, int32_t mo
   const int32_t nr = (int32_t)KILN_UK_MIN((int64_t)HVX_ROWS, r1 - r0);
   for (int32_t r = 0; r < nr; ++r)
     for (int32_t t = 0; t < TT; ++t)
-      kiln_uk_linear_store(&a->ep, mode, t0 + t, r0 + r, acc[t][r] * HVX_Y_SCALE);
+      kiln_uk_linear_store(&a->ep, mode, t0 + t, r0 + r, acc[t][r]);
 }
 
 KILN_UK_INLINE void hvx_rows(const linear_args_t *a, uint32_t format, int32_t mode, int64_t r0,
