@@ -6,8 +6,8 @@
  * (docs/ukernel-abi.md, linear_packed): x is quantised per token to int8 blocks of 32 with
  * ggml's q8_0 rule (d_x = amax / 127 in fp32, round half to even), each (row, block) dot
  * product is an exact int32 sum from vrmpy (u8 x s8 for q4_0's codes, s8 x s8 for q8_0),
- * q4_0's -8 offset is folded in as -8 * sum(q_x), and block scales are applied in scalar
- * float: y = sum_b isum_b * (d_w,b * d_x,b). The result differs from the fp32 kernels by the
+ * q4_0's -8 offset is folded in as -8 * sum(q_x), and block scales are applied in float:
+ * y = sum_b (isum_b * d_w,b) * d_x,b (below). The result differs from the fp32 kernels by the
  * activation rounding only (bound: sum_b d_x,b / 2 * sum |w| per output, as linear_packed;
  * tests/emu/hexagon/ukernel_diff.c checks it and the int8 math in double).
  *
@@ -21,16 +21,17 @@
  * Tiles are 8 rows x up to 4 tokens: the gathered weight vectors serve every token of the
  * tile.
  *
- * Scales: the fp16 d_w is widened by moving its bits (exponent not rebiased: the float
- * holds d_w * 2^-112, exact for normal and subnormal halves), and d_x is stored times 2^56,
- * so y = 2^56 * sum_b isum_b * (w'_b * d_x'_b). This keeps the scalar work per (row,
- * block) to three float operations (convert, multiply, fused multiply-add). Limits: block
- * scales that are inf/NaN are not supported, and |x| above ~2^78 overflows (the fp32
- * kernels overflow near 2^127).
+ * Scales (HVX before v68 has no float, and the scalar float slots bound the kernel): the
+ * fp16 d_w of each block come out of the same gathered bytes and the same vdeal tree as the
+ * sums; isum * (d_w's 11-bit significand) is exact in int32, is rounded once to a float
+ * (to nearest even) and scaled by d_w's exponent, all in vector integer operations
+ * (hvx_scaled_sums). The scalar code is left with one fused multiply-add per (row, block):
+ * y += (isum * d_w) * d_x. Block scales that are inf/NaN are not supported (ggml's
+ * quantisers never write them). Measured with tests/emu/hexagon/count_packets.sh.
  *
  * x is quantised into a stack buffer (HVX_XBUF bytes; the ABI gives linear no scratch),
  * once per task and token tile; rows whose quantised x does not fit even one token
- * (in > ~40000 for q4_0) take the generic path, as does an odd weight pointer. Each output is computed by the same
+ * (in > ~40000 for q4_0) take the generic path. Each output is computed by the same
  * operations whatever the tile or task split, so results do not depend on the thread count.
  */
 #include <hexagon_protos.h>
@@ -52,7 +53,7 @@
 
 /* One token's quantised x: the code vectors of every group (q8_0: 128 bytes per group of
  * 4 blocks; q4_0: 384 per group of 8 blocks: low halves, high halves, and the -8 * sum
- * correction lanes), then the groups' scales d_x * 2^56 (fp32, one per block). */
+ * correction lanes), then the groups' scales d_x (fp32, one per block). */
 KILN_UK_INLINE int32_t hvx_group_vec_bytes(uint32_t format) {
   return format == KILN_GGML_TYPE_Q8_0 ? 128 : 384;
 }
@@ -138,31 +139,63 @@ KILN_UK_INLINE HVX_Vector hvx_load_safe(const uint8_t *a, const uint8_t *last) {
   return Q6_V_valign_VVR(hi, lo, (int32_t)(uintptr_t)a);
 }
 
+/* The bytes of a group's block scales (bytes bb * k, bb * k + 1 of the group): q8_0 and
+ * q4_0. Constant data, one vector load. */
+static const uint8_t hvx_scale_bytes[2][128] __attribute__((aligned(128))) = {
+  {
+    0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  },
+  {
+    0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff,
+  }};
+KILN_UK_INLINE HVX_Vector hvx_scale_mask(uint32_t format) {
+  return *(const HVX_Vector *)hvx_scale_bytes[format == KILN_GGML_TYPE_Q8_0 ? 0 : 1];
+}
+
 /* Codes of `count` (<= gb) blocks of a row starting at block pointer g0, block k at byte
  * slot k * slot of the result (slot 32 for q8_0, 16 for q4_0); missing blocks are zero.
- * Block k's codes start at g0 + bb*k + 2, so the bytes from g0 + 2 + (bb - slot) * k =
- * g0 + 2 + 2k on put it at slot k: each block is the group's bytes from g0 + 2 shifted by
- * 2k, and vmux keeps its slot.
+ * *scales gets the group's first 128 bytes with everything but the fp16 scales of its
+ * blocks zeroed (scale k at byte bb * k, inside block k's word lanes k * slot / 4 ..).
+ * Block k's codes start at g0 + bb*k + 2, so the group's bytes shifted by 2 + 2k put them
+ * at slot k (bb - slot = 2), and vmux keeps that slot.
  * Only aligned loads of vectors that hold some of the group's bytes: an unaligned load
  * (vmemu) reads whole aligned vectors, and LLVM widens neighbouring unaligned loads into
  * aligned ones beyond the last byte used, which faults when the weights end at a page. */
-KILN_UK_INLINE HVX_Vector hvx_gather(uint32_t format, const uint8_t *g0, int32_t count) {
+KILN_UK_INLINE HVX_Vector hvx_gather(uint32_t format, const uint8_t *g0, int32_t count,
+                                     HVX_Vector *scales) {
   const int32_t gb = hvx_group_blocks(format);
   const int32_t bb = format == KILN_GGML_TYPE_Q8_0 ? 34 : 18, slot = 128 / gb;
   if (count == gb) {
-    const uintptr_t first = (uintptr_t)(g0 + 2), last = (uintptr_t)(g0 + bb * gb - 1);
+    const uintptr_t first = (uintptr_t)g0, last = (uintptr_t)(g0 + bb * gb - 1);
     const uintptr_t a0 = first & ~(uintptr_t)127, a2 = last & ~(uintptr_t)127;
     const HVX_Vector v0 = *(const HVX_Vector *)a0, v1 = *(const HVX_Vector *)(a0 + 128);
     /* the third vector only when the group reaches into it (else any held one will do) */
     const HVX_Vector v2 = *(const HVX_Vector *)(a2 > a0 + 128 ? a2 : a0 + 128);
-    const HVX_Vector r0 = Q6_V_valign_VVR(v1, v0, (int32_t)first); /* bytes g0+2 .. +130 */
-    const HVX_Vector r1 = Q6_V_valign_VVR(v2, v1, (int32_t)first); /* bytes g0+130 .. */
-    HVX_Vector v = Q6_V_valign_VVR(r1, r0, 2 * (gb - 1));
+    const HVX_Vector r0 = Q6_V_valign_VVR(v1, v0, (int32_t)first); /* bytes g0 .. g0+128 */
+    const HVX_Vector r1 = Q6_V_valign_VVR(v2, v1, (int32_t)first); /* bytes g0+128 .. */
+    *scales = Q6_V_vand_VV(r0, hvx_scale_mask(format));
+    HVX_Vector v = Q6_V_valign_VVR(r1, r0, 2 + 2 * (gb - 1));
     for (int32_t k = gb - 2; k >= 0; --k)
-      v = Q6_V_vmux_QVV(Q6_Q_vsetq_R(slot * (k + 1)), k ? Q6_V_valign_VVR(r1, r0, 2 * k) : r0,
-                        v);
+      v = Q6_V_vmux_QVV(Q6_Q_vsetq_R(slot * (k + 1)), Q6_V_valign_VVR(r1, r0, 2 + 2 * k), v);
     return v;
   }
+  const HVX_Vector head = hvx_load_safe(g0, g0 + bb * count - 1);
+  *scales = Q6_V_vmux_QVV(Q6_Q_vsetq_R(bb * count), Q6_V_vand_VV(head, hvx_scale_mask(format)),
+                          Q6_V_vzero());
   HVX_Vector v = Q6_V_vzero();
   for (int32_t k = count - 1; k >= 0; --k) {
     const HVX_Vector b = hvx_load_safe(g0 + 2 + 2 * k, g0 + bb * k + bb - 1);
@@ -217,13 +250,10 @@ KILN_UK_INLINE void hvx_tile_group(uint32_t format, int32_t TT, const uint8_t *c
   const int32_t gb = hvx_group_blocks(format), vb = hvx_group_vec_bytes(format);
   const int32_t bb = format == KILN_GGML_TYPE_Q8_0 ? 34 : 18;
   HVX_Vector wlo[HVX_ROWS], whi[HVX_ROWS];
-  union {
-    HVX_Vector v[2];
-    uint32_t w[64];
-  } hs; /* the fp16 scales, lane gb * r + k as the sums */
+  HVX_Vector sc[HVX_ROWS]; /* each row's scale bytes (hvx_gather) */
   for (int32_t r = 0; r < HVX_ROWS; ++r) {
     const uint8_t *g0 = rows[r] + (int64_t)g * gb * bb;
-    const HVX_Vector v = hvx_gather(format, g0, count);
+    const HVX_Vector v = hvx_gather(format, g0, count, &sc[r]);
     if (format == KILN_GGML_TYPE_Q8_0) {
       wlo[r] = v;
     } else {
@@ -231,8 +261,23 @@ KILN_UK_INLINE void hvx_tile_group(uint32_t format, int32_t TT, const uint8_t *c
       wlo[r] = Q6_V_vand_VV(v, low4);
       whi[r] = Q6_V_vand_VV(Q6_Vuh_vlsr_VuhR(v, 4), low4);
     }
-    for (int32_t k = 0; k < gb; ++k)
-      hs.w[gb * r + k] = k < count ? *(const uint16_t *)(g0 + k * bb) : 0u;
+  }
+  /* the scales into the sums' lane order by the same tree (one nonzero word per block:
+   * the pair sums move it), then from the word's high half (odd k) to the low one */
+  HVX_Vector hs[2];
+  {
+    HVX_Vector m1[4], m2[2];
+    for (int32_t i = 0; i < 4; ++i)
+      m1[i] = hvx_pair_sum(sc[2 * i + 1], sc[2 * i]);
+    for (int32_t i = 0; i < 2; ++i)
+      m2[i] = hvx_pair_sum(m1[2 * i + 1], m1[2 * i]);
+    if (format == KILN_GGML_TYPE_Q8_0)
+      hs[0] = hvx_pair_sum(m2[1], m2[0]);
+    else
+      hs[0] = m2[0], hs[1] = m2[1];
+    for (int32_t i = 0; i < (format == KILN_GGML_TYPE_Q8_0 ? 1 : 2); ++i)
+      hs[i] = Q6_V_vand_VV(Q6_V_vor_VV(hs[i], Q6_Vuw_vlsr_VuwR(hs[i], 16)),
+                           Q6_V_vsplat_R(0xffff));
   }
   for (int32_t t = 0; t < TT; ++t) {
     const uint8_t *xt = xq + t * xq_stride;
@@ -260,10 +305,10 @@ KILN_UK_INLINE void hvx_tile_group(uint32_t format, int32_t TT, const uint8_t *c
       float f[64];
     } sums;
     if (format == KILN_GGML_TYPE_Q8_0) {
-      sums.v[0] = hvx_scaled_sums(hvx_pair_sum(l2[1], l2[0]), hs.v[0]);
+      sums.v[0] = hvx_scaled_sums(hvx_pair_sum(l2[1], l2[0]), hs[0]);
     } else {
-      sums.v[0] = hvx_scaled_sums(l2[0], hs.v[0]);
-      sums.v[1] = hvx_scaled_sums(l2[1], hs.v[1]);
+      sums.v[0] = hvx_scaled_sums(l2[0], hs[0]);
+      sums.v[1] = hvx_scaled_sums(l2[1], hs[1]);
     }
     float dxk[HVX_Q4_GROUP];
     for (int32_t k = 0; k < gb; ++k)
@@ -329,10 +374,8 @@ KILN_UK_INLINE void hvx_rows(const linear_args_t *a, uint32_t format, int32_t mo
 
 KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int32_t mode,
                                 int64_t r0, int64_t r1) {
-  /* block scales are read as halfwords: an odd weight pointer (never from kiln's 64-byte
-   * aligned weights; row strides are even) takes the generic path */
   if ((format == KILN_GGML_TYPE_Q8_0 || format == KILN_GGML_TYPE_Q4_0) &&
-      hvx_token_bytes(format, a->in) <= HVX_XBUF && ((uintptr_t)a->w & 1) == 0) {
+      hvx_token_bytes(format, a->in) <= HVX_XBUF) {
     hvx_rows(a, format, mode, r0, r1);
     return;
   }
