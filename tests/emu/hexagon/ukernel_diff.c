@@ -16,11 +16,16 @@
  * read past the last row faults. Exit status 0 when everything passes. */
 #include "common.h"
 #include "fs.h"
+#include "kiln/quant_packed.h"
 #include "ukernel_abi.h"
 
 void gen_kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x, int32_t n,
                         int32_t in, const uint8_t *w, int64_t row_stride, int32_t out_features,
                         float *y);
+
+void gen_kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                               int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
+                               int32_t out_features, float *y, uint8_t *qscratch);
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
 static uint32_t rnd32(void) {
@@ -174,7 +179,7 @@ static const char *fname(uint32_t f) {
   }
 }
 
-static double max_err8, max_err32;
+static double max_err8, max_err32, max_errp;
 static int verbose;
 
 /* generic_path: the kernel must take the generic (fp32) code for this shape */
@@ -293,6 +298,117 @@ static void check_linear(uint32_t f, int32_t n, int32_t in, int32_t out, int gen
   guarded_free(&gw);
 }
 
+/* ggml rows -> the r16 layout (kiln/quant_packed.h), written here from the layout's
+ * description rather than with kiln_repack_r16, so the test also checks the reading. */
+static void repack_r16(uint32_t ptype, const uint8_t *src, int64_t rs, int32_t rows, int32_t in,
+                       uint8_t *dst, int64_t gstride) {
+  const int32_t nb = (in + 31) / 32, groups = (rows + 15) / 16;
+  const uint32_t base = kiln_packed_base_type(ptype);
+  const int32_t bb = (int32_t)row_bytes(base, 32);
+  for (int64_t i = 0; i < groups * gstride; ++i)
+    dst[i] = 0;
+  for (int32_t g = 0; g < groups; ++g)
+    for (int32_t b = 0; b < nb; ++b)
+      for (int32_t r = 0; r < 16 && g * 16 + r < rows; ++r) {
+        const uint8_t *blk = src + (int64_t)(g * 16 + r) * rs + (int64_t)b * bb;
+        uint8_t *grp = dst + g * gstride;
+        uint8_t *sc = grp + kiln_packed_scales_offset(ptype, (uint64_t)b) + 2 * r;
+        sc[0] = blk[0], sc[1] = blk[1];
+        if (ptype == KILN_TYPE_Q4_1_R16) {
+          uint8_t *mn = grp + kiln_packed_mins_offset(ptype, (uint64_t)b) + 2 * r;
+          mn[0] = blk[2], mn[1] = blk[3];
+        }
+        uint8_t *codes = grp + kiln_packed_codes_offset(ptype, (uint64_t)b);
+        if (ptype == KILN_TYPE_Q8_0_R16) {
+          for (int32_t e = 0; e < 32; ++e)
+            codes[(e / 4) * 64 + 4 * r + e % 4] = (uint8_t)(blk[2 + e] ^ 0x80);
+        } else {
+          const uint8_t *qs = blk + (ptype == KILN_TYPE_Q4_1_R16 ? 4 : 2);
+          for (int32_t e = 0; e < 16; ++e)
+            codes[(e / 4) * 64 + 4 * r + e % 4] = qs[e];
+        }
+      }
+}
+
+/* kiln_uk_linear_packed (HVX) against the generic packed kernel and the HVX ggml-layout
+ * kernel (the same int8 math: equal up to float rounding), bit-equal to the generic kernel
+ * for q4_1_r16 (its fallback), bit-equal with 1 and 3 tasks, and the fused store modes
+ * equal to the plain result through the same float steps. */
+static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
+  const uint32_t base = kiln_packed_base_type(ptype);
+  const int64_t rs = row_bytes(base, in);
+  uint8_t *src = kiln_fs_malloc((size_t)(rs * out));
+  for (int32_t r = 0; r < out; ++r)
+    fill_row(base, in, src + r * rs);
+  const int64_t gstride = (int64_t)kiln_packed_group_bytes(ptype, (uint64_t)in);
+  const int32_t groups = (out + 15) / 16;
+  guarded_t gw;
+  uint8_t *w = guarded_alloc(&gw, (size_t)(gstride * groups)); /* ends at the guard */
+  repack_r16(ptype, src, rs, out, in, w, gstride);
+  float *x = kiln_fs_malloc(sizeof(float) * ((size_t)n * in + 16));
+  for (int64_t i = 0; i < (int64_t)n * in; ++i)
+    x[i] = rndf(1.5f);
+  for (int32_t i = 0; i < 16; ++i)
+    x[(int64_t)n * in + i] = kiln_uk_f32_from_bits(0x7fc00000u);
+  uint8_t *qs = kiln_fs_aligned_alloc(64, (size_t)n * kiln_packed_act_stride((uint64_t)in));
+  const size_t ny = (size_t)n * out;
+  float *y1 = kiln_fs_malloc(4 * ny), *y3 = kiln_fs_malloc(4 * ny), *yg = kiln_fs_malloc(4 * ny),
+        *yl = kiln_fs_malloc(4 * ny);
+  kiln_exec_ctx_t three = {0, 3, 0, 0, 0, serial_for, 0};
+  kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, y1, qs);
+  kiln_uk_linear_packed(&three, ptype, x, n, in, w, gstride, out, y3, qs);
+  gen_kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, yg, qs);
+  ++checks;
+  if (!bit_equal(y1, y3, (int64_t)ny))
+    FAIL("%d_r16 n=%d in=%d out=%d: 3 tasks changed the result\n", (int)base, n, in, out);
+  if (ptype == KILN_TYPE_Q4_1_R16) {
+    if (!bit_equal(y1, yg, (int64_t)ny))
+      FAIL("q4_1_r16 n=%d in=%d out=%d: fallback differs from generic\n", n, in, out);
+  } else {
+    kiln_uk_linear(0, base, x, n, in, src, rs, out, yl);
+    for (int32_t t = 0; t < n; ++t)
+      for (int32_t o = 0; o < out; ++o) {
+        double mag = 0;
+        for (int32_t i = 0; i < in; ++i) {
+          float d;
+          const int32_t c = code_at(base, src + o * rs, i, &d);
+          mag += dabs((double)c * d * x[(int64_t)t * in + i]);
+        }
+        const double got = y1[t * out + o];
+        const double eg = dabs(got - yg[t * out + o]), el = dabs(got - yl[t * out + o]);
+        if (!(eg <= 1e-5 * mag + 1e-30) || !(el <= 1e-5 * mag + 1e-30))
+          FAIL("%s_r16 n=%d in=%d out=%d y[%d,%d] = %.6f, generic packed %.6f, hvx linear %.6f\n",
+               fname(base), n, in, out, t, o, got, yg[t * out + o], yl[t * out + o]);
+        if (eg / (mag + 1e-30) > max_errp)
+          max_errp = eg / (mag + 1e-30);
+      }
+  }
+  if (out >= 4) { /* fused: residual in place and SwiGLU */
+    float *s0 = kiln_fs_malloc(4 * ny), *res = kiln_fs_malloc(4 * ny);
+    for (int64_t i = 0; i < (int64_t)ny; ++i)
+      s0[i] = res[i] = rndf(2.0f);
+    kiln_uk_linear_packed_fused(&three, ptype, x, n, in, w, gstride, out, s0, out, 0, 0, 0, 0,
+                                s0, 0, qs);
+    for (int64_t i = 0; i < (int64_t)ny; ++i)
+      if (kiln_uk_f32_bits(s0[i]) != kiln_uk_f32_bits(y1[i] + res[i]))
+        FAIL("r16 residual differs at %d\n", (int)i);
+    const int32_t rows = out & ~1;
+    kiln_uk_linear_packed_fused(&three, ptype, x, n, in, w, gstride, rows, s0, rows / 2, 0, 0, 0,
+                                0, 0, 1, qs);
+    for (int32_t t = 0; t < n; ++t)
+      for (int32_t j = 0; j < rows / 2; ++j) {
+        const float g = y1[t * out + 2 * j], u = y1[t * out + 2 * j + 1];
+        const float want = (g / (1.0f + kiln_uk_expf(-g))) * u;
+        if (kiln_uk_f32_bits(s0[t * (rows / 2) + j]) != kiln_uk_f32_bits(want))
+          FAIL("r16 swiglu differs at [%d,%d]\n", t, j);
+      }
+    kiln_fs_free(s0), kiln_fs_free(res);
+  }
+  kiln_fs_free(src), kiln_fs_free(x), kiln_fs_free(qs);
+  kiln_fs_free(y1), kiln_fs_free(y3), kiln_fs_free(yg), kiln_fs_free(yl);
+  guarded_free(&gw);
+}
+
 int kiln_fs_main(int argc, char **argv) {
   verbose = argc > 1 && argv[1][0] == '-' && argv[1][1] == 'v'; /* -v: print each case */
   static const int32_t ns[] = {1, 2, 5};
@@ -316,6 +432,16 @@ int kiln_fs_main(int argc, char **argv) {
     check_linear(others[fi], 1, 100, 13, 1);
     check_linear(others[fi], 3, 64, 8, 1);
   }
+  static const uint32_t pk[] = {KILN_TYPE_Q8_0_R16, KILN_TYPE_Q4_0_R16, KILN_TYPE_Q4_1_R16};
+  static const int32_t pins[] = {32, 64, 96, 100, 256, 1000};
+  static const int32_t pouts[] = {1, 16, 21, 48};
+  for (int32_t fi = 0; fi < 3; ++fi)
+    for (uint32_t a = 0; a < 2; ++a)
+      for (uint32_t b = 0; b < sizeof pins / sizeof pins[0]; ++b)
+        for (uint32_t c = 0; c < sizeof pouts / sizeof pouts[0]; ++c)
+          check_packed(pk[fi], a ? 3 : 1, pins[b], pouts[c]);
+  kiln_fs_printf("ukernel_diff: r16 max |y - generic packed| / sum|xw| = %.3f e-6\n",
+                 max_errp * 1e6);
   kiln_fs_printf("ukernel_diff: %d cases, %d failures; max |y - int8 math| / sum|xw| = %.3f e-6, "
                  "max |y - generic fp32| / activation bound = %.4f\n",
                  checks, failures, max_err8 * 1e6, max_err32);
