@@ -55,6 +55,8 @@ KILN_UK_INLINE HVX_Vector hvxp_block(uint32_t format, const uint8_t *codes, cons
   return Q6_V_vmux_QVV(Q6_Q_vsetq_R(64), lo, hi);
 }
 
+typedef float hvxp_f2_t __attribute__((vector_size(8))); /* two floats, one 64-bit load */
+
 /* y for group g and token t. */
 KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, int64_t g,
                                      int32_t t) {
@@ -87,12 +89,20 @@ KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, in
       float f[32];
     } p;
     p.v = hvx_scaled_sums(isum, h);
+    /* float pairs: one 64-bit load for two FMAs */
+    const hvxp_f2_t *pp = (const hvxp_f2_t *)p.f;
     const float d0 = xq.d[b], d1 = two ? xq.d[b + 1] : 0.0f;
-    for (int32_t r = 0; r < ROWS; ++r)
-      acc[r] += p.f[r] * d0;
+    for (int32_t r = 0; r < ROWS; r += 2) {
+      const hvxp_f2_t v = pp[r / 2];
+      acc[r] += v[0] * d0;
+      acc[r + 1] += v[1] * d0;
+    }
     if (two)
-      for (int32_t r = 0; r < ROWS; ++r)
-        acc[r] += p.f[ROWS + r] * d1;
+      for (int32_t r = 0; r < ROWS; r += 2) {
+        const hvxp_f2_t v = pp[(ROWS + r) / 2];
+        acc[r] += v[0] * d1;
+        acc[r + 1] += v[1] * d1;
+      }
   }
   const int64_t r0 = g * ROWS;
   const int32_t count = (int32_t)KILN_UK_MIN((int64_t)ROWS, a->out_features - r0);
