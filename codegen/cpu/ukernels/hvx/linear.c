@@ -40,7 +40,7 @@
  * entry points are not emitted (linear_entry.h is included once, at the end). */
 #define linear_rows generic_linear_rows
 #define KILN_CODEGEN_CPU_UKERNELS_LINEAR_ENTRY_H_
-#include "../generic/linear.c"
+#include "generic/linear.c"
 #undef linear_rows
 #undef KILN_CODEGEN_CPU_UKERNELS_LINEAR_ENTRY_H_
 

@@ -24,7 +24,7 @@
 /* The generic kernel, renamed: q4_1_r16 (and its entry points are not emitted). */
 #define packed_groups generic_packed_groups
 #define KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
-#include "../generic/linear_packed.c"
+#include "generic/linear_packed.c"
 #undef packed_groups
 #undef KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
 
