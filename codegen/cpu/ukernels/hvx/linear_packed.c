@@ -1,0 +1,126 @@
+/* kiln micro-kernels, Hexagon HVX (128-byte vectors, v67 and later): linear over the r16
+ * repacked formats (kiln/quant_packed.h). Overrides generic/linear_packed.c: q4_0_r16 and
+ * q8_0_r16 run on HVX; q4_1_r16 runs the generic C code, included below.
+ *
+ * x is quantised by packed_prepare (packed_common.h, the same int8 blocks on every ISA).
+ * A block's codes are 64-byte chunks whose word lane r is 4 consecutive weights of row r,
+ * so one 128-byte vector holds chunks k (lanes 0-15) and k + 1 (lanes 16-31), and
+ * vrmpy with the 4 activation bytes of a chunk as a scalar operand gives 16 rows' partial
+ * dot products at once: two vrmpy per vector and nibble half (one for each chunk's x
+ * word), into one accumulator whose low half is right for chunk k and one whose high half
+ * is right for k + 1. No gathering (the ggml-layout kernel spends most of its packets
+ * there). The codes' offset (-8 * sum(q_x) for q4_0, -128 * sum(q_x) for q8_0's +128 bias)
+ * starts the accumulator. A unit's two blocks go into one vector (vdeal by 64 bytes + add:
+ * lanes 0-15 block 2u, 16-31 block 2u + 1, the order of the unit's 32 fp16 scales), and
+ * hvx_scaled_sums applies the scales; one scalar FMA by d_x per (row, block) is left.
+ * Results equal the generic kernel's int8 math up to float rounding (the scale product
+ * rounds once, in a different order); tests/emu/hexagon/ukernel_diff.c checks both.
+ *
+ * Groups are 64-byte aligned (the layout's unit), vectors need 128: codes are loaded with
+ * hvx_load_safe, which reads only aligned vectors holding bytes it needs.
+ */
+#include "hvx_common.h"
+
+/* The generic kernel, renamed: q4_1_r16 (and its entry points are not emitted). */
+#define packed_groups generic_packed_groups
+#define KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
+#include "generic/linear_packed.c"
+#undef packed_groups
+#undef KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
+
+/* Block b's 16 dot products in lanes 0-15 (the low half + the high half of the result):
+ * codes at `codes`, the token's x codes of the block as 8 words. */
+KILN_UK_INLINE HVX_Vector hvxp_block(uint32_t format, const uint8_t *codes, const int32_t *xw,
+                                     int32_t offset) {
+  HVX_Vector lo = Q6_V_vsplat_R(-offset), hi = Q6_V_vzero();
+  if (format == KILN_TYPE_Q8_0_R16) {
+    for (int32_t v = 0; v < 4; ++v) { /* chunks 2v, 2v + 1: elements 8v .. 8v + 7 */
+      const HVX_Vector c = hvx_load_safe(codes + 128 * v, codes + 128 * v + 127);
+      lo = Q6_Vw_vrmpyacc_VwVubRb(lo, c, xw[2 * v]);
+      hi = Q6_Vw_vrmpyacc_VwVubRb(hi, c, xw[2 * v + 1]);
+    }
+  } else {
+    const HVX_Vector low4 = Q6_Vb_vsplat_R(0x0f);
+    for (int32_t v = 0; v < 2; ++v) { /* chunks 2v, 2v + 1; high nibbles are element + 16 */
+      const HVX_Vector c = hvx_load_safe(codes + 128 * v, codes + 128 * v + 127);
+      const HVX_Vector cl = Q6_V_vand_VV(c, low4);
+      const HVX_Vector ch = Q6_V_vand_VV(Q6_Vuh_vlsr_VuhR(c, 4), low4);
+      lo = Q6_Vw_vrmpyacc_VwVubRb(lo, cl, xw[2 * v]);
+      lo = Q6_Vw_vrmpyacc_VwVubRb(lo, ch, xw[4 + 2 * v]);
+      hi = Q6_Vw_vrmpyacc_VwVubRb(hi, cl, xw[2 * v + 1]);
+      hi = Q6_Vw_vrmpyacc_VwVubRb(hi, ch, xw[4 + 2 * v + 1]);
+    }
+  }
+  /* lanes 0-15 from lo, 16-31 from hi: the sum of the two halves is the block's result */
+  return Q6_V_vmux_QVV(Q6_Q_vsetq_R(64), lo, hi);
+}
+
+typedef float hvxp_f2_t __attribute__((vector_size(8))); /* two floats, one 64-bit load */
+
+/* y for group g and token t. */
+KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, int64_t g,
+                                     int32_t t) {
+  const uint8_t *grp = a->w + g * a->group_stride;
+  const qact_t xq = packed_qact(a, t);
+  const int32_t mul = format == KILN_TYPE_Q8_0_R16 ? 128 : 8;
+  float acc[ROWS];
+  for (int32_t r = 0; r < ROWS; ++r)
+    acc[r] = 0.0f;
+  for (int32_t b = 0; b < a->nb; b += 2) {
+    const int32_t two = b + 1 < a->nb;
+    const uint8_t *hdr = grp + kiln_packed_scales_offset(format, (uint64_t)b);
+    const HVX_Vector t0 =
+        hvxp_block(format, grp + kiln_packed_codes_offset(format, (uint64_t)b),
+                   (const int32_t *)(xq.q + b * KILN_PACK_BLOCK), mul * xq.s[b]);
+    const HVX_Vector t1 =
+        two ? hvxp_block(format, grp + kiln_packed_codes_offset(format, (uint64_t)b + 1),
+                         (const int32_t *)(xq.q + (b + 1) * KILN_PACK_BLOCK), mul * xq.s[b + 1])
+            : Q6_V_vzero();
+    /* [t0 lanes 0-15 | t1 lanes 0-15] + [t0 lanes 16-31 | t1 lanes 16-31] */
+    const HVX_VectorPair d = Q6_W_vdeal_VVR(t1, t0, -64);
+    const HVX_Vector isum = Q6_Vw_vadd_VwVw(Q6_V_lo_W(d), Q6_V_hi_W(d));
+    /* the unit's 32 fp16 scales as words in order: zero-extend (even/odd halves), then
+     * interleave back; a unit with one block has 16 (the rest is multiplied by zero) */
+    const HVX_Vector hv = hvx_load_safe(hdr, hdr + (two ? 63 : 31));
+    const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hv);
+    const HVX_Vector h = Q6_V_lo_W(Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4));
+    union {
+      HVX_Vector v;
+      float f[32];
+    } p;
+    p.v = hvx_scaled_sums(isum, h);
+    /* float pairs: one 64-bit load for two FMAs */
+    const hvxp_f2_t *pp = (const hvxp_f2_t *)p.f;
+    const float d0 = xq.d[b], d1 = two ? xq.d[b + 1] : 0.0f;
+    for (int32_t r = 0; r < ROWS; r += 2) {
+      const hvxp_f2_t v = pp[r / 2];
+      acc[r] += v[0] * d0;
+      acc[r + 1] += v[1] * d0;
+    }
+    if (two)
+      for (int32_t r = 0; r < ROWS; r += 2) {
+        const hvxp_f2_t v = pp[(ROWS + r) / 2];
+        acc[r] += v[0] * d1;
+        acc[r + 1] += v[1] * d1;
+      }
+  }
+  const int64_t r0 = g * ROWS;
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)ROWS, a->out_features - r0);
+  if (a->mode == KILN_UK_STORE_PLAIN)
+    packed_store(a->y + (int64_t)t * a->out_features + r0, acc, count);
+  else
+    packed_store_fused(a, t, r0, acc, count);
+}
+
+KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
+                                  int64_t g1) {
+  if (format == KILN_TYPE_Q4_1_R16) {
+    generic_packed_groups(a, format, g0, g1);
+    return;
+  }
+  for (int64_t g = g0; g < g1; ++g)
+    for (int32_t t = 0; t < a->n; ++t)
+      hvxp_group_token(a, format, g, t);
+}
+
+#include "linear_packed_entry.h"

@@ -1,0 +1,24 @@
+/* Process entry for a static Hexagon Linux executable without libc.
+ *
+ * The kernel starts _start with r29 (sp) pointing at argc, followed by argv[] and envp[].
+ * _start passes that pointer to kiln_fs_start in r0 with sp aligned to 8 (the ABI's
+ * requirement) and a zero frame pointer/link so backtraces end here. Objects are built with
+ * -G0 (no small-data section), so GP needs no setup. */
+#include "fs.h"
+
+__asm__(".text\n"
+        ".globl _start\n"
+        ".type _start,@function\n"
+        "_start:\n"
+        "  r0 = r29\n"
+        "  r29 = and(r29, #-8)\n"
+        "  r30 = #0\n"
+        "  r31 = #0\n"
+        "  call kiln_fs_start\n"
+        ".size _start, .-_start\n");
+
+__attribute__((noreturn, used)) void kiln_fs_start(long *sp) {
+  const int argc = (int)sp[0];
+  char **argv = (char **)(sp + 1);
+  kiln_fs_exit(kiln_fs_main(argc, argv));
+}

@@ -1,0 +1,108 @@
+/* Runs one linear micro-kernel `calls` times on random weights, for counting executed
+ * Hexagon packets under qemu-hexagon-static (count_packets.sh runs it with two call counts
+ * and divides the difference, so setup cost cancels).
+ *   packets <q8_0|q4_0|q8_0_r16|q4_0_r16> <generic|hvx> <out> <in> <n_tokens> <calls>
+ * ggml formats call kiln_uk_linear, the r16 ones kiln_uk_linear_packed. The generic
+ * kernels are linked renamed (gen_kiln_uk_linear, gen_kiln_uk_linear_packed). */
+#include "common.h"
+#include "fs.h"
+#include "kiln/quant_packed.h"
+#include "ukernel_abi.h"
+
+void gen_kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x, int32_t n,
+                        int32_t in, const uint8_t *w, int64_t row_stride, int32_t out_features,
+                        float *y);
+void gen_kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
+                               int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
+                               int32_t out_features, float *y, uint8_t *qscratch);
+
+static int parse_int(const char *s, int32_t *out) {
+  int64_t v = 0;
+  if (!*s)
+    return 0;
+  for (; *s; ++s) {
+    if (*s < '0' || *s > '9' || v > 100000000)
+      return 0;
+    v = v * 10 + (*s - '0');
+  }
+  *out = (int32_t)v;
+  return 1;
+}
+
+int kiln_fs_main(int argc, char **argv) {
+  int32_t out, in, n, calls;
+  if (argc != 7 || !parse_int(argv[3], &out) || !parse_int(argv[4], &in) ||
+      !parse_int(argv[5], &n) || !parse_int(argv[6], &calls) || out < 1 || in < 1 || n < 1) {
+    kiln_fs_puts(2, "usage: packets <q8_0|q4_0|q8_0_r16|q4_0_r16> <generic|hvx> <out> <in> "
+                    "<n_tokens> <calls>\n");
+    return 2;
+  }
+  uint32_t f;
+  int32_t bb;
+  if (!strcmp(argv[1], "q8_0")) {
+    f = KILN_GGML_TYPE_Q8_0, bb = 34;
+  } else if (!strcmp(argv[1], "q4_0")) {
+    f = KILN_GGML_TYPE_Q4_0, bb = 18;
+  } else if (!strcmp(argv[1], "q8_0_r16")) {
+    f = KILN_TYPE_Q8_0_R16, bb = 0;
+  } else if (!strcmp(argv[1], "q4_0_r16")) {
+    f = KILN_TYPE_Q4_0_R16, bb = 0;
+  } else {
+    kiln_fs_printf("packets: unknown format '%s' (q8_0, q4_0, q8_0_r16, q4_0_r16)\n", argv[1]);
+    return 2;
+  }
+  const int hvx = !strcmp(argv[2], "hvx");
+  if (!hvx && strcmp(argv[2], "generic")) {
+    kiln_fs_printf("packets: unknown kernel '%s' (generic or hvx)\n", argv[2]);
+    return 2;
+  }
+  const int packed = bb == 0;
+  /* ggml: row stride; r16: group stride (and rs * out below is the whole matrix) */
+  const int64_t rs = packed ? (int64_t)kiln_packed_group_bytes(f, (uint64_t)in)
+                            : (int64_t)bb * ((in + 31) / 32);
+  const int32_t units = packed ? (out + 15) / 16 : out; /* rows of rs bytes */
+  uint8_t *w = kiln_fs_aligned_alloc(128, (size_t)(rs * units + 4));
+  uint8_t *qs =
+      kiln_fs_aligned_alloc(64, (size_t)n * kiln_packed_act_stride((uint64_t)in));
+  float *x = kiln_fs_malloc(sizeof(float) * (size_t)n * in);
+  float *y = kiln_fs_malloc(sizeof(float) * (size_t)n * out);
+  if (!w || !x || !y || !qs) {
+    kiln_fs_puts(2, "packets: out of memory\n");
+    return 1;
+  }
+  /* cheap fill (setup runs under the same packet count): xorshift words, then fp16
+   * scales 0x2000-0x23ff (about 0.008-0.016) in every block */
+  uint32_t s = 12345;
+  for (int64_t i = 0; i + 4 <= rs * units; i += 4) {
+    s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+    *(uint32_t *)(w + i) = s;
+  }
+  const int32_t nb = (in + 31) / 32;
+  for (int64_t u = 0; u < units; ++u)
+    for (int32_t b = 0; b < (packed ? nb : (int32_t)(rs / bb)); ++b)
+      for (int32_t r = 0; r < (packed ? 16 : 1); ++r) {
+        s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+        const int64_t at = packed ? u * rs + (int64_t)kiln_packed_scales_offset(f, (uint64_t)b) + 2 * r
+                                  : u * rs + b * bb;
+        *(uint16_t *)(w + at) = (uint16_t)(0x2000 | (s & 0x3ff));
+      }
+  for (int64_t i = 0; i < (int64_t)n * in; ++i) {
+    s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+    x[i] = (float)(int32_t)s * 0x1p-31f;
+  }
+  float check = 0.0f;
+  for (int32_t c = 0; c < calls; ++c) {
+    if (packed && hvx)
+      kiln_uk_linear_packed(0, f, x, n, in, w, rs, out, y, qs);
+    else if (packed)
+      gen_kiln_uk_linear_packed(0, f, x, n, in, w, rs, out, y, qs);
+    else if (hvx)
+      kiln_uk_linear(0, f, x, n, in, w, rs, out, y);
+    else
+      gen_kiln_uk_linear(0, f, x, n, in, w, rs, out, y);
+    check += y[c % (n * out)];
+  }
+  kiln_fs_printf("%s %s out=%d in=%d n=%d calls=%d checksum %.4f\n", argv[1], argv[2], out, in, n,
+                 calls, check);
+  return 0;
+}
