@@ -41,7 +41,10 @@ const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<HostTarget>> made;
   std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<HostTarget> &t = made[p.name];
+  std::string key = p.name + ":" + p.cpu->llvmCpu;
+  for (const std::string &x : f)
+    key += "+" + x;
+  std::unique_ptr<HostTarget> &t = made[key];
   if (!t) {
     t = std::make_unique<HostTarget>();
     t->name = p.name + ":cpu";

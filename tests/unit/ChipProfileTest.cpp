@@ -5,6 +5,7 @@
 
 #include "codegen/targets/ChipProfile.h"
 #include "codegen/targets/ChipRegistry.h"
+#include "codegen/targets/ChipTargets.h"
 
 using namespace kiln::codegen;
 
@@ -186,4 +187,37 @@ TEST(ChipProfile, EveryNumberNeedsAKnownSource) {
   EXPECT_TRUE(parseChipProfile(replaced("bus_bits: 64            # [brief]", "bus_bits: 64"),
                                "x", error))
       << error;
+}
+
+// <chip>:cpu targets: the profile's features pick the kernel variant and what the runtime
+// checks; the prime core schedules the code; no dotprod is refused with one line.
+TEST(ChipTargets, ProfileFeaturesPickTheKernelVariant) {
+  std::string error;
+  std::optional<ChipProfile> p = loadChipProfile(kGood, "good.yaml", error);
+  ASSERT_TRUE(p) << error;
+  const HostTarget *t = chipCpuTarget(*p, error);
+  ASSERT_NE(t, nullptr) << error;
+  EXPECT_EQ(t->name, "test-soc:cpu");
+  EXPECT_EQ(t->triple, "aarch64-unknown-linux-gnu");
+  EXPECT_EQ(t->tuneCpu, "cortex-x4");
+  EXPECT_EQ(t->requiredFeatures, (std::vector<std::string>{"neon", "dotprod", "i8mm"}));
+  ASSERT_NE(t->bitcode, nullptr);
+  EXPECT_GT(t->bitcodeSize, 1000u);
+
+  std::optional<ChipProfile> q = loadChipProfile(
+      replaced("features: [neon, fp16, dotprod, i8mm]", "features: [neon, fp16, dotprod]"),
+      "dotprod.yaml", error);
+  ASSERT_TRUE(q) << error;
+  const HostTarget *u = chipCpuTarget(*q, error);
+  ASSERT_NE(u, nullptr) << error;
+  EXPECT_EQ(u->requiredFeatures, (std::vector<std::string>{"neon", "dotprod"}));
+  EXPECT_NE(u->bitcode, t->bitcode); // the dotprod-only variant, not the i8mm one
+
+  std::optional<ChipProfile> old = loadChipProfile(
+      replaced("features: [neon, fp16, dotprod, i8mm]", "features: [neon, fp16]"), "a75.yaml",
+      error);
+  ASSERT_TRUE(old) << error;
+  EXPECT_EQ(chipCpuTarget(*old, error), nullptr);
+  EXPECT_EQ(error, "kiln's aarch64 micro-kernels need neon and dotprod (Armv8.2-A+dotprod or "
+                   "later); profile 'test-soc' lists only: neon,fp16");
 }

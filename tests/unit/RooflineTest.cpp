@@ -63,14 +63,13 @@ TEST(TargetResolver, NamesResolveInOnePlace) {
   EXPECT_NE(error.find("tensor-g4:cpu"), std::string::npos) << error;
 }
 
-TEST(TargetResolver, ChipEnginesHaveNoCodegenYet) {
+TEST(TargetResolver, ChipCpuEnginesGenerateAarch64HvxNotYet) {
   std::string error;
-  EXPECT_EQ(findCodegenTarget("snapdragon-8-gen-3:cpu", error), nullptr);
-  EXPECT_EQ(error.rfind("aarch64 code generation (cortex-x4, neon+fp16+dotprod+i8mm+bf16) for "
-                        "target 'snapdragon-8-gen-3:cpu' is not built yet (issue 7)",
-                        0),
-            0u)
-      << error;
+  const HostTarget *t = findCodegenTarget("snapdragon-8-gen-3:cpu", error);
+  ASSERT_NE(t, nullptr) << error;
+  EXPECT_EQ(t->triple, "aarch64-unknown-linux-gnu");
+  EXPECT_EQ(t->tuneCpu, "cortex-x4");
+  EXPECT_EQ(findCodegenTarget("snapdragon-8-gen-3:cpu", error), t); // made once
   EXPECT_EQ(findCodegenTarget("hexagon-v73:hvx", error), nullptr);
   EXPECT_EQ(error.rfind("Hexagon HVX code generation (v73, 128-byte vectors)", 0), 0u) << error;
   EXPECT_NE(findCodegenTarget("x86-64-v4", error), nullptr);
