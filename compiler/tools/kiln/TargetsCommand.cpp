@@ -130,8 +130,8 @@ int runTargets(const TargetsOptions &opts) {
     std::printf("  %-28s x86-64, %s\n", names[i].c_str(),
                 join(t->requiredFeatures, "+").c_str());
   }
-  std::printf("chip engines (profiles in codegen/targets; code generation not built yet, "
-              "issue 7):\n");
+  std::printf("chip engines (profiles in codegen/targets; :cpu generates aarch64 code, :hvx "
+              "is not built yet, issue 7):\n");
   for (const codegen::BuiltinProfile &b : codegen::builtinProfiles())
     for (const std::string &e : b.profile.engines())
       std::printf("  %-28s %s\n", (b.profile.name + ":" + e).c_str(),
