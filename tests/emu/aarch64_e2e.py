@@ -4,7 +4,7 @@ the cross-built kiln-run under qemu-aarch64-static, against the host (x86-64) ar
 the same weights run natively.
 
 Cases:
-  greedy      the same greedy text as the host artifact, for f32/q8_0/q4_0/q4_1 on the
+  greedy      the same greedy text as the host artifact, for f32/q8_0/q4_0/q4_1/q3_0 on the
               generic Armv8.2+dotprod profile and q8_0/q4_0 (+ fused linears) on
               Snapdragon 8 Gen 3 (the i8mm kernel variant)
   ppl-FMT     `kiln-run ppl` on tinystories-dev.txt (--ctx 256) within 0.1% of the host's
@@ -67,7 +67,7 @@ def ppl_of(p):
 
 def greedy(env):
     gen = ["generate", "-p", PROMPT, "-n", "48", "--threads", "2"]
-    cases = [(GENERIC, w, ()) for w in ("f32", "q8_0", "q4_0", "q4_1")]
+    cases = [(GENERIC, w, ()) for w in ("f32", "q8_0", "q4_0", "q4_1", "q3_0")]
     cases += [(SD8G3, "q8_0", ()), (SD8G3, "q4_0", ()), (SD8G3, "q4_0", ("--fusion", "all"))]
     host_text = {}
     for target, weights, extra in cases:
