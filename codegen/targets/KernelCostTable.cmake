@@ -1,6 +1,6 @@
 # Writes kernel_costs.inc: llvm-mca's cost of the NEON r16 kernel's inner loop (one
 # 32-element block of 16 rows x T tokens) for each Arm core a chip profile names, read by
-# KernelCost.cpp for `kiln inspect --chip`. Same method as tests/bench/mca_kernels.py:
+# KernelCost.cpp for `kiln inspect --chip` (tests/bench/mca_kernels.py runs it for any CPUs):
 # compile neon/linear_packed.c to assembly for the core with the markers of one tile switched
 # on (KILN_UK_MCA_*), cut out the marked block, run llvm-mca on it.
 #   cmake -DCLANG=<clang> -DMCA=<llvm-mca> -DSRC=<source root> -DCPUS=<a|b|...>

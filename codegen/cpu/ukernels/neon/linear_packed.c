@@ -26,7 +26,7 @@
 #error "neon/linear_packed.c needs the dot-product extension (-march=armv8.2-a+dotprod)"
 #endif
 
-/* llvm-mca region markers around one block of one tile shape (tests/bench/mca_kernels.py
+/* llvm-mca region markers around one block of one tile shape (codegen/targets/KernelCostTable.cmake
  * compiles this file to assembly with -DKILN_UK_MCA_FORMAT=<id> -DKILN_UK_MCA_T=<tokens>);
  * in every other build they do not exist. */
 #if defined(KILN_UK_MCA_FORMAT) && defined(KILN_UK_MCA_T)
