@@ -10,6 +10,10 @@ extern "C" const unsigned char kiln_ukernels_aarch64_dotprod[];
 extern "C" const size_t kiln_ukernels_aarch64_dotprod_size;
 extern "C" const unsigned char kiln_ukernels_aarch64_i8mm[];
 extern "C" const size_t kiln_ukernels_aarch64_i8mm_size;
+extern "C" const unsigned char kiln_ukernels_hexagon_v67[];
+extern "C" const size_t kiln_ukernels_hexagon_v67_size;
+extern "C" const unsigned char kiln_ukernels_hexagon_v73[];
+extern "C" const size_t kiln_ukernels_hexagon_v73_size;
 
 namespace kiln::codegen {
 
@@ -18,6 +22,17 @@ namespace {
 bool has(const std::vector<std::string> &v, const char *x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
+
+// Targets made from profiles, one per distinct key, alive for the whole program.
+HostTarget &madeTarget(const std::string &key, bool &fresh) {
+  static std::map<std::string, std::unique_ptr<HostTarget>> made;
+  std::unique_ptr<HostTarget> &t = made[key];
+  fresh = !t;
+  if (!t)
+    t = std::make_unique<HostTarget>();
+  return *t;
+}
+std::mutex madeMutex;
 
 } // namespace
 
@@ -38,15 +53,13 @@ const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
             }();
     return nullptr;
   }
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<HostTarget>> made;
-  std::lock_guard<std::mutex> lock(mu);
-  std::string key = p.name + ":" + p.cpu->llvmCpu;
+  std::lock_guard<std::mutex> lock(madeMutex);
+  std::string key = p.name + ":cpu:" + p.cpu->llvmCpu;
   for (const std::string &x : f)
     key += "+" + x;
-  std::unique_ptr<HostTarget> &t = made[key];
-  if (!t) {
-    t = std::make_unique<HostTarget>();
+  bool fresh;
+  HostTarget *t = &madeTarget(key, fresh);
+  if (fresh) {
     t->name = p.name + ":cpu";
     t->triple = "aarch64-unknown-linux-gnu";
     t->cpu = "generic";
@@ -62,7 +75,47 @@ const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
       t->bitcodeSize = kiln_ukernels_aarch64_dotprod_size;
     }
   }
-  return t.get();
+  return t;
+}
+
+const HostTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
+  if (!p.hexagon) {
+    error = "chip '" + p.name + "' has no Hexagon (hvx) engine";
+    return nullptr;
+  }
+  const HexagonEngine &h = *p.hexagon;
+  if (h.hvxBytes != 128) {
+    error = "kiln's HVX micro-kernels use 128-byte vectors; profile '" + p.name + "' has " +
+            std::to_string(h.hvxBytes) + "-byte HVX";
+    return nullptr;
+  }
+  const unsigned char *bitcode = nullptr;
+  size_t size = 0;
+  if (h.llvmCpu == "hexagonv73") {
+    bitcode = kiln_ukernels_hexagon_v73;
+    size = kiln_ukernels_hexagon_v73_size;
+  } else if (h.llvmCpu == "hexagonv67") {
+    bitcode = kiln_ukernels_hexagon_v67;
+    size = kiln_ukernels_hexagon_v67_size;
+  } else {
+    error = "profile '" + p.name + "' names LLVM cpu '" + h.llvmCpu +
+            "'; kiln has HVX micro-kernels for hexagonv67 and hexagonv73";
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(madeMutex);
+  bool fresh;
+  HostTarget *t = &madeTarget(p.name + ":hvx:" + h.llvmCpu, fresh);
+  if (fresh) {
+    t->name = p.name + ":hvx";
+    // Bare ELF, as the freestanding runtime layer is built: no OS ABI differences apply.
+    t->triple = "hexagon-unknown-unknown-elf";
+    t->cpu = h.llvmCpu;
+    // What the runtime checks: the vector length (the HVX version is fixed at link time).
+    t->requiredFeatures = {"hvx-length128b"};
+    t->bitcode = bitcode;
+    t->bitcodeSize = size;
+  }
+  return t;
 }
 
 } // namespace kiln::codegen

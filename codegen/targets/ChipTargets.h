@@ -3,7 +3,8 @@
 // A chip profile's `cpu` engine (aarch64 application cores) becomes a HostTarget: the
 // aarch64 triple, the micro-kernel bitcode variant its ISA features allow (dotprod is
 // kiln's floor, i8mm adds smmla), the features the runtime checks before loading the
-// code, and the profile's prime core as the scheduling model.
+// code, and the profile's prime core as the scheduling model. Its `hvx` engine (a Hexagon
+// DSP) becomes a Hexagon target: the profile's LLVM cpu, 128-byte HVX, and the HVX kernels.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_TARGETS_CHIPTARGETS_H
 #define KILN_CODEGEN_TARGETS_CHIPTARGETS_H
@@ -18,6 +19,11 @@ namespace kiln::codegen {
 // The target for `<profile>:cpu`; nullptr + one-line error when the profile has no cpu
 // engine or lacks dotprod. The result lives as long as the program.
 const HostTarget *chipCpuTarget(const ChipProfile &profile, std::string &error);
+
+// The target for `<profile>:hvx`; nullptr + one-line error when the profile has no Hexagon
+// engine, or one kiln has no kernels for (HVX other than 128 bytes, an LLVM cpu other than
+// hexagonv67/v73).
+const HostTarget *chipHvxTarget(const ChipProfile &profile, std::string &error);
 
 } // namespace kiln::codegen
 

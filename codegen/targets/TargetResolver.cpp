@@ -65,13 +65,7 @@ const HostTarget *findCodegenTarget(const std::string &name, std::string &error)
     return choice.host;
   if (choice.engine == "cpu")
     return chipCpuTarget(*choice.chip, error);
-  // The Hexagon (HVX) back end will build its target from the profile here.
-  const ChipProfile &c = *choice.chip;
-  error = "Hexagon HVX code generation (" + c.hexagon->version + ", " +
-          std::to_string(c.hexagon->hvxBytes) + "-byte vectors) for target '" + name +
-          "' is not built yet (issue 7); kiln generates code for: " +
-          join(hostTargetNames(), ", ") + " and <chip>:cpu";
-  return nullptr;
+  return chipHvxTarget(*choice.chip, error);
 }
 
 } // namespace kiln::codegen

@@ -109,7 +109,7 @@ TEST(ChipProfile, EveryBuiltinProfileLoadsAndRoundTrips) {
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"armv8.2-a+dotprod", "dimensity-9300", "exynos-2400",
-                                          "hexagon-v73", "snapdragon-8-elite",
+                                          "hexagon-v67", "hexagon-v73", "snapdragon-8-elite",
                                           "snapdragon-8-gen-3", "tensor-g4"}));
   // Only the Snapdragons have a Hexagon DSP.
   EXPECT_TRUE(findBuiltinProfile("snapdragon-8-gen-3")->profile.hexagon.has_value());

@@ -63,15 +63,27 @@ TEST(TargetResolver, NamesResolveInOnePlace) {
   EXPECT_NE(error.find("tensor-g4:cpu"), std::string::npos) << error;
 }
 
-TEST(TargetResolver, ChipCpuEnginesGenerateAarch64HvxNotYet) {
+TEST(TargetResolver, ChipEnginesGenerateAarch64AndHexagon) {
   std::string error;
   const HostTarget *t = findCodegenTarget("snapdragon-8-gen-3:cpu", error);
   ASSERT_NE(t, nullptr) << error;
   EXPECT_EQ(t->triple, "aarch64-unknown-linux-gnu");
   EXPECT_EQ(t->tuneCpu, "cortex-x4");
   EXPECT_EQ(findCodegenTarget("snapdragon-8-gen-3:cpu", error), t); // made once
-  EXPECT_EQ(findCodegenTarget("hexagon-v73:hvx", error), nullptr);
-  EXPECT_EQ(error.rfind("Hexagon HVX code generation (v73, 128-byte vectors)", 0), 0u) << error;
+  const HostTarget *h = findCodegenTarget("hexagon-v73:hvx", error);
+  ASSERT_NE(h, nullptr) << error;
+  EXPECT_EQ(h->triple, "hexagon-unknown-unknown-elf");
+  EXPECT_EQ(h->cpu, "hexagonv73");
+  EXPECT_EQ(h->requiredFeatures, (std::vector<std::string>{"hvx-length128b"}));
+  // v75 SoCs run v73 code (LLVM 19's newest); the emulated v67 gets its own kernels.
+  const HostTarget *sd = findCodegenTarget("snapdragon-8-gen-3:hvx", error);
+  ASSERT_NE(sd, nullptr) << error;
+  EXPECT_EQ(sd->bitcode, h->bitcode);
+  const HostTarget *v67 = findCodegenTarget("hexagon-v67:hvx", error);
+  ASSERT_NE(v67, nullptr) << error;
+  EXPECT_EQ(v67->cpu, "hexagonv67");
+  EXPECT_NE(v67->bitcode, h->bitcode);
+  EXPECT_EQ(findCodegenTarget("hexagon-v73:cpu", error), nullptr);
   EXPECT_NE(findCodegenTarget("x86-64-v4", error), nullptr);
 }
 

@@ -131,7 +131,7 @@ int runTargets(const TargetsOptions &opts) {
                 join(t->requiredFeatures, "+").c_str());
   }
   std::printf("chip engines (profiles in codegen/targets; :cpu generates aarch64 code, :hvx "
-              "is not built yet, issue 7):\n");
+              "Hexagon HVX code):\n");
   for (const codegen::BuiltinProfile &b : codegen::builtinProfiles())
     for (const std::string &e : b.profile.engines())
       std::printf("  %-28s %s\n", (b.profile.name + ":" + e).c_str(),

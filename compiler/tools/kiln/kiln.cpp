@@ -144,9 +144,10 @@ int main(int argc, char **argv) {
   compileCmd->add_option("model", cmp.model, "GGUF model file")->required();
   compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
   compileCmd->add_option("--target", cmp.target,
-                         "host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, or a chip's aarch64 cores "
-                         "such as snapdragon-8-gen-3:cpu (kiln targets lists them; :hvx is not "
-                         "built yet)");
+                         "host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, or a chip engine: its "
+                         "aarch64 cores (snapdragon-8-gen-3:cpu) or its Hexagon DSP "
+                         "(snapdragon-8-gen-3:hvx, linked statically with --emit=obj); kiln "
+                         "targets lists them");
   compileCmd->add_option("--weights", cmp.weights,
                          "one weight storage format (--precision uniform:FMT)")
       ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1", "q3_0"}));

@@ -148,6 +148,25 @@ static kiln_status_t verify(kiln_artifact_t *a, kiln_error_t *err) {
   return KILN_STATUS_OK;
 }
 
+/* A program with the model's code linked in runs it only for the artifact it was compiled
+ * with: the same weight bytes (which pins model, formats and layout) and the same memory
+ * plan (the buffers the code indexes). */
+static kiln_status_t check_linked(kiln_artifact_t *a, const kiln_linked_model_t *m,
+                                  kiln_error_t *err) {
+  const kiln_artifact_info_t *i = &a->info;
+  if (m->weights_bytes != a->weights_size || m->scratch_bytes != i->scratch_bytes ||
+      m->kv_bytes != i->kv_bytes || m->vocab != i->vocab_size || m->max_ctx != i->max_ctx ||
+      m->max_batch != i->max_batch || memcmp(m->weights, a->weights, a->weights_size) != 0)
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                          "this program's linked model code (%.64s, %llu weight bytes, context "
+                          "%u) was not compiled with this artifact (%.64s, %llu weight bytes, "
+                          "context %u): compile both with the same options",
+                          m->target, (unsigned long long)m->weights_bytes, m->max_ctx,
+                          i->target_name, (unsigned long long)a->weights_size, i->max_ctx);
+  a->forward = m->forward;
+  return KILN_STATUS_OK;
+}
+
 kiln_status_t kiln_artifact_open(const char *path, const kiln_allocator_t *allocator,
                                  kiln_artifact_t **out_artifact, kiln_error_t *out_error) {
   kiln_error_clear(out_error);
@@ -166,7 +185,10 @@ kiln_status_t kiln_artifact_open(const char *path, const kiln_allocator_t *alloc
   kiln_status_t st = kiln_platform_map_file(path, &a->map, out_error);
   if (st == KILN_STATUS_OK)
     st = verify(a, out_error);
-  if (st == KILN_STATUS_OK) {
+  const kiln_linked_model_t *linked = kiln_platform_linked_model();
+  if (st == KILN_STATUS_OK && linked) {
+    st = check_linked(a, linked, out_error);
+  } else if (st == KILN_STATUS_OK) {
     void *entry = NULL;
     st = kiln_platform_load_code(a->code, (size_t)a->code_size, a->entry.data, &a->code_handle,
                                  &entry, out_error);

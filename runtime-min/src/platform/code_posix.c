@@ -131,3 +131,5 @@ void kiln_platform_unload_code(void *handle) {
   if (handle)
     dlclose(handle);
 }
+
+const kiln_linked_model_t *kiln_platform_linked_model(void) { return NULL; }

@@ -1,8 +1,9 @@
 /* CPU feature checks for the artifact's Target.features. Names are LLVM's subtarget
  * feature spellings (what the compiler requires the code to run on). x86 reads CPUID
  * directly and also checks, with XGETBV, that the OS saves the registers a feature needs
- * (AVX, AVX-512, AMX); aarch64 reads the kernel's HWCAP bits. An unknown name is an error,
- * so a new feature never runs as an illegal instruction. */
+ * (AVX, AVX-512, AMX); aarch64 reads the kernel's HWCAP bits; Hexagon knows its HVX
+ * length at compile time. An unknown name is an error, so a new feature never runs as an
+ * illegal instruction. */
 #include "platform.h"
 
 #include <string.h>
@@ -110,6 +111,22 @@ static void read_words(uint32_t w[N_WORDS]) {
   w[ALWAYS] = ~0u;
 }
 
+static int os_word(const feature_t *f) {
+  (void)f;
+  return -1;
+}
+
+#elif defined(__hexagon__)
+
+/* A statically linked Hexagon program runs on the HVX it was compiled for: what the
+ * compiler targeted is what there is (a mismatch would not have got this far). */
+enum { ALWAYS, N_WORDS };
+static const feature_t kFeatures[] = {
+#if defined(__HVX__) && __HVX_LENGTH__ == 128
+    {"hvx-length128b", ALWAYS, 0},
+#endif
+    {"", 0, 0}};
+static void read_words(uint32_t w[N_WORDS]) { w[ALWAYS] = ~0u; }
 static int os_word(const feature_t *f) {
   (void)f;
   return -1;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln/abi.h"
 #include "kiln/kiln.h"
 
 typedef struct kiln_file_map_s {
@@ -27,6 +28,24 @@ void kiln_platform_unmap_file(kiln_file_map_t *map);
 kiln_status_t kiln_platform_load_code(const uint8_t *code, size_t size, const char *entry,
                                       void **out_handle, void **out_entry, kiln_error_t *err);
 void kiln_platform_unload_code(void *handle);
+
+/* Where there is no dynamic loader (the freestanding Hexagon build), the model's code is
+ * linked into the program: `kiln compile --emit=obj` output plus its header, described by
+ * freestanding/linked_model.c. The loader then checks the artifact against these facts
+ * (same memory plan, same weight bytes) and runs this code instead of its code section.
+ * NULL in builds that load code from the artifact. */
+typedef struct kiln_linked_model_s {
+  kiln_model_forward_fn_t forward;
+  const uint8_t *weights; /* the weights the object embeds */
+  uint64_t weights_bytes;
+  uint64_t scratch_bytes;
+  uint64_t kv_bytes;
+  uint32_t vocab;
+  uint32_t max_ctx;
+  uint32_t max_batch;
+  const char *target;     /* the compile's target name, for messages */
+} kiln_linked_model_t;
+const kiln_linked_model_t *kiln_platform_linked_model(void);
 
 /* Monotonic seconds. */
 double kiln_platform_now(void);

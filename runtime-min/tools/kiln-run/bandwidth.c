@@ -2,13 +2,17 @@
  * with: n threads each stream their slice of a buffer several times larger than the last
  * level cache, with wide loads, and the best of a few passes counts. The result is the
  * roofline decode is judged against (tok/s <= bandwidth / weight bytes per token). */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "kiln-run.h"
+
+/* KILN_NO_THREADS: the freestanding build, which has no threads - one stream only. */
+#ifndef KILN_NO_THREADS
+#include <pthread.h>
+#endif
 
 typedef struct {
   const uint64_t *p;
@@ -68,24 +72,33 @@ double run_read_bandwidth_gbs(uint32_t n_threads, size_t bytes) {
     n_threads = 1;
   if (n_threads > 64)
     n_threads = 64;
+#ifdef KILN_NO_THREADS
+  n_threads = 1;
+#endif
   uint64_t *buf = aligned_alloc(64, bytes);
   if (!buf)
     return 0.0;
   memset(buf, 0x5a, bytes); /* touch every page before timing */
   const size_t words = bytes / 8, per = words / n_threads / 16 * 16;
   slice_t slices[64];
+#ifndef KILN_NO_THREADS
   pthread_t tids[64];
+#endif
   double best = 0.0;
   for (int pass = 0; pass < 5; ++pass) {
     double t0 = now_s();
     for (uint32_t t = 0; t < n_threads; ++t) {
       slices[t] = (slice_t){buf + t * per, per, 0};
+#ifndef KILN_NO_THREADS
       if (t > 0)
         pthread_create(&tids[t], NULL, stream, &slices[t]);
+#endif
     }
     stream(&slices[0]);
+#ifndef KILN_NO_THREADS
     for (uint32_t t = 1; t < n_threads; ++t)
       pthread_join(tids[t], NULL);
+#endif
     double gbs = (double)(per * 8 * n_threads) / (now_s() - t0) / 1e9;
     if (gbs > best)
       best = gbs;

@@ -6,6 +6,10 @@
  * the instructions they stand in for; checked by tests/emu/hexagon/rt_test.c. */
 #include <stdint.h>
 
+/* `used`: linked into the micro-kernel bitcode as well (codegen/cpu/ukernels), where no IR
+ * calls them yet - the back end does, after the optimiser would have dropped them. */
+#define KILN_RT_HELPER __attribute__((used))
+
 /* Restoring division, one quotient bit per step from the top set bit of n down. */
 static uint64_t udivmod64(uint64_t n, uint64_t d, uint64_t *rem) {
   if (d == 0) { /* undefined in C; trap like the hardware divide of other ISAs */
@@ -35,23 +39,23 @@ static uint32_t udivmod32(uint32_t n, uint32_t d, uint32_t *rem) {
   return q;
 }
 
-uint64_t __hexagon_udivdi3(uint64_t a, uint64_t b) { return udivmod64(a, b, 0); }
+KILN_RT_HELPER uint64_t __hexagon_udivdi3(uint64_t a, uint64_t b) { return udivmod64(a, b, 0); }
 
-uint64_t __hexagon_umoddi3(uint64_t a, uint64_t b) {
+KILN_RT_HELPER uint64_t __hexagon_umoddi3(uint64_t a, uint64_t b) {
   uint64_t r;
   udivmod64(a, b, &r);
   return r;
 }
 
 /* Signed: C truncates toward zero; the remainder takes the dividend's sign. */
-int64_t __hexagon_divdi3(int64_t a, int64_t b) {
+KILN_RT_HELPER int64_t __hexagon_divdi3(int64_t a, int64_t b) {
   const uint64_t ua = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
   const uint64_t ub = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
   const uint64_t q = udivmod64(ua, ub, 0);
   return (int64_t)((a < 0) != (b < 0) ? 0 - q : q);
 }
 
-int64_t __hexagon_moddi3(int64_t a, int64_t b) {
+KILN_RT_HELPER int64_t __hexagon_moddi3(int64_t a, int64_t b) {
   const uint64_t ua = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
   const uint64_t ub = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
   uint64_t r;
@@ -59,22 +63,22 @@ int64_t __hexagon_moddi3(int64_t a, int64_t b) {
   return (int64_t)(a < 0 ? 0 - r : r);
 }
 
-uint32_t __hexagon_udivsi3(uint32_t a, uint32_t b) { return udivmod32(a, b, 0); }
+KILN_RT_HELPER uint32_t __hexagon_udivsi3(uint32_t a, uint32_t b) { return udivmod32(a, b, 0); }
 
-uint32_t __hexagon_umodsi3(uint32_t a, uint32_t b) {
+KILN_RT_HELPER uint32_t __hexagon_umodsi3(uint32_t a, uint32_t b) {
   uint32_t r;
   udivmod32(a, b, &r);
   return r;
 }
 
-int32_t __hexagon_divsi3(int32_t a, int32_t b) {
+KILN_RT_HELPER int32_t __hexagon_divsi3(int32_t a, int32_t b) {
   const uint32_t ua = a < 0 ? 0u - (uint32_t)a : (uint32_t)a;
   const uint32_t ub = b < 0 ? 0u - (uint32_t)b : (uint32_t)b;
   const uint32_t q = udivmod32(ua, ub, 0);
   return (int32_t)((a < 0) != (b < 0) ? 0u - q : q);
 }
 
-int32_t __hexagon_modsi3(int32_t a, int32_t b) {
+KILN_RT_HELPER int32_t __hexagon_modsi3(int32_t a, int32_t b) {
   const uint32_t ua = a < 0 ? 0u - (uint32_t)a : (uint32_t)a;
   const uint32_t ub = b < 0 ? 0u - (uint32_t)b : (uint32_t)b;
   uint32_t r;
@@ -153,7 +157,7 @@ static double dpack(uint64_t sign, int e, uint64_t m, int sticky) {
   return dfrom(sign | ((uint64_t)be << 52) | (m & 0xfffffffffffffull));
 }
 
-double __hexagon_divdf3(double a, double b) {
+KILN_RT_HELPER double __hexagon_divdf3(double a, double b) {
   const uint64_t ua = dbits(a), ub = dbits(b);
   const uint64_t sign = (ua ^ ub) & 0x8000000000000000ull;
   const uint64_t aa = ua & 0x7fffffffffffffffull, ab = ub & 0x7fffffffffffffffull;
@@ -189,7 +193,7 @@ double __hexagon_divdf3(double a, double b) {
 
 /* Correctly rounded single-precision square root: integer square root of the significand
  * scaled to an even exponent, bit by bit. */
-float __hexagon_sqrtf(float x) {
+KILN_RT_HELPER float __hexagon_sqrtf(float x) {
   const uint32_t u = fbits(x);
   if ((u & 0x7fffffffu) == 0)
     return x; /* +-0 */
