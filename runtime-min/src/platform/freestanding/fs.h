@@ -4,7 +4,7 @@
  * process entry (start.c), write/exit/open/read/close/mmap (sys.c), the mem* and str*
  * functions compilers emit calls to (string.c), a small allocator on mmap (alloc.c), and
  * the compiler's runtime helpers that compiler-rt would provide (hexagon_rt.c: integer
- * division, double division, sqrtf). The program defines
+ * division, double division, sqrtf, an aligned memcpy). The program defines
  *   int kiln_fs_main(int argc, char **argv);
  * and _start calls it and exits with its return value. With the C library on top (libc/),
  * a program may define an ordinary main instead: libc's weak kiln_fs_main calls it and
