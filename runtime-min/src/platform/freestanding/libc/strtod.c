@@ -2,7 +2,8 @@
  * significant digits are kept (later ones only move the exponent). Exact cases (digits
  * < 2^53 and a power of ten up to 10^22) take one correctly rounded multiply or divide;
  * the rest scale in double-double, which is correctly rounded except in rare near-tie
- * cases and always within 1 ulp. Hexadecimal floats are not parsed. */
+ * cases (and subnormal results, rounded twice), always within 1 ulp. Hexadecimal floats
+ * are not parsed. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -123,6 +124,13 @@ double strtod(const char *restrict s, char **restrict end) {
   /* the part of mant the double missed, exactly (mant and mh differ by < 2^11) */
   const double ml = (double)(int64_t)(mant - (uint64_t)mh);
   dd_t v = dd_fast_two_sum(mh, ml);
+  /* results near the bottom of the normal range: work 2^200 higher so the double-double
+   * tails stay normal, and scale back once at the end (exact unless subnormal) */
+  const int scaled = dexp < -280;
+  if (scaled) {
+    v.hi *= 0x1p200;
+    v.lo *= 0x1p200;
+  }
   if (dexp > 0) {
     if (dexp > 300) { /* two steps so 10^dexp does not overflow */
       v = dd_mul(v, pow10_dd(dexp - 300));
@@ -136,8 +144,14 @@ double strtod(const char *restrict s, char **restrict end) {
     }
     v = dd_div(v, pow10_dd(-dexp));
   }
-  const double r = v.hi + v.lo;
-  if (r == 0 || r > 1.7976931348623157e308)
+  if (!(v.hi <= 1.7976931348623157e308)) { /* overflowed (the tail is then NaN) */
+    errno = ERANGE;
+    return sign * __builtin_inf();
+  }
+  double r = v.hi + v.lo;
+  if (scaled)
+    r *= 0x1p-200;
+  if (r == 0)
     errno = ERANGE;
   return sign * r;
 }
