@@ -91,6 +91,17 @@ void *kiln_fs_aligned_alloc(size_t align, size_t size) {
   return p;
 }
 
+size_t kiln_fs_usable_size(void *p) {
+  if (!p)
+    return 0;
+  hdr_t *h = header(p);
+  if (h->kind == KIND_ALIGNED) /* what is left of the base block after p */
+    return kiln_fs_usable_size(h->base) - (size_t)((uint8_t *)p - (uint8_t *)h->base);
+  if (h->kind == KIND_LARGE)
+    return h->size - HDR;
+  return ((size_t)1 << h->cls) - HDR;
+}
+
 void kiln_fs_free(void *p) {
   if (!p)
     return;

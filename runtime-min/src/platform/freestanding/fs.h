@@ -4,9 +4,11 @@
  * process entry (start.c), write/exit/open/read/close/mmap (sys.c), the mem* and str*
  * functions compilers emit calls to (string.c), a small allocator on mmap (alloc.c), and
  * the compiler's runtime helpers that compiler-rt would provide (hexagon_rt.c: integer
- * division, double division, sqrtf). The program defines
+ * division, double division, sqrtf, an aligned memcpy). The program defines
  *   int kiln_fs_main(int argc, char **argv);
- * and _start calls it and exits with its return value. Internal to runtime-min.
+ * and _start calls it and exits with its return value. With the C library on top (libc/),
+ * a program may define an ordinary main instead: libc's weak kiln_fs_main calls it and
+ * exits through exit(), which flushes stdio. Internal to runtime-min.
  */
 #ifndef KILN_PLATFORM_FREESTANDING_FS_H_
 #define KILN_PLATFORM_FREESTANDING_FS_H_
@@ -53,12 +55,16 @@ void *kiln_fs_malloc(size_t size);
 void *kiln_fs_calloc(size_t n, size_t size);
 void *kiln_fs_aligned_alloc(size_t align, size_t size); /* align a power of two <= 4096 */
 void kiln_fs_free(void *p);
+/* Bytes usable at p (at least what was asked for); 0 for NULL. For realloc. */
+size_t kiln_fs_usable_size(void *p);
 
 /* Reads a whole file into a fresh allocation; NULL (and *out_size 0) when it cannot be
  * opened or read. */
 void *kiln_fs_read_file(const char *path, size_t *out_size);
 
 int kiln_fs_main(int argc, char **argv);
+/* The environment _start found (NULL-terminated "NAME=VALUE" strings), for getenv. */
+extern char **kiln_fs_envp;
 
 /* string.c: the C library's names, since compilers emit calls to them */
 void *memcpy(void *restrict dst, const void *restrict src, size_t n);
@@ -67,5 +73,10 @@ void *memset(void *dst, int c, size_t n);
 int memcmp(const void *a, const void *b, size_t n);
 size_t strlen(const char *s);
 int strcmp(const char *a, const char *b);
+void *memchr(const void *s, int c, size_t n);
+int strncmp(const char *a, const char *b, size_t n);
+char *strchr(const char *s, int c);
+char *strrchr(const char *s, int c);
+char *strstr(const char *hay, const char *needle);
 
 #endif /* KILN_PLATFORM_FREESTANDING_FS_H_ */

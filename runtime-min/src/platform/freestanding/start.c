@@ -17,8 +17,18 @@ __asm__(".text\n"
         "  call kiln_fs_start\n"
         ".size _start, .-_start\n");
 
+char **kiln_fs_envp;
+
+/* libc/stdlib.c's atexit handlers and stdio flush; weak, so programs without the C
+ * library link as before (the address is then null). */
+extern void kiln_libc_at_exit(void) __attribute__((weak));
+
 __attribute__((noreturn, used)) void kiln_fs_start(long *sp) {
   const int argc = (int)sp[0];
   char **argv = (char **)(sp + 1);
-  kiln_fs_exit(kiln_fs_main(argc, argv));
+  kiln_fs_envp = argv + argc + 1; /* envp follows argv's terminating NULL */
+  const int code = kiln_fs_main(argc, argv);
+  if (kiln_libc_at_exit)
+    kiln_libc_at_exit();
+  kiln_fs_exit(code);
 }

@@ -1,7 +1,8 @@
 /* The C library's memory and string functions that clang emits calls to (struct copies,
  * zeroing, -ffreestanding still allows memcpy/memset/memmove/memcmp calls). Plain byte
  * loops with word fast paths: the hot loops of kiln live in the kernels, not here.
- * Compiled with -fno-builtin so the loops are not turned back into calls to themselves. */
+ * Compiled with -fno-builtin so the loops are not turned back into calls to themselves.
+ * strerror is libc/errno.c's (it needs the errno values). */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,4 +62,46 @@ int strcmp(const char *a, const char *b) {
   while (*a && *a == *b)
     ++a, ++b;
   return (unsigned char)*a - (unsigned char)*b;
+}
+
+void *memchr(const void *s, int c, size_t n) {
+  const uint8_t *p = s;
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] == (uint8_t)c)
+      return (void *)(p + i);
+  return 0;
+}
+
+int strncmp(const char *a, const char *b, size_t n) {
+  for (; n; --n, ++a, ++b)
+    if (*a != *b || !*a)
+      return (unsigned char)*a - (unsigned char)*b;
+  return 0;
+}
+
+char *strchr(const char *s, int c) {
+  for (;; ++s) {
+    if (*s == (char)c)
+      return (char *)s;
+    if (!*s)
+      return 0;
+  }
+}
+
+char *strrchr(const char *s, int c) {
+  const char *last = 0;
+  for (;; ++s) {
+    if (*s == (char)c)
+      last = s;
+    if (!*s)
+      return (char *)last;
+  }
+}
+
+char *strstr(const char *hay, const char *needle) {
+  const size_t n = strlen(needle);
+  for (; *hay; ++hay)
+    if (strncmp(hay, needle, n) == 0)
+      return (char *)hay;
+  return n ? 0 : (char *)hay;
 }
