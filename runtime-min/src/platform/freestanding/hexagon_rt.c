@@ -244,11 +244,3 @@ KILN_RT_HELPER float __hexagon_sqrtf(float x) {
   }
   return ffrom(((uint32_t)re << 23) | (r & 0x7fffffu));
 }
-
-/* clang calls this for memcpy of 8-byte-aligned data whose size is a known multiple of 8
- * (at least 32): compiler-rt has an unrolled version, plain memcpy is just as correct. */
-void *memcpy(void *restrict dst, const void *restrict src, size_t n);
-void *__hexagon_memcpy_likely_aligned_min32bytes_mult8bytes(void *dst, const void *src,
-                                                             size_t n) {
-  return memcpy(dst, src, n);
-}

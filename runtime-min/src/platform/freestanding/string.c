@@ -105,3 +105,11 @@ char *strstr(const char *hay, const char *needle) {
       return (char *)hay;
   return n ? 0 : (char *)hay;
 }
+
+/* clang calls this for memcpy of 8-byte-aligned data whose size is a known multiple of 8
+ * (at least 32): compiler-rt has an unrolled version, plain memcpy is just as correct.
+ * Here rather than in hexagon_rt.c, which also goes into the kernel bitcode (no memcpy). */
+void *__hexagon_memcpy_likely_aligned_min32bytes_mult8bytes(void *dst, const void *src,
+                                                             size_t n) {
+  return memcpy(dst, src, n);
+}

@@ -229,7 +229,14 @@ void abort(void) {
 }
 
 /* A program may define main instead of kiln_fs_main; main is weak here so that programs
- * which define kiln_fs_main (and no main) still link with the library. */
+ * which define kiln_fs_main (and no main) still link with the library. A weak reference
+ * does not pull main out of an archive: link such programs with `-u main`. */
 extern int main(int argc, char **argv) __attribute__((weak));
 
-__attribute__((weak)) int kiln_fs_main(int argc, char **argv) { exit(main(argc, argv)); }
+__attribute__((weak)) int kiln_fs_main(int argc, char **argv) {
+  if (!main) {
+    kiln_fs_puts(2, "no main and no kiln_fs_main linked (main in an archive needs -u main)\n");
+    return 127;
+  }
+  exit(main(argc, argv));
+}
