@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Executed aarch64 instructions, counted by qemu-aarch64-static (-singlestep: one
-translation block per instruction; -d nochain,exec logs every block executed), so kernel
-changes are judged by numbers that do not depend on a noisy machine.
+"""Executed aarch64 instructions and Hexagon packets, counted by qemu-aarch64-static and
+qemu-hexagon-static (-singlestep: one translation block per instruction or packet;
+-d nochain,exec logs every block executed), so kernel changes are judged by numbers that
+do not depend on a noisy machine.
 
   emu_counts.py kernels --bin-dir BUILD/aarch64/bin [--shape ROWSxIN] [--tokens N]
       instructions per call of each linear micro-kernel, generic C (compiled for
       aarch64+dotprod) against the NEON file, as a markdown table
   emu_counts.py tokens --kiln-run BUILD/aarch64/bin/kiln-run A.kiln [B.kiln ...]
       instructions per decoded token of each artifact (greedy, 1 thread)
+  emu_counts.py hexagon-tokens PROGRAM.elf:A.kiln [...]
+      Hexagon packets per decoded token (qemu-hexagon-static -cpu v67) of each kiln-run
+      program with its model linked in (tests/emu/hexagon/stories260k_e2e.py builds them)
+      and the artifact it was compiled with
 
 Per call = (count with 3 calls - count with 1) / 2; per token = (count generating 12 -
 count generating 4) / 8: setup, loading and the prompt cancel out.
@@ -21,9 +26,8 @@ QEMU = "qemu-aarch64-static"
 SYSROOT = "/usr/aarch64-linux-gnu"
 
 
-def count(cmd):
-    q = subprocess.Popen([QEMU, "-L", SYSROOT, "-singlestep", "-d", "nochain,exec",
-                          "-D", "/dev/stderr", *cmd],
+def count(cmd, qemu=(QEMU, "-L", SYSROOT)):
+    q = subprocess.Popen([*qemu, "-singlestep", "-d", "nochain,exec", "-D", "/dev/stderr", *cmd],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     g = subprocess.run(["grep", "-c", "^Trace"], stdin=q.stderr, capture_output=True)
     q.stderr.close()
@@ -60,6 +64,20 @@ def tokens(a):
         print(f"| {os.path.basename(art)} | {(c12 - c4) / 8:,.0f} |", flush=True)
 
 
+def hexagon_tokens(a):
+    print("| program (artifact) | packets per decoded token |")
+    print("| --- | ---: |")
+    for pair in a.pairs:
+        exe, sep, art = pair.partition(":")
+        if not sep:
+            sys.exit(f"error: '{pair}' is not PROGRAM.elf:ARTIFACT.kiln")
+        gen = [exe, "generate", art, "-p", "Once upon a time"]
+        qemu = ("qemu-hexagon-static", "-cpu", "v67")
+        c4 = count(gen + ["-n", "4"], qemu)
+        c12 = count(gen + ["-n", "12"], qemu)
+        print(f"| {os.path.basename(exe)} | {(c12 - c4) / 8:,.0f} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -70,8 +88,10 @@ def main():
     t = sub.add_parser("tokens")
     t.add_argument("--kiln-run", required=True)
     t.add_argument("artifacts", nargs="+")
+    h = sub.add_parser("hexagon-tokens")
+    h.add_argument("pairs", nargs="+", metavar="PROGRAM.elf:A.kiln")
     a = ap.parse_args()
-    kernels(a) if a.mode == "kernels" else tokens(a)
+    {"kernels": kernels, "tokens": tokens, "hexagon-tokens": hexagon_tokens}[a.mode](a)
 
 
 if __name__ == "__main__":
