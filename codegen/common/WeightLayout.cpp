@@ -7,8 +7,8 @@
 
 namespace kiln::codegen {
 
-uint64_t WeightLayout::reserve(uint64_t size) {
-  uint64_t offset = (bytes_.size() + kAlign - 1) / kAlign * kAlign;
+uint64_t WeightLayout::reserve(uint64_t size, uint64_t align) {
+  uint64_t offset = (bytes_.size() + align - 1) / align * align;
   bytes_.resize(offset + size, 0);
   return offset;
 }
@@ -57,7 +57,8 @@ std::string conversionOf(uint32_t src, uint32_t dst) {
 } // namespace
 
 bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
-                             uint32_t format, std::string &error, RowLayout layout) {
+                             uint32_t format, std::string &error, RowLayout layout,
+                             uint64_t rowAlign) {
   if (const PackedTensor *t = find(name)) {
     const uint32_t base = kiln_is_packed_r16(t->format) ? kiln_packed_base_type(t->format)
                                                         : t->format;
@@ -101,14 +102,19 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
             " elements does not fit the format";
     return false;
   }
-  t.rowStride = layout == RowLayout::Rows64 ? (blockRowBytes + kAlign - 1) / kAlign * kAlign
-                                            : blockRowBytes;
+  if (layout == RowLayout::Rows && (rowAlign < kAlign || (rowAlign & (rowAlign - 1)))) {
+    error = "weight '" + name + "': row alignment " + std::to_string(rowAlign) +
+            " is not a power of two >= " + std::to_string(kAlign);
+    return false;
+  }
+  t.rowStride = layout == RowLayout::Rows ? (blockRowBytes + rowAlign - 1) / rowAlign * rowAlign
+                                          : blockRowBytes;
   t.size = t.rowStride * t.rows;
   t.paddingBytes =
       ((t.paddedRowLength - t.rowLength) * blockRowBytes / t.paddedRowLength +
        (t.rowStride - blockRowBytes)) *
       t.rows;
-  t.offset = reserve(t.size);
+  t.offset = reserve(t.size, layout == RowLayout::Rows ? rowAlign : kAlign);
   uint8_t *dst = bytes_.data() + t.offset;
 
   if (src->format == format && t.paddedRowLength == t.rowLength &&

@@ -1,7 +1,7 @@
 //===- WeightLayout.h - packs weights into the artifact's weights section -===//
 //
 // Each weight the code reads is stored once, in the format its ops ask for, starting on
-// a 64-byte boundary. Rows are padded with zero elements up to the format's block (so a
+// a 64-byte boundary (or its row alignment, when larger). Rows are padded with zero elements up to the format's block (so a
 // 172-wide row can be q8_0) and packed back to back. Conversion goes through fp32 with
 // runtime-min's decoders and quantizers; a tensor already in the target format with no
 // padding is copied byte for byte (lossless repack). No LLVM/MLIR.
@@ -18,7 +18,9 @@
 namespace kiln::codegen {
 
 // How a weight's rows are stored (the op attribute kiln.layout; Block without one).
-enum class RowLayout { Block, Rows64, R16 };
+// Rows: plain rows, the stride a multiple of the row alignment (the target's cache line or
+// vector: kiln.row_align, default 64 bytes).
+enum class RowLayout { Block, Rows, R16 };
 
 struct PackedTensor {
   std::string name;
@@ -38,9 +40,10 @@ public:
   static constexpr uint64_t kAlign = 64;
 
   // Stores weight `name` from the store in `format`; a second request for the same name
-  // must ask for the same format.
+  // must ask for the same format. rowAlign (a power of two >= 64) applies to Rows.
   bool addWeight(const WeightStore &store, const std::string &name, uint32_t format,
-                 std::string &error, RowLayout layout = RowLayout::Block);
+                 std::string &error, RowLayout layout = RowLayout::Block,
+                 uint64_t rowAlign = kAlign);
   // Stores an fp32 table the compiler computed (e.g. RoPE cos/sin).
   void addF32(const std::string &name, std::vector<uint64_t> shape,
               const std::vector<float> &data);
@@ -51,7 +54,7 @@ public:
   uint64_t paddingBytes() const;
 
 private:
-  uint64_t reserve(uint64_t size);
+  uint64_t reserve(uint64_t size, uint64_t align = kAlign);
   bool addPacked(const WeightView &src, PackedTensor &t, std::string &error);
   std::vector<PackedTensor> tensors_;
   std::vector<uint8_t> bytes_;

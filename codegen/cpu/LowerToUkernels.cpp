@@ -23,7 +23,14 @@ namespace {
 
 // The layout an op's kiln.layout value names ("r16", "rows64", "block" for q3_0).
 RowLayout rowLayoutOf(StringRef value) {
-  return value == "r16" ? RowLayout::R16 : value == "block" ? RowLayout::Block : RowLayout::Rows64;
+  return value == "r16" ? RowLayout::R16 : value == "block" ? RowLayout::Block : RowLayout::Rows;
+}
+
+// Plain rows' alignment: kiln.row_align from passes/layout (the target's cache line or
+// vector), 64 bytes without it.
+uint64_t rowAlignOf(Operation *op) {
+  auto a = op->getAttrOfType<IntegerAttr>("kiln.row_align");
+  return a ? uint64_t(a.getInt()) : WeightLayout::kAlign;
 }
 
 int64_t features(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
@@ -153,7 +160,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
         layout = rowLayoutOf(l.getValue());
       const std::string wname = op->getAttrOfType<StringAttr>("weight").str();
-      if (!out.weights.addWeight(store, wname, fmt(op), error, layout))
+      if (!out.weights.addWeight(store, wname, fmt(op), error, layout, rowAlignOf(op)))
         return false;
       if (kiln_is_packed_r16(out.weights.find(wname)->format)) {
         // scratch for x quantised to int8, live during the op only
@@ -177,7 +184,8 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       RowLayout layout = RowLayout::Block;
       if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
         layout = rowLayoutOf(l.getValue());
-      if (!out.weights.addWeight(store, f.getWeight().str(), fmt(op), error, layout))
+      if (!out.weights.addWeight(store, f.getWeight().str(), fmt(op), error, layout,
+                                 rowAlignOf(op)))
         return false;
       if (kiln_is_packed_r16(out.weights.find(f.getWeight().str())->format)) {
         requests.push_back({uint64_t(opts.maxBatch) *

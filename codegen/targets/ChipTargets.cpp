@@ -64,6 +64,7 @@ const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
     t->triple = "aarch64-unknown-linux-gnu";
     t->cpu = "generic";
     t->tuneCpu = p.cpu->llvmCpu;
+    t->rowAlignBytes = unsigned(std::max<int64_t>(64, p.cpu->cacheLineBytes));
     // The runtime's names (HWCAP bits, runtime-min/src/platform/cpu_features.c).
     t->requiredFeatures = {"neon", "dotprod"};
     if (has(f, "i8mm")) {
@@ -114,6 +115,8 @@ const HostTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
     t->requiredFeatures = {"hvx-length128b"};
     t->bitcode = bitcode;
     t->bitcodeSize = size;
+    // HVX loads whole aligned vectors: rows that start on one need no realignment.
+    t->rowAlignBytes = unsigned(h.hvxBytes);
   }
   return t;
 }

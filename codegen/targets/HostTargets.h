@@ -19,6 +19,8 @@ struct HostTarget {
   std::vector<std::string> requiredFeatures; // checked by the runtime before loading code
   const unsigned char *bitcode = nullptr;    // micro-kernels for this target
   size_t bitcodeSize = 0;
+  unsigned rowAlignBytes = 64; // plain weight rows' alignment (passes/layout): the cache
+                               // line, or the vector for Hexagon HVX
 };
 
 // Known targets by name; "host" picks the best one the build machine runs.

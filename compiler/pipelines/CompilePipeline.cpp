@@ -233,13 +233,14 @@ bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
          runFusionPasses(module, opts, applied, error);
 }
 
-bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, bool quiet,
-                   std::vector<AppliedPass> &applied, std::string &error) {
+bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned rowAlign,
+                   bool quiet, std::vector<AppliedPass> &applied, std::string &error) {
   if (layout == "none")
     return true;
   mlir::PassManager pm(module.getContext());
   KilnAssignLayoutOptions o;
   o.layout = layout;
+  o.rowAlign = rowAlign;
   pm.addPass(createKilnAssignLayout(o));
   if (!run(pm, module, quiet, error))
     return false;
@@ -248,7 +249,8 @@ bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, bool quiet,
     if (auto l = op->getAttrOfType<mlir::StringAttr>("kiln.layout"))
       ++(l.getValue() == "r16" ? packed : l.getValue() == "block" ? block : rows);
   });
-  applied.push_back({"kiln-assign-layout", "layout=" + layout,
+  applied.push_back({"kiln-assign-layout",
+                     "layout=" + layout + ",row-align=" + std::to_string(rowAlign),
                      "r16_ops=" + std::to_string(packed) + ",rows64_ops=" + std::to_string(rows) +
                          (block ? ",block_ops=" + std::to_string(block) : "")});
   return true;

@@ -65,9 +65,10 @@ bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error);
 
 // The layout pass (passes/layout) for code generation: layout "r16", "rows64" or "none"
-// (not run; rows padded to the format's block only).
-bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, bool quiet,
-                   std::vector<AppliedPass> &applied, std::string &error);
+// (not run; rows padded to the format's block only); plain rows aligned to rowAlign bytes
+// (the target's cache line or vector width).
+bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned rowAlign,
+                   bool quiet, std::vector<AppliedPass> &applied, std::string &error);
 
 } // namespace kiln::pipelines
 

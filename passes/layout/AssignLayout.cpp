@@ -31,6 +31,11 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
                                  << "' (expected r16 or rows64)";
       return signalPassFailure();
     }
+    if (rowAlign < 64 || rowAlign > 4096 || (rowAlign & (rowAlign - 1))) {
+      getOperation().emitError() << "kiln-assign-layout: row-align " << uint64_t(rowAlign)
+                                 << " is not a power of two in 64..4096";
+      return signalPassFailure();
+    }
     // Weights embed reads stay in ggml rows (a weight is stored once).
     llvm::StringSet<> embedded;
     getOperation().walk([&](EmbedOp e) { embedded.insert(e.getWeight()); });
@@ -53,6 +58,9 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
       }
       const bool pack = layout == "r16" && fmt && packable(fmt.getValue());
       op->setAttr("kiln.layout", StringAttr::get(&getContext(), pack ? "r16" : "rows64"));
+      if (!pack)
+        op->setAttr("kiln.row_align",
+                    IntegerAttr::get(IntegerType::get(&getContext(), 64), uint64_t(rowAlign)));
       ++(pack ? numPacked : numRows);
     });
   }

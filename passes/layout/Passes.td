@@ -13,7 +13,8 @@ def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
     - `r16`: q4_0/q4_1/q8_0 matrices repacked in 16-row groups for integer dot products
       (kiln/quant_packed.h), rows padded to whole 32-blocks and to a multiple of 16;
     - `rows64`: the format's plain rows, each padded to whole blocks and to a multiple of
-      64 bytes (cache-line aligned rows);
+      `row-align` bytes (`kiln.row_align`: the target's cache line, 64 bytes on every CPU
+      kiln targets, or its vector, 128 bytes for Hexagon HVX);
     - `block` (q3_0 whatever the option): plain rows padded to whole blocks only. q3_0 has
       no r16 form, and its 14-byte blocks would make 64-byte rows cost up to twice the
       weights (a 64-wide row: 28 bytes in 64).
@@ -24,7 +25,10 @@ def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"layout", "layout", "std::string", /*default=*/"\"r16\"",
-           "r16 (repack block formats) or rows64 (plain rows, 64-byte stride)">,
+           "r16 (repack block formats) or rows64 (plain rows, aligned strides)">,
+    Option<"rowAlign", "row-align", "unsigned", /*default=*/"64",
+           "plain rows' stride alignment in bytes (a power of two, 64..4096), from the "
+           "target (cache line or vector width)">,
   ];
   let statistics = [
     Statistic<"numPacked", "packed", "linear ops given the r16 layout">,

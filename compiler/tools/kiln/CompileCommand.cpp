@@ -144,7 +144,8 @@ int runCompile(const CompileOptions &opts) {
   fusion.fusion = opts.fusion;
   fusion.layout = opts.layout;
   if (!runPasses(s, opts.slim, prec, applied, error, fusion) ||
-      !pipelines::runLayoutPass(module, opts.layout, false, applied, error))
+      !pipelines::runLayoutPass(module, opts.layout, target->rowAlignBytes, false, applied,
+                                error))
     return fail(error);
   if (opts.emit == "kiln") {
     std::error_code ec;

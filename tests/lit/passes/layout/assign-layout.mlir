@@ -1,5 +1,6 @@
 // RUN: kiln-opt --kiln-assign-layout %s --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: kiln-opt --kiln-assign-layout=layout=rows64 %s --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=ROWS
+// RUN: kiln-opt --kiln-assign-layout=row-align=128 %s --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=ALIGN
 
 // Block formats the integer kernels read are repacked (r16), other formats get 64-byte
 // rows; with layout=rows64 nothing is repacked. Embed and norms get no layout.
@@ -18,7 +19,8 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   %b = kiln.linear %a weight "b" format q4_1 : tensor<?x172xf32> -> tensor<?x64xf32>
   // CHECK: kiln.linear %{{.*}} weight "c" format q8_0 {{{.*}}kiln.layout = "r16"
   %c = kiln.linear %b weight "c" format q8_0 : tensor<?x64xf32> -> tensor<?x64xf32>
-  // CHECK: kiln.linear %{{.*}} weight "d" format f16 {{{.*}}kiln.layout = "rows64"
+  // CHECK: kiln.linear %{{.*}} weight "d" format f16 {{{.*}}kiln.layout = "rows64", kiln.row_align = 64 : i64
+  // ALIGN: kiln.linear %{{.*}} weight "d" format f16 {{{.*}}kiln.layout = "rows64", kiln.row_align = 128 : i64
   // ROWS: kiln.linear %{{.*}} weight "d" format f16 {{{.*}}kiln.layout = "rows64"
   %d = kiln.linear %c weight "d" format f16 : tensor<?x64xf32> -> tensor<?x64xf32>
   // q3_0 has no r16 form and keeps rows of whole 14-byte blocks in either mode.
