@@ -16,6 +16,17 @@
  * tokens, each loaded and decoded chunk reused by the TT tokens (4 int32 and 4 float
  * accumulators per token: TT = 2 keeps weights, activations and accumulators inside the 32
  * vector registers).
+ *
+ * With i8mm (the aarch64-i8mm variant), prefill runs tiles of 8 rows x 4 tokens on `usmmla`
+ * (2x8 u8 by 8x2 s8 into a 2x2 int32 tile) while decode and 1-3 leftover tokens stay on the
+ * sdot tiles. Lane r of chunks k and k + 1 is 8 weights of row r, so a 32-bit zip of the
+ * two chunks' slices is two rows' operand; the activation operand is two tokens' same 8
+ * elements (a 64-bit zip). Weight decode is shared by 2 token pairs, so 4 tokens need half
+ * the multiply instructions of sdot per weight byte; at 2 tokens the zips would cancel the
+ * gain. 8 rows, not 16: 16 rows x 4 tokens of int32 and float accumulators alone are the
+ * 32 registers. The weight codes go in unsigned as stored (q8 takes its -128 * sum(x)
+ * offset like the generic file: no xor), and the float steps per (row, token) are the sdot
+ * tile's, in the usmmla result's lane order, so y is the same bit for bit.
  */
 #include <arm_neon.h>
 
@@ -180,10 +191,167 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
     packed_store(a, g, t0 + t, acc[t]);
 }
 
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+#define MT 4 /* tokens per usmmla tile */
+#define MR 8 /* rows per usmmla tile: half a group */
+
+/* Results of an MR-row tile (rows r0.., at most MR) for one token: as packed_store. */
+KILN_UK_INLINE void mm_store(const packed_args_t *a, int64_t r0, int32_t t, float32x4_t lo,
+                             float32x4_t hi) {
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)MR, a->out_features - r0);
+  float v[MR];
+  vst1q_f32(v, lo);
+  vst1q_f32(v + 4, hi);
+  if (a->mode != KILN_UK_STORE_PLAIN) {
+    packed_store_fused(a, t, r0, v, count);
+    return;
+  }
+  float *y = a->y + (int64_t)t * a->out_features + r0;
+  if (count == MR) {
+    vst1q_f32(y, lo);
+    vst1q_f32(y + 4, hi);
+    return;
+  }
+  for (int32_t r = 0; r < count; ++r)
+    y[r] = v[r];
+}
+
+/* [v0, v0, v1, v1] for the halves of a row pair: lane order of a usmmla result */
+KILN_UK_INLINE float32x4_t rows_lo(float32x4_t v) { return vzip1q_f32(v, v); }
+KILN_UK_INLINE float32x4_t rows_hi(float32x4_t v) { return vzip2q_f32(v, v); }
+
+/* s[i] += weight pair operands w (rows 2i, 2i+1 of the half) . activation operands x[j] */
+#define MM4(s, w0, w1, w2, w3, xv)                                                               do {                                                                                             (s)[0] = vusmmlaq_s32((s)[0], w0, xv);                                                         (s)[1] = vusmmlaq_s32((s)[1], w1, xv);                                                         (s)[2] = vusmmlaq_s32((s)[2], w2, xv);                                                         (s)[3] = vusmmlaq_s32((s)[3], w3, xv);                                                       } while (0)
+
+/* Rows h * 8 .. h * 8 + 7 of group g for tokens t0..t0+3. s[j][i] holds
+ * [row 2i . token 2j, row 2i . token 2j+1, row 2i+1 . token 2j, row 2i+1 . token 2j+1]. */
+KILN_UK_INLINE void mm_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h,
+                            int32_t t0) {
+  const uint8_t *grp = a->w + g * a->group_stride;
+  qact_t xq[MT];
+  for (int32_t t = 0; t < MT; ++t)
+    xq[t] = packed_qact(a, t0 + t);
+  float32x4_t acc[2][4];
+  for (int32_t j = 0; j < 2; ++j)
+    for (int32_t i = 0; i < 4; ++i)
+      acc[j][i] = vdupq_n_f32(0.0f);
+  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
+  const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
+  const int64_t unit_bytes = (int64_t)kiln_packed_unit_bytes(format);
+  const uint8_t *unit = grp;
+  for (int32_t b = 0, u = 0; b < a->nb; ++b) {
+    MCA_MARK(format, MT, "# LLVM-MCA-BEGIN block");
+    const uint8_t *codes = unit + 64 + u * cb + 32 * h; /* slices 2h, 2h + 1 of each chunk */
+    const uint8_t *scales = unit + u * 32 + 16 * h;
+    if (++u == ub) {
+      u = 0;
+      unit += unit_bytes;
+    }
+    /* x[j][p]: [token 2j | token 2j+1] elements 8p..8p+7 */
+    int8x16_t x[2][4];
+    for (int32_t j = 0; j < 2; ++j) {
+      const int8_t *xa = xq[2 * j].q + b * KILN_PACK_BLOCK;
+      const int8_t *xb = xq[2 * j + 1].q + b * KILN_PACK_BLOCK;
+      for (int32_t p = 0; p < 4; p += 2) {
+        const int64x2_t va = vreinterpretq_s64_s8(vld1q_s8(xa + 8 * p));
+        const int64x2_t vb = vreinterpretq_s64_s8(vld1q_s8(xb + 8 * p));
+        x[j][p] = vreinterpretq_s8_s64(vzip1q_s64(va, vb));
+        x[j][p + 1] = vreinterpretq_s8_s64(vzip2q_s64(va, vb));
+      }
+    }
+    int32x4_t s[2][4];
+    for (int32_t j = 0; j < 2; ++j)
+      for (int32_t i = 0; i < 4; ++i)
+        s[j][i] = vdupq_n_s32(0);
+    /* chunks k, k + 1: lane r of each is 4 weights of row r, zipped into 8 per row */
+    if (format == KILN_TYPE_Q8_0_R16) {
+      UNROLL
+      for (int32_t p = 0; p < 4; ++p) {
+        const uint8_t *c = codes + 128 * p;
+        const uint32x4_t a0 = vreinterpretq_u32_u8(vld1q_u8(c));
+        const uint32x4_t a1 = vreinterpretq_u32_u8(vld1q_u8(c + 16));
+        const uint32x4_t b0 = vreinterpretq_u32_u8(vld1q_u8(c + 64));
+        const uint32x4_t b1 = vreinterpretq_u32_u8(vld1q_u8(c + 80));
+        const uint8x16_t w0 = vreinterpretq_u8_u32(vzip1q_u32(a0, b0));
+        const uint8x16_t w1 = vreinterpretq_u8_u32(vzip2q_u32(a0, b0));
+        const uint8x16_t w2 = vreinterpretq_u8_u32(vzip1q_u32(a1, b1));
+        const uint8x16_t w3 = vreinterpretq_u8_u32(vzip2q_u32(a1, b1));
+        MM4(s[0], w0, w1, w2, w3, x[0][p]);
+        MM4(s[1], w0, w1, w2, w3, x[1][p]);
+      }
+    } else {
+      /* chunks 2p', 2p' + 1: low nibbles are elements 8p'.., high nibbles 16 + 8p'.. */
+      const uint8x16_t low4 = vdupq_n_u8(15);
+      UNROLL
+      for (int32_t p = 0; p < 2; ++p) {
+        const uint8_t *c = codes + 128 * p;
+        const uint32x4_t a0 = vreinterpretq_u32_u8(vld1q_u8(c));
+        const uint32x4_t a1 = vreinterpretq_u32_u8(vld1q_u8(c + 16));
+        const uint32x4_t b0 = vreinterpretq_u32_u8(vld1q_u8(c + 64));
+        const uint32x4_t b1 = vreinterpretq_u32_u8(vld1q_u8(c + 80));
+        const uint8x16_t r0 = vreinterpretq_u8_u32(vzip1q_u32(a0, b0));
+        const uint8x16_t r1 = vreinterpretq_u8_u32(vzip2q_u32(a0, b0));
+        const uint8x16_t r2 = vreinterpretq_u8_u32(vzip1q_u32(a1, b1));
+        const uint8x16_t r3 = vreinterpretq_u8_u32(vzip2q_u32(a1, b1));
+        const uint8x16_t l0 = vandq_u8(r0, low4), l1 = vandq_u8(r1, low4);
+        const uint8x16_t l2 = vandq_u8(r2, low4), l3 = vandq_u8(r3, low4);
+        MM4(s[0], l0, l1, l2, l3, x[0][p]);
+        MM4(s[1], l0, l1, l2, l3, x[1][p]);
+        const uint8x16_t h0 = vshrq_n_u8(r0, 4), h1 = vshrq_n_u8(r1, 4);
+        const uint8x16_t h2 = vshrq_n_u8(r2, 4), h3 = vshrq_n_u8(r3, 4);
+        MM4(s[0], h0, h1, h2, h3, x[0][p + 2]);
+        MM4(s[1], h0, h1, h2, h3, x[1][p + 2]);
+      }
+    }
+    /* the sdot tile's float steps per (row, token), in the usmmla lane order: the weight
+     * codes are u8 as stored, so q8 takes its -128 * sum(x) here (exact int32) */
+    const float32x4_t dw[2] = {halves4(scales), halves4(scales + 8)};
+    for (int32_t j = 0; j < 2; ++j) {
+      const qact_t *xa = &xq[2 * j], *xb = &xq[2 * j + 1];
+      const int32_t k = format == KILN_TYPE_Q8_0_R16 ? 128 : format == KILN_TYPE_Q4_0_R16 ? 8 : 0;
+      const int32x2_t off2 = {k * xa->s[b], k * xb->s[b]};
+      const float32x2_t d2 = {xa->d[b], xb->d[b]};
+      const int32x4_t offset = vcombine_s32(off2, off2);
+      const float32x4_t dx = vcombine_f32(d2, d2);
+      for (int32_t i = 0; i < 4; ++i) {
+        const float32x4_t dwi = (i & 1) ? rows_hi(dw[i >> 1]) : rows_lo(dw[i >> 1]);
+        const float32x4_t isum = vcvtq_f32_s32(vsubq_s32(s[j][i], offset));
+        acc[j][i] = vfmaq_f32(acc[j][i], isum, vmulq_f32(dwi, dx));
+      }
+      if (format == KILN_TYPE_Q4_1_R16) { /* + m * d_x * sum(x) */
+        const float32x2_t ds2 = {xa->ds[b], xb->ds[b]};
+        const float32x4_t ds = vcombine_f32(ds2, ds2);
+        const float32x4_t m[2] = {halves4(scales + 32), halves4(scales + 40)};
+        for (int32_t i = 0; i < 4; ++i) {
+          const float32x4_t mi = (i & 1) ? rows_hi(m[i >> 1]) : rows_lo(m[i >> 1]);
+          acc[j][i] = vfmaq_f32(acc[j][i], mi, ds);
+        }
+      }
+    }
+    MCA_MARK(format, MT, "# LLVM-MCA-END");
+  }
+  /* de-interleave: even lanes are token 2j, odd lanes token 2j + 1 */
+  const int64_t r0 = g * KILN_PACK_ROWS + MR * h;
+  for (int32_t j = 0; j < 2; ++j) {
+    mm_store(a, r0, t0 + 2 * j, vuzp1q_f32(acc[j][0], acc[j][1]),
+             vuzp1q_f32(acc[j][2], acc[j][3]));
+    mm_store(a, r0, t0 + 2 * j + 1, vuzp2q_f32(acc[j][0], acc[j][1]),
+             vuzp2q_f32(acc[j][2], acc[j][3]));
+  }
+}
+#endif
+
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                   int64_t g1) {
   for (int64_t g = g0; g < g1; ++g) {
     int32_t t = 0;
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+    for (; t + MT <= a->n; t += MT) {
+      mm_tile(a, format, g, 0, t);
+      if (g * KILN_PACK_ROWS + MR < a->out_features) /* the second half holds real rows */
+        mm_tile(a, format, g, 1, t);
+    }
+#endif
     for (; t + TT <= a->n; t += TT)
       tile(a, format, g, t, TT);
     if (t < a->n)
