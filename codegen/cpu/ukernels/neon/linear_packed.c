@@ -17,16 +17,21 @@
  * accumulators per token: TT = 2 keeps weights, activations and accumulators inside the 32
  * vector registers).
  *
- * With i8mm (the aarch64-i8mm variant), prefill runs tiles of 8 rows x 4 tokens on `usmmla`
- * (2x8 u8 by 8x2 s8 into a 2x2 int32 tile) while decode and 1-3 leftover tokens stay on the
- * sdot tiles. Lane r of chunks k and k + 1 is 8 weights of row r, so a 32-bit zip of the
- * two chunks' slices is two rows' operand; the activation operand is two tokens' same 8
- * elements (a 64-bit zip). Weight decode is shared by 2 token pairs, so 4 tokens need half
- * the multiply instructions of sdot per weight byte; at 2 tokens the zips would cancel the
- * gain. 8 rows, not 16: 16 rows x 4 tokens of int32 and float accumulators alone are the
- * 32 registers. The weight codes go in unsigned as stored (q8 takes its -128 * sum(x)
- * offset like the generic file: no xor), and the float steps per (row, token) are the sdot
- * tile's, in the usmmla result's lane order, so y is the same bit for bit.
+ * With i8mm (the aarch64-i8mm variant), prefill runs tiles of 16 rows x 4 tokens on
+ * `usmmla` (a 2x8 u8 by 8x2 s8 product into a 2x2 int32 tile); decode and the 1-3 tokens
+ * left over stay on the sdot tiles. Lane r of chunks k and k + 1 is 8 weights of row r, so
+ * a 32-bit zip of the same slice of both chunks is a two-row operand, decoded once for 2
+ * token pairs: half the multiply instructions of sdot and no xor (the codes go in unsigned
+ * as stored; the int32 sums start at the offset, -128 or -8 times sum(x), as exact as the
+ * generic file's subtraction). The two-token activation operands (8 elements of token t
+ * beside the same 8 of t + 1) are made once per call (mm_interleave rewrites the 4-token
+ * rows of the scratch in place): made in the tile, their 64-bit zips cost as much as the
+ * gain. At 2 tokens a tile would gain nothing over sdot (the weight zips cancel it); 16
+ * rows x 4 tokens of int32 sums and float accumulators are the 32 registers, so a few
+ * accumulators spill, still fewer instructions than 8-row tiles that repeat the per-block
+ * scale work (measured under qemu: tests/bench/README.md). After the int32 sums, the float
+ * steps per (row, token) are the sdot tile's, in the usmmla result's lane order, so y is
+ * the same bit for bit.
  */
 #include <arm_neon.h>
 
@@ -193,152 +198,151 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
 
 #if defined(__ARM_FEATURE_MATMUL_INT8)
 #define MT 4 /* tokens per usmmla tile */
-#define MR 8 /* rows per usmmla tile: half a group */
-
-/* Results of an MR-row tile (rows r0.., at most MR) for one token: as packed_store. */
-KILN_UK_INLINE void mm_store(const packed_args_t *a, int64_t r0, int32_t t, float32x4_t lo,
-                             float32x4_t hi) {
-  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)MR, a->out_features - r0);
-  float v[MR];
-  vst1q_f32(v, lo);
-  vst1q_f32(v + 4, hi);
-  if (a->mode != KILN_UK_STORE_PLAIN) {
-    packed_store_fused(a, t, r0, v, count);
-    return;
-  }
-  float *y = a->y + (int64_t)t * a->out_features + r0;
-  if (count == MR) {
-    vst1q_f32(y, lo);
-    vst1q_f32(y + 4, hi);
-    return;
-  }
-  for (int32_t r = 0; r < count; ++r)
-    y[r] = v[r];
-}
 
 /* [v0, v0, v1, v1] for the halves of a row pair: lane order of a usmmla result */
 KILN_UK_INLINE float32x4_t rows_lo(float32x4_t v) { return vzip1q_f32(v, v); }
 KILN_UK_INLINE float32x4_t rows_hi(float32x4_t v) { return vzip2q_f32(v, v); }
 
-/* s[i] += weight pair operands w (rows 2i, 2i+1 of the half) . activation operands x[j] */
-#define MM4(s, w0, w1, w2, w3, xv)                                                               do {                                                                                             (s)[0] = vusmmlaq_s32((s)[0], w0, xv);                                                         (s)[1] = vusmmlaq_s32((s)[1], w1, xv);                                                         (s)[2] = vusmmlaq_s32((s)[2], w2, xv);                                                         (s)[3] = vusmmlaq_s32((s)[3], w3, xv);                                                       } while (0)
+/* s[2q], s[2q + 1] += slice q of chunks k, k + 1 (rows 4q..4q+3, zipped into two row-pair
+ * operands) . activation operands x0 (tokens 0, 1) and x1 (tokens 2, 3) */
+#define MM_SLICE(s, w, x0, x1, q, DECODE)                                                      \
+  do {                                                                                         \
+    const uint8x16_t lo_ = DECODE(vreinterpretq_u8_u32(vzip1q_u32(w##k[q], w##k1[q])));        \
+    const uint8x16_t hi_ = DECODE(vreinterpretq_u8_u32(vzip2q_u32(w##k[q], w##k1[q])));        \
+    (s)[0][2 * (q)] = vusmmlaq_s32((s)[0][2 * (q)], lo_, x0);                                  \
+    (s)[1][2 * (q)] = vusmmlaq_s32((s)[1][2 * (q)], lo_, x1);                                  \
+    (s)[0][2 * (q) + 1] = vusmmlaq_s32((s)[0][2 * (q) + 1], hi_, x0);                          \
+    (s)[1][2 * (q) + 1] = vusmmlaq_s32((s)[1][2 * (q) + 1], hi_, x1);                          \
+  } while (0)
+#define AS_IS(v) (v)
+#define LOW4(v) vandq_u8(v, vdupq_n_u8(15))
+#define HIGH4(v) vshrq_n_u8(v, 4)
 
-/* Rows h * 8 .. h * 8 + 7 of group g for tokens t0..t0+3. s[j][i] holds
- * [row 2i . token 2j, row 2i . token 2j+1, row 2i+1 . token 2j, row 2i+1 . token 2j+1]. */
-KILN_UK_INLINE void mm_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h,
-                            int32_t t0) {
+/* Rows of group g for tokens t0..t0+3. s[j][i] holds [row 2i . token 2j, row 2i . token
+ * 2j+1, row 2i+1 . token 2j, row 2i+1 . token 2j+1]. */
+KILN_UK_INLINE void mm_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t t0) {
   const uint8_t *grp = a->w + g * a->group_stride;
   qact_t xq[MT];
   for (int32_t t = 0; t < MT; ++t)
     xq[t] = packed_qact(a, t0 + t);
-  float32x4_t acc[2][4];
+  float32x4_t acc[2][8];
   for (int32_t j = 0; j < 2; ++j)
-    for (int32_t i = 0; i < 4; ++i)
+    for (int32_t i = 0; i < 8; ++i)
       acc[j][i] = vdupq_n_f32(0.0f);
   const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
   const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
   const int64_t unit_bytes = (int64_t)kiln_packed_unit_bytes(format);
+  /* the sums start at the codes' offset, -k * sum(x) (exact int32 either way): the weight
+   * codes go in unsigned as stored, q8's biased by 128, q4_0's by 8 */
+  const int32_t k = format == KILN_TYPE_Q8_0_R16 ? 128 : format == KILN_TYPE_Q4_0_R16 ? 8 : 0;
   const uint8_t *unit = grp;
   for (int32_t b = 0, u = 0; b < a->nb; ++b) {
     MCA_MARK(format, MT, "# LLVM-MCA-BEGIN block");
-    const uint8_t *codes = unit + 64 + u * cb + 32 * h; /* slices 2h, 2h + 1 of each chunk */
-    const uint8_t *scales = unit + u * 32 + 16 * h;
+    const uint8_t *codes = unit + 64 + u * cb;
+    const uint8_t *scales = unit + u * 32;
     if (++u == ub) {
       u = 0;
       unit += unit_bytes;
     }
-    /* x[j][p]: [token 2j | token 2j+1] elements 8p..8p+7 */
-    int8x16_t x[2][4];
-    for (int32_t j = 0; j < 2; ++j) {
-      const int8_t *xa = xq[2 * j].q + b * KILN_PACK_BLOCK;
-      const int8_t *xb = xq[2 * j + 1].q + b * KILN_PACK_BLOCK;
-      for (int32_t p = 0; p < 4; p += 2) {
-        const int64x2_t va = vreinterpretq_s64_s8(vld1q_s8(xa + 8 * p));
-        const int64x2_t vb = vreinterpretq_s64_s8(vld1q_s8(xb + 8 * p));
-        x[j][p] = vreinterpretq_s8_s64(vzip1q_s64(va, vb));
-        x[j][p + 1] = vreinterpretq_s8_s64(vzip2q_s64(va, vb));
-      }
-    }
-    int32x4_t s[2][4];
+    /* X(j, p): [token 2j | token 2j+1] elements 8p..8p+7, as mm_interleave left them */
+    const int8_t *xs[2] = {xq[0].q + b * KILN_PACK_BLOCK, xq[2].q + b * KILN_PACK_BLOCK};
+#define X(j, p) vld1q_s8(xs[j] + ((p) >> 1) * a->qx_stride + 16 * ((p) & 1))
+    /* per-token values of the block as [token 0, 1, 0, 1] and [2, 3, 2, 3] */
+    const int32x4_t s4 = {xq[0].s[b], xq[1].s[b], xq[2].s[b], xq[3].s[b]};
+    const int32x4_t off4 = vmulq_n_s32(s4, -k);
+    const int32x4_t off[2] = {vcombine_s32(vget_low_s32(off4), vget_low_s32(off4)),
+                              vcombine_s32(vget_high_s32(off4), vget_high_s32(off4))};
+    int32x4_t s[2][8];
     for (int32_t j = 0; j < 2; ++j)
-      for (int32_t i = 0; i < 4; ++i)
-        s[j][i] = vdupq_n_s32(0);
-    /* chunks k, k + 1: lane r of each is 4 weights of row r, zipped into 8 per row */
+      for (int32_t i = 0; i < 8; ++i)
+        s[j][i] = off[j];
+    /* chunks k, k + 1: lane r of each is 4 weights of row r; a 32-bit zip of the same
+     * slice of both is two rows' 8 weights */
+    uint32x4_t wk[4], wk1[4];
     if (format == KILN_TYPE_Q8_0_R16) {
       UNROLL
       for (int32_t p = 0; p < 4; ++p) {
-        const uint8_t *c = codes + 128 * p;
-        const uint32x4_t a0 = vreinterpretq_u32_u8(vld1q_u8(c));
-        const uint32x4_t a1 = vreinterpretq_u32_u8(vld1q_u8(c + 16));
-        const uint32x4_t b0 = vreinterpretq_u32_u8(vld1q_u8(c + 64));
-        const uint32x4_t b1 = vreinterpretq_u32_u8(vld1q_u8(c + 80));
-        const uint8x16_t w0 = vreinterpretq_u8_u32(vzip1q_u32(a0, b0));
-        const uint8x16_t w1 = vreinterpretq_u8_u32(vzip2q_u32(a0, b0));
-        const uint8x16_t w2 = vreinterpretq_u8_u32(vzip1q_u32(a1, b1));
-        const uint8x16_t w3 = vreinterpretq_u8_u32(vzip2q_u32(a1, b1));
-        MM4(s[0], w0, w1, w2, w3, x[0][p]);
-        MM4(s[1], w0, w1, w2, w3, x[1][p]);
+        const int8x16_t x0 = X(0, p), x1 = X(1, p);
+        for (int32_t q = 0; q < 4; ++q) {
+          wk[q] = vreinterpretq_u32_u8(vld1q_u8(codes + 128 * p + 16 * q));
+          wk1[q] = vreinterpretq_u32_u8(vld1q_u8(codes + 128 * p + 64 + 16 * q));
+          MM_SLICE(s, w, x0, x1, q, AS_IS);
+        }
       }
     } else {
-      /* chunks 2p', 2p' + 1: low nibbles are elements 8p'.., high nibbles 16 + 8p'.. */
-      const uint8x16_t low4 = vdupq_n_u8(15);
+      /* chunks 2p, 2p + 1: low nibbles are elements 8p.., high nibbles 16 + 8p.. */
       UNROLL
       for (int32_t p = 0; p < 2; ++p) {
-        const uint8_t *c = codes + 128 * p;
-        const uint32x4_t a0 = vreinterpretq_u32_u8(vld1q_u8(c));
-        const uint32x4_t a1 = vreinterpretq_u32_u8(vld1q_u8(c + 16));
-        const uint32x4_t b0 = vreinterpretq_u32_u8(vld1q_u8(c + 64));
-        const uint32x4_t b1 = vreinterpretq_u32_u8(vld1q_u8(c + 80));
-        const uint8x16_t r0 = vreinterpretq_u8_u32(vzip1q_u32(a0, b0));
-        const uint8x16_t r1 = vreinterpretq_u8_u32(vzip2q_u32(a0, b0));
-        const uint8x16_t r2 = vreinterpretq_u8_u32(vzip1q_u32(a1, b1));
-        const uint8x16_t r3 = vreinterpretq_u8_u32(vzip2q_u32(a1, b1));
-        const uint8x16_t l0 = vandq_u8(r0, low4), l1 = vandq_u8(r1, low4);
-        const uint8x16_t l2 = vandq_u8(r2, low4), l3 = vandq_u8(r3, low4);
-        MM4(s[0], l0, l1, l2, l3, x[0][p]);
-        MM4(s[1], l0, l1, l2, l3, x[1][p]);
-        const uint8x16_t h0 = vshrq_n_u8(r0, 4), h1 = vshrq_n_u8(r1, 4);
-        const uint8x16_t h2 = vshrq_n_u8(r2, 4), h3 = vshrq_n_u8(r3, 4);
-        MM4(s[0], h0, h1, h2, h3, x[0][p + 2]);
-        MM4(s[1], h0, h1, h2, h3, x[1][p + 2]);
+        const int8x16_t x0 = X(0, p), x1 = X(1, p);
+        const int8x16_t y0 = X(0, p + 2), y1 = X(1, p + 2);
+        for (int32_t q = 0; q < 4; ++q) {
+          wk[q] = vreinterpretq_u32_u8(vld1q_u8(codes + 128 * p + 16 * q));
+          wk1[q] = vreinterpretq_u32_u8(vld1q_u8(codes + 128 * p + 64 + 16 * q));
+          MM_SLICE(s, w, x0, x1, q, LOW4);
+          MM_SLICE(s, w, y0, y1, q, HIGH4);
+        }
       }
     }
-    /* the sdot tile's float steps per (row, token), in the usmmla lane order: the weight
-     * codes are u8 as stored, so q8 takes its -128 * sum(x) here (exact int32) */
-    const float32x4_t dw[2] = {halves4(scales), halves4(scales + 8)};
-    for (int32_t j = 0; j < 2; ++j) {
-      const qact_t *xa = &xq[2 * j], *xb = &xq[2 * j + 1];
-      const int32_t k = format == KILN_TYPE_Q8_0_R16 ? 128 : format == KILN_TYPE_Q4_0_R16 ? 8 : 0;
-      const int32x2_t off2 = {k * xa->s[b], k * xb->s[b]};
-      const float32x2_t d2 = {xa->d[b], xb->d[b]};
-      const int32x4_t offset = vcombine_s32(off2, off2);
-      const float32x4_t dx = vcombine_f32(d2, d2);
-      for (int32_t i = 0; i < 4; ++i) {
-        const float32x4_t dwi = (i & 1) ? rows_hi(dw[i >> 1]) : rows_lo(dw[i >> 1]);
-        const float32x4_t isum = vcvtq_f32_s32(vsubq_s32(s[j][i], offset));
-        acc[j][i] = vfmaq_f32(acc[j][i], isum, vmulq_f32(dwi, dx));
-      }
-      if (format == KILN_TYPE_Q4_1_R16) { /* + m * d_x * sum(x) */
-        const float32x2_t ds2 = {xa->ds[b], xb->ds[b]};
-        const float32x4_t ds = vcombine_f32(ds2, ds2);
-        const float32x4_t m[2] = {halves4(scales + 32), halves4(scales + 40)};
-        for (int32_t i = 0; i < 4; ++i) {
-          const float32x4_t mi = (i & 1) ? rows_hi(m[i >> 1]) : rows_lo(m[i >> 1]);
-          acc[j][i] = vfmaq_f32(acc[j][i], mi, ds);
+#undef X
+    /* the sdot tile's float steps per (row, token), in the usmmla lane order */
+    const float32x4_t d4 = {xq[0].d[b], xq[1].d[b], xq[2].d[b], xq[3].d[b]};
+    const float32x4_t dx[2] = {vcombine_f32(vget_low_f32(d4), vget_low_f32(d4)),
+                               vcombine_f32(vget_high_f32(d4), vget_high_f32(d4))};
+    float32x4_t dw[8];
+    for (int32_t q = 0; q < 4; ++q) {
+      const float32x4_t d = halves4(scales + 8 * q);
+      dw[2 * q] = rows_lo(d);
+      dw[2 * q + 1] = rows_hi(d);
+    }
+    for (int32_t j = 0; j < 2; ++j)
+      for (int32_t i = 0; i < 8; ++i)
+        acc[j][i] = vfmaq_f32(acc[j][i], vcvtq_f32_s32(s[j][i]), vmulq_f32(dw[i], dx[j]));
+    if (format == KILN_TYPE_Q4_1_R16) { /* + m * d_x * sum(x) */
+      const float32x4_t ds4 = {xq[0].ds[b], xq[1].ds[b], xq[2].ds[b], xq[3].ds[b]};
+      const float32x4_t ds[2] = {vcombine_f32(vget_low_f32(ds4), vget_low_f32(ds4)),
+                                 vcombine_f32(vget_high_f32(ds4), vget_high_f32(ds4))};
+      for (int32_t q = 0; q < 4; ++q) {
+        const float32x4_t m = halves4(scales + 32 + 8 * q);
+        for (int32_t j = 0; j < 2; ++j) {
+          acc[j][2 * q] = vfmaq_f32(acc[j][2 * q], rows_lo(m), ds[j]);
+          acc[j][2 * q + 1] = vfmaq_f32(acc[j][2 * q + 1], rows_hi(m), ds[j]);
         }
       }
     }
     MCA_MARK(format, MT, "# LLVM-MCA-END");
   }
   /* de-interleave: even lanes are token 2j, odd lanes token 2j + 1 */
-  const int64_t r0 = g * KILN_PACK_ROWS + MR * h;
   for (int32_t j = 0; j < 2; ++j) {
-    mm_store(a, r0, t0 + 2 * j, vuzp1q_f32(acc[j][0], acc[j][1]),
-             vuzp1q_f32(acc[j][2], acc[j][3]));
-    mm_store(a, r0, t0 + 2 * j + 1, vuzp2q_f32(acc[j][0], acc[j][1]),
-             vuzp2q_f32(acc[j][2], acc[j][3]));
+    float32x4_t even[Q], odd[Q];
+    for (int32_t q = 0; q < Q; ++q) {
+      even[q] = vuzp1q_f32(acc[j][2 * q], acc[j][2 * q + 1]);
+      odd[q] = vuzp2q_f32(acc[j][2 * q], acc[j][2 * q + 1]);
+    }
+    packed_store(a, g, t0 + 2 * j, even);
+    packed_store(a, g, t0 + 2 * j + 1, odd);
   }
 }
+
+/* Rewrites the codes of tokens t, t + 1 (both in a 4-token tile) block by block into
+ * usmmla's activation operands: token t's 32 bytes become [t 0-7 | t+1 0-7 | t 8-15 |
+ * t+1 8-15], token t + 1's the same for elements 16-31. Once per call (O(n * in)): in the
+ * tile, the 64-bit zips that make them cost as much as the zips of the weights. The
+ * scales and sums stay per token. */
+static void mm_interleave(const packed_args_t *a) {
+  for (int32_t t = 0; t < a->n / MT * MT; t += 2) {
+    int8_t *p = (int8_t *)a->qx + (int64_t)t * a->qx_stride;
+    int8_t *q = p + a->qx_stride;
+    for (int32_t b = 0; b < a->nb; ++b, p += KILN_PACK_BLOCK, q += KILN_PACK_BLOCK) {
+      const int64x2_t p0 = vreinterpretq_s64_s8(vld1q_s8(p)), p1 = vreinterpretq_s64_s8(vld1q_s8(p + 16));
+      const int64x2_t q0 = vreinterpretq_s64_s8(vld1q_s8(q)), q1 = vreinterpretq_s64_s8(vld1q_s8(q + 16));
+      vst1q_s8(p, vreinterpretq_s8_s64(vzip1q_s64(p0, q0)));
+      vst1q_s8(p + 16, vreinterpretq_s8_s64(vzip2q_s64(p0, q0)));
+      vst1q_s8(q, vreinterpretq_s8_s64(vzip1q_s64(p1, q1)));
+      vst1q_s8(q + 16, vreinterpretq_s8_s64(vzip2q_s64(p1, q1)));
+    }
+  }
+}
+#define packed_after_quantize(a) mm_interleave(a)
 #endif
 
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
@@ -346,11 +350,8 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
   for (int64_t g = g0; g < g1; ++g) {
     int32_t t = 0;
 #if defined(__ARM_FEATURE_MATMUL_INT8)
-    for (; t + MT <= a->n; t += MT) {
-      mm_tile(a, format, g, 0, t);
-      if (g * KILN_PACK_ROWS + MR < a->out_features) /* the second half holds real rows */
-        mm_tile(a, format, g, 1, t);
-    }
+    for (; t + MT <= a->n; t += MT)
+      mm_tile(a, format, g, t);
 #endif
     for (; t + TT <= a->n; t += TT)
       tile(a, format, g, t, TT);
