@@ -25,13 +25,13 @@
  * as stored; the int32 sums start at the offset, -128 or -8 times sum(x), as exact as the
  * generic file's subtraction). The two-token activation operands (8 elements of token t
  * beside the same 8 of t + 1) are made once per call (mm_interleave rewrites the 4-token
- * rows of the scratch in place): made in the tile, their 64-bit zips cost as much as the
- * gain. At 2 tokens a tile would gain nothing over sdot (the weight zips cancel it); 16
- * rows x 4 tokens of int32 sums and float accumulators are the 32 registers, so a few
- * accumulators spill, still fewer instructions than 8-row tiles that repeat the per-block
- * scale work (measured under qemu: tests/bench/README.md). After the int32 sums, the float
- * steps per (row, token) are the sdot tile's, in the usmmla result's lane order, so y is
- * the same bit for bit.
+ * rows of the scratch in place), not by 64-bit zips in every group's tile. At 2 tokens a
+ * tile would gain nothing over sdot (the weight zips cancel it); 16 rows x 4 tokens of
+ * int32 sums and float accumulators are the 32 registers, so some accumulators spill, still
+ * fewer instructions than 8-row tiles, which repeat the per-block scale and pointer work
+ * (measured under qemu: tests/bench/README.md). After the int32 sums, the float steps per
+ * (row, token) are the sdot tile's, in the usmmla result's lane order, so y is the same bit
+ * for bit.
  */
 #include <arm_neon.h>
 
@@ -325,16 +325,18 @@ KILN_UK_INLINE void mm_tile(const packed_args_t *a, uint32_t format, int64_t g, 
 
 /* Rewrites the codes of tokens t, t + 1 (both in a 4-token tile) block by block into
  * usmmla's activation operands: token t's 32 bytes become [t 0-7 | t+1 0-7 | t 8-15 |
- * t+1 8-15], token t + 1's the same for elements 16-31. Once per call (O(n * in)): in the
- * tile, the 64-bit zips that make them cost as much as the zips of the weights. The
- * scales and sums stay per token. */
+ * t+1 8-15], token t + 1's the same for elements 16-31. Once per call (O(n * in)) instead
+ * of once per group. The scales and sums stay per token; tokens past the last whole tile
+ * stay as they are for the sdot tiles. */
 static void mm_interleave(const packed_args_t *a) {
   for (int32_t t = 0; t < a->n / MT * MT; t += 2) {
     int8_t *p = (int8_t *)a->qx + (int64_t)t * a->qx_stride;
     int8_t *q = p + a->qx_stride;
     for (int32_t b = 0; b < a->nb; ++b, p += KILN_PACK_BLOCK, q += KILN_PACK_BLOCK) {
-      const int64x2_t p0 = vreinterpretq_s64_s8(vld1q_s8(p)), p1 = vreinterpretq_s64_s8(vld1q_s8(p + 16));
-      const int64x2_t q0 = vreinterpretq_s64_s8(vld1q_s8(q)), q1 = vreinterpretq_s64_s8(vld1q_s8(q + 16));
+      const int64x2_t p0 = vreinterpretq_s64_s8(vld1q_s8(p));
+      const int64x2_t p1 = vreinterpretq_s64_s8(vld1q_s8(p + 16));
+      const int64x2_t q0 = vreinterpretq_s64_s8(vld1q_s8(q));
+      const int64x2_t q1 = vreinterpretq_s64_s8(vld1q_s8(q + 16));
       vst1q_s8(p, vreinterpretq_s8_s64(vzip1q_s64(p0, q0)));
       vst1q_s8(p + 16, vreinterpretq_s8_s64(vzip2q_s64(p0, q0)));
       vst1q_s8(q, vreinterpretq_s8_s64(vzip1q_s64(p1, q1)));
