@@ -5,8 +5,10 @@ qemu-hexagon-static (-singlestep: one translation block per instruction or packe
 do not depend on a noisy machine.
 
   emu_counts.py kernels --bin-dir BUILD/aarch64/bin [--shape ROWSxIN] [--tokens N]
+                       [--formats f1,f2,...]
       instructions per call of each linear micro-kernel, generic C (compiled for
-      aarch64+dotprod) against the NEON file, as a markdown table
+      aarch64+dotprod) against the NEON file (+dotprod: sdot) and the NEON file with i8mm
+      (+dotprod+i8mm: usmmla tiles of 4 tokens for the r16 formats), as a markdown table
   emu_counts.py tokens --kiln-run BUILD/aarch64/bin/kiln-run A.kiln [B.kiln ...]
       instructions per decoded token of each artifact (greedy, 1 thread)
   emu_counts.py hexagon-tokens PROGRAM.elf:A.kiln [...]
@@ -38,20 +40,22 @@ def count(cmd, qemu=(QEMU, "-L", SYSROOT)):
 
 def kernels(a):
     rows, inn = a.shape.split("x")
-    formats = ["q8_0_r16", "q4_0_r16", "q4_1_r16", "f32", "f16", "q8_0", "q4_0", "q3_0"]
+    formats = a.formats.split(",")
     print(f"| kernel ({rows}x{inn}, {a.tokens} token{'s' if a.tokens > 1 else ''}) "
-          f"| generic C | NEON | generic / NEON | MAC per instruction (NEON) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+          f"| generic C | NEON | generic / NEON | MAC per instruction (NEON) "
+          f"| NEON + i8mm | NEON / NEON + i8mm |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for f in formats:
         per = {}
-        for isa in ("generic", "neon"):
+        for isa in ("generic", "neon", "neon-i8mm"):
             exe = os.path.join(a.bin_dir, f"ukernel-calls-{isa}")
             c1 = count([exe, f, rows, inn, str(a.tokens), "1"])
             c3 = count([exe, f, rows, inn, str(a.tokens), "3"])
             per[isa] = (c3 - c1) / 2
         macs = int(rows) * int(inn) * a.tokens
         print(f"| {f} | {per['generic']:,.0f} | {per['neon']:,.0f} | "
-              f"{per['generic'] / per['neon']:.2f}x | {macs / per['neon']:.1f} |", flush=True)
+              f"{per['generic'] / per['neon']:.2f}x | {macs / per['neon']:.1f} | "
+              f"{per['neon-i8mm']:,.0f} | {per['neon'] / per['neon-i8mm']:.2f}x |", flush=True)
 
 
 def tokens(a):
@@ -85,6 +89,8 @@ def main():
     k.add_argument("--bin-dir", required=True)
     k.add_argument("--shape", default="2048x2048")
     k.add_argument("--tokens", type=int, default=1)
+    k.add_argument("--formats", default="q8_0_r16,q4_0_r16,q4_1_r16,f32,f16,q8_0,q4_0,q3_0",
+                   help="comma-separated (ukernel_calls.c's FORMAT names)")
     t = sub.add_parser("tokens")
     t.add_argument("--kiln-run", required=True)
     t.add_argument("artifacts", nargs="+")

@@ -99,10 +99,18 @@ int main(int argc, char **argv) {
       kiln_uk_linear(NULL, format, x, (int32_t)n, (int32_t)in, w, (int64_t)row_bytes,
                      (int32_t)rows, y);
   }
+  /* the sum for a glance, an FNV-1a hash of y's bits so that bit-exact means bit-exact */
   double sum = 0;
-  for (long i = 0; i < n * rows; ++i)
+  uint64_t hash = 14695981039346656037u;
+  for (long i = 0; i < n * rows; ++i) {
     sum += y[i];
-  printf("%s %ldx%ld n=%ld calls=%ld checksum %.17g\n", argv[1], rows, in, n, calls, sum);
+    uint32_t bits;
+    memcpy(&bits, &y[i], sizeof bits);
+    for (int k = 0; k < 4; ++k)
+      hash = (hash ^ ((bits >> (8 * k)) & 0xffu)) * 1099511628211u;
+  }
+  printf("%s %ldx%ld n=%ld calls=%ld bits %016llx checksum %.17g\n", argv[1], rows, in, n,
+         calls, (unsigned long long)hash, sum);
   free(src), free(packed_w), free(x), free(y), free(qx);
   return 0;
 }

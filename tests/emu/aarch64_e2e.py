@@ -9,9 +9,10 @@ Cases:
               Snapdragon 8 Gen 3 (the i8mm kernel variant)
   ppl-FMT     `kiln-run ppl` on tinystories-dev.txt (--ctx 256) within 0.1% of the host's
   bad-target  each runtime refuses the other ISA's artifact with one clear message
-  kernels-bitexact  every NEON linear kernel, compiled by clang as in an artifact, gives the
-              generic C kernel's results bit for bit (checksums of y printed to 17 digits
-              by tests/bench/ukernel_calls.c), for 1 and 5 tokens and an odd block count
+  kernels-bitexact  every NEON linear kernel, compiled by clang as in an artifact (dotprod,
+              and dotprod + i8mm: the usmmla prefill tiles), gives the generic C kernel's
+              results bit for bit (a hash of y's bits and its sum printed by
+              tests/bench/ukernel_calls.c), for 1, 4, 5 and 8 tokens and an odd block count
 """
 import argparse
 import os
@@ -112,16 +113,21 @@ def bad_target(env):
         print(f"refused: {err.strip()}")
 
 
+# generic C, the sdot kernels (dotprod) and the usmmla prefill tiles (dotprod + i8mm)
+ISAS = ("generic", "neon", "neon-i8mm")
+
+
 def kernels_bitexact(env):
     bins = os.path.dirname(env.a.cross_kiln_run)
     for fmt in ("q8_0_r16", "q4_0_r16", "q4_1_r16", "f32", "f16", "q8_0", "q4_0", "q3_0"):
-        for n in ("1", "5"):
+        for n in ("1", "4", "5", "8"):
             sums = []
-            for isa in ("generic", "neon"):
+            for isa in ISAS:
                 p = env.emu_exe(os.path.join(bins, f"ukernel-calls-{isa}"), fmt, "100", "224", n)
-                sums.append(p.stdout.decode().split()[-1])
-            if sums[0] != sums[1]:
-                fail(f"{fmt}, {n} tokens: NEON checksum {sums[1]} != generic {sums[0]}")
+                sums.append(" ".join(p.stdout.decode().split()[-4:]))  # bits H checksum S
+            for isa, s in zip(ISAS[1:], sums[1:]):
+                if s != sums[0]:
+                    fail(f"{fmt}, {n} tokens: {isa} gives {s}, generic {sums[0]}")
             print(f"ok {fmt} n={n}: {sums[0]}")
 
 

@@ -1,6 +1,6 @@
 // Differential tests of kiln_uk_linear_packed (the r16 repacked formats, kiln/quant_packed.h),
 // built into every kernel library's test binary (generic, x86-64-v3, x86-64-v4, v4 + VNNI,
-// v3 + AVX-VNNI).
+// v3 + AVX-VNNI, NEON with dotprod and with i8mm).
 //
 // Weights are quantised with runtime-min's ggml quantizers and repacked with
 // kiln_repack_r16. Two references:
@@ -165,7 +165,8 @@ void checkPacked(uint32_t base, int32_t n, int32_t in, int32_t out, MaxErr &tigh
 }
 
 void runShapes(uint32_t base, MaxErr &tight, MaxErr &loose) {
-  for (int32_t n : {1, 3, 17, 64})
+  // n: decode; sdot tiles of 2 + 1; (i8mm builds) usmmla tiles of 4 + 2, + 1, and many
+  for (int32_t n : {1, 3, 6, 17, 64})
     for (int32_t in : {7, 32, 160, 172, 256, 2048}) // 1, 1, 5 (odd: a half unit), 6, 8, 64 blocks
       for (int32_t out : {1, 5, 64, 512}) {
         checkPacked(base, n, in, out, tight, loose);

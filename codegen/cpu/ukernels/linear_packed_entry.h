@@ -5,6 +5,12 @@
 #ifndef KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
 #define KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
 
+/* An implementation may rearrange the quantised activations (serially, after quantising,
+ * before the product's tasks) by defining packed_after_quantize(a) first. */
+#ifndef packed_after_quantize
+#define packed_after_quantize(a) ((void)(a))
+#endif
+
 static void packed_task(void *arg, int32_t task, int32_t n_tasks) {
   const packed_args_t *a = (const packed_args_t *)arg;
   int64_t g0, g1;
@@ -24,6 +30,7 @@ void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const fl
   packed_args_t a;
   const int32_t tasks =
       packed_prepare(ctx, &a, format, x, n, in, w, group_stride, out_features, y, qscratch);
+  packed_after_quantize(&a);
   kiln_uk_parallel(ctx, packed_task, &a, tasks);
 }
 
@@ -38,6 +45,7 @@ void kiln_uk_linear_packed_fused(const kiln_exec_ctx_t *ctx, uint32_t format, co
   const int32_t tasks =
       packed_prepare(ctx, &a, format, x, n, in, w, group_stride, rows, y0, qscratch);
   packed_set_epilogue(&a, y0, w0, y1, w1, y2, w2, residual, swiglu);
+  packed_after_quantize(&a);
   kiln_uk_parallel(ctx, packed_task, &a, tasks);
 }
 
