@@ -13,9 +13,13 @@ Cases:
   greedy      the same greedy text as the host artifact: f32/q8_0/q4_0/q4_1 on the
               hexagon-v67 profile (the emulated version), q8_0/q4_0 as v73 code (phone
               profiles) run with -cpu v67, and Snapdragon 8 Gen 3 q4_0 with every fusion
-  ppl-FMT     `kiln-run ppl` on tinystories-dev.txt (--ctx 256, the first 8 chunks: the
-              whole text takes about 20 minutes per format under qemu-hexagon) within
-              0.1% of the host's on the same chunks
+  ppl-FMT     `kiln-run ppl` on tinystories-dev.txt (--ctx 256) within 0.1% of the host's
+              on the same chunks: the first 32 for q8_0/q4_0, 8 for f32 (the whole text,
+              196 chunks, takes about 20 minutes per format under qemu-hexagon). The
+              quantised artifacts differ from the host's by more than float rounding: the
+              classifier tied to the q8_0/q4_0 embedding reads plain rows, which HVX
+              multiplies with int8 activations and the host in fp32 - 0.13% apart on the
+              first 8 chunks of q4_0, 0.01% on 32
   bad-input   a program refuses an artifact compiled with other options, and the host
               artifact (x86 code), with one clear message each
 """
@@ -115,7 +119,7 @@ def greedy(env):
 
 def ppl(env, weights):
     text = need(env.a.models, "tinystories-dev.txt")
-    args = [text, "--ctx", "256", "--chunks", "8"]
+    args = [text, "--ctx", "256", "--chunks", "8" if weights == "f32" else "32"]
     h = ppl_of(env.host("ppl", env.compile("host", weights, ("--ctx", "256")), *args,
                         "--threads", "2"))
     art, exe = env.program(V67, weights, ("--ctx", "256"))
