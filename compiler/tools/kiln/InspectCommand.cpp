@@ -38,7 +38,8 @@ std::string shape(const flatbuffers::Vector<uint64_t> *v) {
 }
 
 // --chip: the NEON kernels' static cost on the chip's prime core for the artifact's
-// packed matrices, then the memory plan's bytes per token against the DRAM bandwidth.
+// packed matrices (not for Hexagon artifacts, which llvm-mca cannot time), then the memory
+// plan's bytes per token against the DRAM bandwidth.
 int printDecodeEstimate(const InspectOptions &opts, const fb::Artifact *a) {
   const fb::MemoryPlan *m = a->memory();
   const codegen::BuiltinProfile *b =
@@ -51,7 +52,14 @@ int printDecodeEstimate(const InspectOptions &opts, const fb::Artifact *a) {
     if (kiln_is_packed_r16(t->format()) && t->shape() && t->shape()->size() == 2)
       mats.push_back({t->format(), t->shape()->Get(1), t->shape()->Get(0)});
   }
-  std::printf("%s", codegen::formatKernelCosts(b->profile, mats).c_str());
+  const std::string triple = a->target() ? str(a->target()->triple()) : "";
+  if (triple.rfind("hexagon", 0) == 0)
+    // The NEON table would describe code this artifact does not contain.
+    std::printf("HVX kernels: llvm-mca 19 cannot time Hexagon code (its scheduling model is "
+                "itineraries); count packets under qemu-hexagon-static instead "
+                "(tests/bench/emu_counts.py hexagon-tokens)\n");
+  else
+    std::printf("%s", codegen::formatKernelCosts(b->profile, mats).c_str());
   if (!m || m->weight_bytes_per_token() == 0)
     return fail("the artifact has no memory plan with weight bytes per token");
   codegen::DecodeTraffic traffic;
