@@ -20,6 +20,7 @@
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "kiln/abi.h"
+#include "kiln/artifact.h"
 #include "kiln/quant.h"
 #include "models/llama/LlamaGguf.h"
 
@@ -102,6 +103,8 @@ std::string objectHeader(const CompileOptions &o, const codegen::HostTarget &t,
                 "#define KILN_MODEL_VOCAB %uu\n#define KILN_MODEL_MAX_CTX %uu\n"
                 "#define KILN_MODEL_MAX_BATCH %uu\n#define KILN_MODEL_SCRATCH_BYTES %lluull\n"
                 "#define KILN_MODEL_KV_BYTES %lluull\n#define KILN_MODEL_WEIGHT_BYTES %lluull\n"
+                "/* xxh64 of the weights: the artifact's weights section checksum */\n"
+                "#define KILN_MODEL_WEIGHTS_XXH64 0x%016llxull\n"
                 "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
                 "/* The weights the code reads (pass as kiln_exec_ctx_t.weights). */\n"
                 "extern const uint8_t kiln_model_weights[];\n"
@@ -111,7 +114,8 @@ std::string objectHeader(const CompileOptions &o, const codegen::HostTarget &t,
                 "#ifdef __cplusplus\n}\n#endif\n#endif\n",
                 o.model.c_str(), t.name.c_str(), t.name.c_str(), m.vocab, maxCtx, maxBatch,
                 (unsigned long long)m.scratchBytes, (unsigned long long)m.kvBytes,
-                (unsigned long long)m.weights.bytes().size());
+                (unsigned long long)m.weights.bytes().size(),
+                (unsigned long long)kiln_xxh64(m.weights.bytes().data(), m.weights.bytes().size()));
   return buf;
 }
 

@@ -97,6 +97,7 @@ static kiln_status_t check_section(kiln_artifact_t *a, uint32_t i, const kiln_fb
   if (kind == KILN_SECTION_WEIGHTS) {
     a->weights = a->map.data + off;
     a->weights_size = size;
+    a->weights_xxh64 = sum;
   } else {
     a->code = a->map.data + off;
     a->code_size = size;
@@ -149,14 +150,15 @@ static kiln_status_t verify(kiln_artifact_t *a, kiln_error_t *err) {
 }
 
 /* A program with the model's code linked in runs it only for the artifact it was compiled
- * with: the same weight bytes (which pins model, formats and layout) and the same memory
- * plan (the buffers the code indexes). */
+ * with: the same weights (the checksum verify() already checked pins model, formats and
+ * layout, with no second pass over the bytes) and the same memory plan (the buffers the
+ * code indexes). */
 static kiln_status_t check_linked(kiln_artifact_t *a, const kiln_linked_model_t *m,
                                   kiln_error_t *err) {
   const kiln_artifact_info_t *i = &a->info;
   if (m->weights_bytes != a->weights_size || m->scratch_bytes != i->scratch_bytes ||
       m->kv_bytes != i->kv_bytes || m->vocab != i->vocab_size || m->max_ctx != i->max_ctx ||
-      m->max_batch != i->max_batch || memcmp(m->weights, a->weights, a->weights_size) != 0)
+      m->max_batch != i->max_batch || m->weights_xxh64 != a->weights_xxh64)
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
                           "this program's linked model code (%.64s, %llu weight bytes, context "
                           "%u) was not compiled with this artifact (%.64s, %llu weight bytes, "

@@ -21,6 +21,7 @@ struct kiln_artifact_s {
   kiln_fb_table_t root;          /* the verified header */
   const uint8_t *weights;        /* inside map, page-aligned */
   uint64_t weights_size;
+  uint64_t weights_xxh64;        /* the section's checksum, verified at open */
   const uint8_t *code;           /* inside map */
   uint64_t code_size;
   kiln_fb_string_t entry;        /* Target.entry */

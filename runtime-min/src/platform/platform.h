@@ -32,11 +32,11 @@ void kiln_platform_unload_code(void *handle);
 /* Where there is no dynamic loader (the freestanding Hexagon build), the model's code is
  * linked into the program: `kiln compile --emit=obj` output plus its header, described by
  * freestanding/linked_model.c. The loader then checks the artifact against these facts
- * (same memory plan, same weight bytes) and runs this code instead of its code section.
+ * (same memory plan, same weights checksum) and runs this code instead of its code section.
  * NULL in builds that load code from the artifact. */
 typedef struct kiln_linked_model_s {
   kiln_model_forward_fn_t forward;
-  const uint8_t *weights; /* the weights the object embeds */
+  uint64_t weights_xxh64; /* the weights section's checksum (KILN_MODEL_WEIGHTS_XXH64) */
   uint64_t weights_bytes;
   uint64_t scratch_bytes;
   uint64_t kv_bytes;

@@ -6,7 +6,13 @@
 #include "model.h"
 
 const kiln_linked_model_t kiln_linked_model = {
-    kiln_model_forward,     kiln_model_weights,      KILN_MODEL_WEIGHT_BYTES,
-    KILN_MODEL_SCRATCH_BYTES, KILN_MODEL_KV_BYTES,   KILN_MODEL_VOCAB,
-    KILN_MODEL_MAX_CTX,     KILN_MODEL_MAX_BATCH,    KILN_MODEL_TARGET,
+    .forward = kiln_model_forward,
+    .weights_xxh64 = KILN_MODEL_WEIGHTS_XXH64,
+    .weights_bytes = KILN_MODEL_WEIGHT_BYTES,
+    .scratch_bytes = KILN_MODEL_SCRATCH_BYTES,
+    .kv_bytes = KILN_MODEL_KV_BYTES,
+    .vocab = KILN_MODEL_VOCAB,
+    .max_ctx = KILN_MODEL_MAX_CTX,
+    .max_batch = KILN_MODEL_MAX_BATCH,
+    .target = KILN_MODEL_TARGET,
 };
