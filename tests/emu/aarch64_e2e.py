@@ -17,22 +17,13 @@ Cases:
 import argparse
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from e2e_common import PROMPT, fail, need  # noqa: E402
+from e2e_common import PROMPT, expect_one_error, fail, need, ppl_of, run  # noqa: E402
 
 GENERIC = "armv8.2-a+dotprod:cpu"
 SD8G3 = "snapdragon-8-gen-3:cpu"
-
-
-def run(cmd, expect_ok=True):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True)
-    if expect_ok and p.returncode != 0:
-        fail(f"exit {p.returncode}: {p.stderr.decode(errors='replace').strip()}")
-    return p
 
 
 class Env:
@@ -57,13 +48,6 @@ class Env:
     def emu(self, *args, expect_ok=True):
         return run([self.a.qemu, "-L", "/usr/aarch64-linux-gnu", self.a.cross_kiln_run, *args],
                    expect_ok)
-
-
-def ppl_of(p):
-    m = re.search(rb"PPL = ([0-9.]+)", p.stdout)
-    if not m:
-        fail(f"no PPL in output: {p.stdout!r}")
-    return float(m.group(1))
 
 
 def greedy(env):
@@ -106,11 +90,7 @@ def bad_target(env):
                      "the code is for 'x86_64"),
                     (run([env.a.kiln_run, "generate", arm_art, "-p", PROMPT], expect_ok=False),
                      "the code is for 'aarch64")):
-        err = p.stderr.decode(errors="replace")
-        if p.returncode == 0 or want not in err or err.count("\n") != 1:
-            fail(f"expected one error line containing {want!r} and a non-zero exit, got "
-                 f"exit {p.returncode}: {err!r}")
-        print(f"refused: {err.strip()}")
+        expect_one_error(p, want)
 
 
 # generic C, the sdot kernels (dotprod) and the usmmla prefill tiles (dotprod + i8mm)

@@ -27,25 +27,16 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "e2e"))
-from e2e_common import PROMPT, fail, need  # noqa: E402
+from e2e_common import PROMPT, expect_one_error, fail, need, ppl_of, run  # noqa: E402
 
 V67 = "hexagon-v67:hvx"
 V73 = "hexagon-v73:hvx"
 SD8G3 = "snapdragon-8-gen-3:hvx"
 HEX_FLAGS = ["--target=hexagon", "-mhvx", "-mhvx-length=128b", "-G0", "-O2", "-std=c11",
              "-ffreestanding", "-nostdlibinc"]
-
-
-def run(cmd, expect_ok=True):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True)
-    if expect_ok and p.returncode != 0:
-        fail(f"exit {p.returncode}: {p.stderr.decode(errors='replace').strip()}")
-    return p
 
 
 class Env:
@@ -85,13 +76,6 @@ class Env:
 
     def emu(self, exe, *args, expect_ok=True):
         return run([self.a.qemu, "-cpu", "v67", exe, *args], expect_ok)
-
-
-def ppl_of(p):
-    m = re.search(rb"PPL = ([0-9.]+)", p.stdout)
-    if not m:
-        fail(f"no PPL in output: {p.stdout!r}")
-    return float(m.group(1))
 
 
 def greedy(env):
@@ -143,11 +127,7 @@ def bad_input(env):
                              expect_ok=False), "no threads"),
                     (run([env.a.kiln_run, "generate", art, "-p", PROMPT], expect_ok=False),
                      "the code is for 'hexagon")):
-        err = p.stderr.decode(errors="replace")
-        if p.returncode == 0 or want not in err or err.count("\n") != 1:
-            fail(f"expected one error line containing {want!r} and a non-zero exit, got "
-                 f"exit {p.returncode}: {err!r}")
-        print(f"refused: {err.strip()}")
+        expect_one_error(p, want)
 
 
 def main():
