@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "mlir/IR/OperationSupport.h"
@@ -193,6 +194,17 @@ int runEval(const EvalOptions &opts) {
   if (!s.executor->forward(prompt, 0, logits, error))
     return fail(error);
   double prefillSeconds = secondsSince(t0);
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> dump(nullptr, std::fclose);
+  if (!opts.dumpLogits.empty()) {
+    dump.reset(std::fopen(opts.dumpLogits.c_str(), "wb"));
+    if (!dump)
+      return fail("cannot write '" + opts.dumpLogits + "'");
+  }
+  auto dumpRows = [&](const Matrix &m) {
+    for (Eigen::Index r = 0; dump && r < m.rows(); ++r)
+      std::fwrite(m.row(r).data(), sizeof(float), size_t(vocab), dump.get());
+  };
+  dumpRows(logits);
   if (opts.showTop > 0)
     printTopLogits(s, logits.row(logits.rows() - 1).data(), vocab, opts.showTop);
 
@@ -212,6 +224,7 @@ int runEval(const EvalOptions &opts) {
       break; // the last token needs no forward pass
     if (!s.executor->forward({next}, pos++, logits, error))
       return fail(error);
+    dumpRows(logits);
   }
   std::fputs("\n", stdout);
   double decodeSeconds = secondsSince(t1);

@@ -55,6 +55,7 @@ struct EvalOptions {
   int32_t showTop = 0;
   bool noBos = false;
   std::string kv = "f32";
+  std::string dumpLogits; // raw f32 rows: every prompt position, then each generated step
   SamplerOptions sampler;
   SlimmingFlags slim;
   PrecisionFlags prec;

@@ -100,6 +100,9 @@ int main(int argc, char **argv) {
   evalCmd->add_option("--show-top", ev.showTop,
                       "print the K largest logits at the last prompt position")
       ->check(CLI::Range(0, 1 << 24));
+  evalCmd->add_option("--dump-logits", ev.dumpLogits,
+                      "write the logits (raw little-endian f32 rows of vocab values) of "
+                      "every prompt position, then of each generated token, to FILE");
   evalCmd->add_flag("--no-bos", ev.noBos, "do not start the prompt with BOS");
   evalCmd->add_option("--kv", ev.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
       ->check(kvFormatCheck());
