@@ -21,6 +21,13 @@ void WeightStore::addOwnedF32(const std::string &name, std::vector<uint64_t> dim
                  reinterpret_cast<const uint8_t *>(backing.data()), backing.size() * 4});
 }
 
+void WeightStore::addOwned(const std::string &name, uint32_t format, std::vector<uint64_t> dims,
+                           std::vector<uint8_t> bytes) {
+  std::vector<uint8_t> &backing = ownedBytes_[name];
+  backing = std::move(bytes);
+  add(WeightView{name, format, std::move(dims), backing.data(), backing.size()});
+}
+
 const WeightView *WeightStore::find(const std::string &name) const {
   auto it = views_.find(name);
   return it == views_.end() ? nullptr : &it->second;

@@ -31,8 +31,14 @@ public:
   // Adds (or replaces) a tensor whose fp32 bytes the store owns - a weight a pass derived.
   void addOwnedF32(const std::string &name, std::vector<uint64_t> dims,
                    std::vector<float> data);
+  // Adds (or replaces) a tensor of any format whose bytes the store owns (a frontend's
+  // transposed copy).
+  void addOwned(const std::string &name, uint32_t format, std::vector<uint64_t> dims,
+                std::vector<uint8_t> bytes);
   const WeightView *find(const std::string &name) const;
-  void remove(const std::string &name) { views_.erase(name), owned_.erase(name); }
+  void remove(const std::string &name) {
+    views_.erase(name), owned_.erase(name), ownedBytes_.erase(name);
+  }
   const std::map<std::string, WeightView> &all() const { return views_; }
 
   // Decodes a whole tensor to fp32, row-major [numRows, rowLength]. One-line error
@@ -48,6 +54,7 @@ public:
 private:
   std::map<std::string, WeightView> views_;
   std::map<std::string, std::vector<float>> owned_; // backing of addOwnedF32 views
+  std::map<std::string, std::vector<uint8_t>> ownedBytes_; // backing of addOwned views
 };
 
 } // namespace kiln

@@ -1,6 +1,7 @@
 #include "compiler/frontends/gguf/GgufImport.h"
 
 #include "models/ModelFamilies.h"
+#include "models/llama/LlamaGguf.h"
 
 namespace kiln::gguf {
 
@@ -24,7 +25,9 @@ bool importGguf(const std::string &path, mlir::MLIRContext &ctx, ImportedModel &
     return false;
   }
   out.module = family->buildFromGguf(*out.file, out.weights, ctx, error);
-  return bool(out.module);
+  if (!out.module)
+    return false;
+  return llama::configFromGguf(*out.file, out.config, error);
 }
 
 } // namespace kiln::gguf

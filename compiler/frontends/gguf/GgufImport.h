@@ -10,12 +10,16 @@
 
 #include "compiler/frontends/gguf/GgufFile.h"
 #include "compiler/weights/WeightStore.h"
+#include "models/llama/LlamaConfig.h"
 
 namespace kiln::gguf {
 
+// A model imported from any format (GGUF here, ONNX in compiler/frontends/onnx).
 struct ImportedModel {
-  std::unique_ptr<GgufFile> file; // owns the mapping that `weights` views
+  std::unique_ptr<GgufFile> file; // GGUF only: owns the mapping that `weights` views
+  std::shared_ptr<void> source;   // other formats: owns what `weights` views
   WeightStore weights;
+  llama::LlamaConfig config;      // the source model's hyper-parameters
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };
 

@@ -57,7 +57,7 @@ int runAnalyze(const AnalyzeOptions &opts) {
     return fail(error);
 
   ModelSession s;
-  if (!s.load(opts.model, error))
+  if (!s.load(opts.model, error, opts.tokenizer))
     return fail(error);
   if (opts.ctx > s.declaredContext())
     std::fprintf(stderr, "kiln: warning: --ctx %u exceeds the model's declared context %u\n",

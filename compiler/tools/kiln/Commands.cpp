@@ -10,7 +10,9 @@
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "compiler/InitAll.h"
 #include "compiler/eval/Perplexity.h"
+#include "compiler/frontends/onnx/OnnxImport.h"
 #include "compiler/pipelines/CompilePipeline.h"
 #include "compiler/pipelines/PrecisionSearch.h"
 #include "compiler/pipelines/SlimmingSearch.h"
@@ -156,9 +158,24 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
 }
 
 int runImport(const ImportOptions &opts) {
-  ModelSession s;
   std::string error;
-  if (!s.load(opts.model, error))
+  if (opts.emit == "onnx" || opts.emit == "raised") {
+    if (!onnx::looksLikeOnnx(opts.model))
+      return fail("--emit=" + opts.emit + " needs an ONNX model (.onnx or .onnxtxt)");
+    std::string listing;
+    if (!onnx::importOnnxStage(opts.model, opts.emit == "raised", listing, error))
+      return fail(error);
+    std::fputs(listing.c_str(), stdout);
+    return 0;
+  }
+  // The IR needs no tokenizer: an ONNX model without one still prints.
+  ModelSession s;
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  s.ctx.appendDialectRegistry(registry);
+  s.ctx.loadAllAvailableDialects();
+  if (onnx::looksLikeOnnx(opts.model) ? !onnx::importOnnx(opts.model, s.ctx, s.model, error)
+                                      : !gguf::importGguf(opts.model, s.ctx, s.model, error))
     return fail(error);
   mlir::OpPrintingFlags flags;
   if (opts.emit == "generic")
@@ -171,7 +188,7 @@ int runImport(const ImportOptions &opts) {
 int runEval(const EvalOptions &opts) {
   ModelSession s;
   std::string error;
-  if (!s.load(opts.model, error))
+  if (!s.load(opts.model, error, opts.tokenizer))
     return fail(error);
   uint32_t ctx;
   std::vector<pipelines::AppliedPass> records;
@@ -242,7 +259,7 @@ int runPpl(const PplOptions &opts) {
 
   ModelSession s;
   std::string error;
-  if (!s.load(opts.model, error))
+  if (!s.load(opts.model, error, opts.tokenizer))
     return fail(error);
   uint32_t ctx;
   std::vector<pipelines::AppliedPass> records;
@@ -257,7 +274,7 @@ int runPpl(const PplOptions &opts) {
 
   ModelSession cmp;
   if (!opts.compare.empty()) {
-    if (!cmp.load(opts.compare, error) || !cmp.prepareExecutor(ctx, error, kvStorage(opts.kv)))
+    if (!cmp.load(opts.compare, error, opts.tokenizer) || !cmp.prepareExecutor(ctx, error, kvStorage(opts.kv)))
       return fail("comparison model: " + error);
   }
 

@@ -44,11 +44,13 @@ struct FusionFlags {
 
 struct ImportOptions {
   std::string model;
-  std::string emit = "mlir"; // mlir | generic
+  std::string emit = "mlir"; // mlir | generic | onnx (ONNX after folding) | raised
+  std::string tokenizer;
 };
 
 struct EvalOptions {
   std::string model;
+  std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
   std::string prompt;
   int32_t numTokens = 64;
   uint32_t ctx = 0; // 0: the model's declared context
@@ -63,6 +65,7 @@ struct EvalOptions {
 
 struct PplOptions {
   std::string model;
+  std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
   std::string text;
   std::string compare;
   uint32_t ctx = 0;
@@ -84,6 +87,7 @@ struct SynthOptions {
 
 struct CompileOptions {
   std::string model;
+  std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
   std::string output;
   std::string target = "host";
   std::string weights;          // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0 (uniform:); "" = f32
@@ -127,6 +131,7 @@ struct PredictOptions {
 
 struct AnalyzeOptions {
   std::string model;
+  std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
   std::string calib;   // calibration text
   uint32_t ctx = 256;  // chunk length
   size_t chunks = 0;   // 0: every chunk

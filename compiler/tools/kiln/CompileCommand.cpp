@@ -22,7 +22,6 @@
 #include "kiln/abi.h"
 #include "kiln/artifact.h"
 #include "kiln/quant.h"
-#include "models/llama/LlamaGguf.h"
 
 namespace kiln::tool {
 
@@ -55,33 +54,6 @@ std::string sha256Hex(const std::string &path) {
     hex += b;
   }
   return hex;
-}
-
-artifact::TokenizerRecord tokenizerRecord(const gguf::GgufFile &f) {
-  artifact::TokenizerRecord t;
-  auto intKey = [&](const char *key, int32_t &out) {
-    uint64_t v;
-    if (const gguf::Value *x = f.find(key); x && x->asU64(v))
-      out = int32_t(v);
-  };
-  if (const gguf::Value *v = f.find("tokenizer.ggml.tokens"))
-    for (const gguf::Value &e : v->array)
-      t.tokens.push_back(e.str);
-  if (const gguf::Value *v = f.find("tokenizer.ggml.scores"))
-    for (const gguf::Value &e : v->array)
-      t.scores.push_back(float(e.f));
-  if (const gguf::Value *v = f.find("tokenizer.ggml.token_type"))
-    for (const gguf::Value &e : v->array)
-      t.types.push_back(int32_t(e.i));
-  t.bosId = 1, t.eosId = 2, t.unkId = 0; // llama.cpp's defaults for SPM
-  intKey("tokenizer.ggml.bos_token_id", t.bosId);
-  intKey("tokenizer.ggml.eos_token_id", t.eosId);
-  intKey("tokenizer.ggml.unknown_token_id", t.unkId);
-  if (const gguf::Value *v = f.find("tokenizer.ggml.add_space_prefix"))
-    t.addSpacePrefix = v->u != 0;
-  if (const gguf::Value *v = f.find("tokenizer.ggml.add_bos_token"))
-    t.addBos = v->u != 0;
-  return t;
 }
 
 std::string withExtension(const std::string &path, const std::string &ext) {
@@ -133,7 +105,7 @@ int runCompile(const CompileOptions &opts) {
     return fail("--ctx " + std::to_string(opts.ctx) + " disagrees with --max-ctx " +
                 std::to_string(opts.slim.maxCtx));
   ModelSession s;
-  if (!s.load(opts.model, error))
+  if (!s.load(opts.model, error, opts.tokenizer))
     return fail(error);
   mlir::ModuleOp module = *s.model.module;
 
@@ -209,16 +181,14 @@ int runCompile(const CompileOptions &opts) {
   artifact::ArtifactContents a;
   a.target = {target->name, target->triple, target->cpu, target->requiredFeatures,
               KILN_ABI_VERSION, KILN_ABI_ENTRY};
-  llama::LlamaConfig cfg;
-  if (!llama::configFromGguf(*s.model.file, cfg, error))
-    return fail(error);
+  const llama::LlamaConfig &cfg = s.model.config;
   // The source model's hyper-parameters (slimming shows in the tensors, the memory plan
   // and the provenance; pruned layers can have different head counts).
   a.config = {"llama",      cfg.vocabSize,  cfg.dim,           cfg.numLayers,
               cfg.numHeads, cfg.numKvHeads, cfg.headDim,       cfg.ffnDim,
               cfg.contextLength, cfg.ropeDims, cfg.ropeTheta, cfg.rmsEps,
               cfg.ropePairing == llama::RopePairing::RotateHalf ? 1u : 0u};
-  a.tokenizer = tokenizerRecord(*s.model.file);
+  a.tokenizer = s.tokenizerRecord;
   for (const codegen::PackedTensor &t : lowered.weights.tensors())
     a.tensors.push_back({t.name, t.format, t.shape, t.paddedRowLength, t.rowStride, t.offset,
                          t.size, t.paddingBytes, t.conversion});

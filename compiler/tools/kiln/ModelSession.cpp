@@ -1,18 +1,98 @@
 #include "compiler/tools/kiln/ModelSession.h"
 
+#include <sys/stat.h>
+
 #include "compiler/InitAll.h"
+#include "compiler/frontends/onnx/OnnxImport.h"
 
 namespace kiln::tool {
 
-bool ModelSession::load(const std::string &path, std::string &error) {
+namespace {
+
+artifact::TokenizerRecord recordFromGguf(const gguf::GgufFile &f) {
+  artifact::TokenizerRecord t;
+  auto intKey = [&](const char *key, int32_t &out) {
+    uint64_t v;
+    if (const gguf::Value *x = f.find(key); x && x->asU64(v))
+      out = int32_t(v);
+  };
+  if (const gguf::Value *v = f.find("tokenizer.ggml.tokens"))
+    for (const gguf::Value &e : v->array)
+      t.tokens.push_back(e.str);
+  if (const gguf::Value *v = f.find("tokenizer.ggml.scores"))
+    for (const gguf::Value &e : v->array)
+      t.scores.push_back(float(e.f));
+  if (const gguf::Value *v = f.find("tokenizer.ggml.token_type"))
+    for (const gguf::Value &e : v->array)
+      t.types.push_back(int32_t(e.i));
+  t.bosId = 1, t.eosId = 2, t.unkId = 0; // llama.cpp's defaults for SPM
+  intKey("tokenizer.ggml.bos_token_id", t.bosId);
+  intKey("tokenizer.ggml.eos_token_id", t.eosId);
+  intKey("tokenizer.ggml.unknown_token_id", t.unkId);
+  if (const gguf::Value *v = f.find("tokenizer.ggml.add_space_prefix"))
+    t.addSpacePrefix = v->u != 0;
+  if (const gguf::Value *v = f.find("tokenizer.ggml.add_bos_token"))
+    t.addBos = v->u != 0;
+  return t;
+}
+
+bool fileExists(const std::string &p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool endsWith(const std::string &s, const char *suffix) {
+  size_t n = std::char_traits<char>::length(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+} // namespace
+
+bool ModelSession::load(const std::string &path, std::string &error,
+                        const std::string &tokenizerPath) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   ctx.appendDialectRegistry(registry);
   ctx.loadAllAvailableDialects();
-  if (!gguf::importGguf(path, ctx, model, error))
+  const bool onnx = onnx::looksLikeOnnx(path);
+  if (onnx ? !onnx::importOnnx(path, ctx, model, error)
+           : !gguf::importGguf(path, ctx, model, error))
     return false;
-  tokenizer = gguf::Tokenizer::fromGguf(*model.file, error);
-  return tokenizer != nullptr;
+
+  std::string tokPath = tokenizerPath;
+  if (tokPath.empty() && onnx) {
+    size_t slash = path.find_last_of('/');
+    std::string beside = (slash == std::string::npos ? "" : path.substr(0, slash + 1)) +
+                         "tokenizer.json";
+    if (!fileExists(beside)) {
+      error = "'" + path + "' carries no tokenizer and there is no tokenizer.json beside it: "
+              "pass --tokenizer FILE (a GGUF or a Hugging Face tokenizer.json)";
+      return false;
+    }
+    tokPath = beside;
+  }
+  if (tokPath.empty()) {
+    tokenizer = gguf::Tokenizer::fromGguf(*model.file, error);
+    tokenizerRecord = recordFromGguf(*model.file);
+  } else if (endsWith(tokPath, ".gguf")) {
+    std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::open(tokPath, error);
+    if (!f)
+      return false;
+    tokenizer = gguf::Tokenizer::fromGguf(*f, error);
+    tokenizerRecord = recordFromGguf(*f);
+  } else {
+    error = "--tokenizer '" + tokPath + "': tokenizer.json is not supported yet; pass a GGUF";
+    return false;
+  }
+  if (!tokenizer)
+    return false;
+  if (tokenizer->size() != model.config.vocabSize) {
+    error = "the tokenizer has " + std::to_string(tokenizer->size()) +
+            " tokens but the model's vocabulary is " + std::to_string(model.config.vocabSize);
+    tokenizer.reset();
+    return false;
+  }
+  return true;
 }
 
 uint32_t ModelSession::declaredContext() const {

@@ -7,21 +7,26 @@
 
 #include "mlir/IR/MLIRContext.h"
 
+#include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/eval/RefExecutor.h"
 #include "compiler/frontends/gguf/GgufImport.h"
 #include "compiler/frontends/gguf/GgufVocab.h"
 
 namespace kiln::tool {
 
-// A GGUF model imported to kiln IR, with its tokenizer and, on request, a reference
-// executor. Every step reports one line on failure.
+// A GGUF or ONNX model imported to kiln IR, with its tokenizer and, on request, a
+// reference executor. Every step reports one line on failure.
 struct ModelSession {
   mlir::MLIRContext ctx;
   gguf::ImportedModel model;
   std::unique_ptr<gguf::Tokenizer> tokenizer;
+  artifact::TokenizerRecord tokenizerRecord; // what compile writes into the artifact
   std::unique_ptr<RefExecutor> executor;
 
-  bool load(const std::string &path, std::string &error);
+  // `tokenizerPath` ("" = the model's own): a GGUF whose tokenizer.ggml.* keys to use,
+  // or a Hugging Face tokenizer.json. An ONNX model without one looks for
+  // tokenizer.json beside the model.
+  bool load(const std::string &path, std::string &error, const std::string &tokenizerPath = "");
   // maxCtx 0: the model's declared context length.
   bool prepareExecutor(uint32_t maxCtx, std::string &error, KvStorage kv = KvStorage());
   uint32_t declaredContext() const;

@@ -1,0 +1,147 @@
+#include "compiler/frontends/onnx/OnnxFold.h"
+
+#include <cstdio>
+#include <set>
+
+#include "compiler/frontends/onnx/OnnxInterp.h"
+
+namespace kiln::onnx {
+
+bool foldConstants(Graph &g, std::string &error) {
+  std::set<std::string> outputs;
+  for (const ValueInfo &o : g.outputs)
+    outputs.insert(o.name);
+  std::vector<Node> kept;
+  std::map<std::string, Value> cache; // decoded constants, built on demand
+  auto valueOf = [&](const std::string &name) -> const Value * {
+    auto it = cache.find(name);
+    if (it != cache.end())
+      return &it->second;
+    const Tensor *t = g.constant(name);
+    if (!t || t->numElements() > kMaxInterpElements)
+      return nullptr;
+    return &(cache[name] = Value::fromTensor(*t, kMaxInterpElements));
+  };
+  Value absent;
+  for (Node &n : g.nodes) {
+    const Attribute *value = n.opType == "Constant" ? n.attr("value") : nullptr;
+    if (value && value->kind == Attribute::TensorValue && n.outputs.size() == 1) {
+      g.initializers[n.outputs[0]] = value->t; // exact bytes, whatever the size
+      continue;
+    }
+    bool foldable = n.domain.empty() && n.opType != "Gemm";
+    std::vector<const Value *> in;
+    for (const std::string &name : n.inputs) {
+      const Value *v = name.empty() ? &absent : valueOf(name);
+      if (!v) {
+        foldable = false;
+        break;
+      }
+      in.push_back(v);
+    }
+    for (const std::string &o : n.outputs)
+      foldable &= !outputs.count(o); // a graph output stays computed by a node
+    std::vector<Value> out;
+    std::string evalError;
+    if (foldable && !evalNode(n, in, out, evalError)) {
+      if (n.opType == "Constant") {
+        error = evalError;
+        return false;
+      }
+      foldable = false; // ops the interpreter does not know stay as nodes
+    }
+    for (size_t i = 0; foldable && i < n.outputs.size(); ++i)
+      foldable = i < out.size() && out[i].hasData;
+    if (!foldable) {
+      kept.push_back(std::move(n));
+      continue;
+    }
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      g.initializers[n.outputs[i]] = out[i].toTensor();
+      cache[n.outputs[i]] = std::move(out[i]);
+    }
+  }
+  g.nodes = std::move(kept);
+  g.removeDeadNodes();
+  return true;
+}
+
+namespace {
+
+std::string attrString(const Attribute &a) {
+  char buf[64];
+  switch (a.kind) {
+  case Attribute::Float: std::snprintf(buf, sizeof buf, "%g", double(a.f)); return buf;
+  case Attribute::Int: return std::to_string(a.i);
+  case Attribute::String: return "\"" + a.s + "\"";
+  case Attribute::Ints: {
+    std::string s = "[";
+    for (size_t i = 0; i < a.ints.size(); ++i)
+      s += (i ? "," : "") + std::to_string(a.ints[i]);
+    return s + "]";
+  }
+  case Attribute::Floats: {
+    std::string s = "[";
+    for (size_t i = 0; i < a.floats.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s%g", i ? "," : "", double(a.floats[i]));
+      s += buf;
+    }
+    return s + "]";
+  }
+  case Attribute::TensorValue: return std::string("tensor<") + dtypeName(a.t.dtype) + ">";
+  case Attribute::Graph: return "graph";
+  default: return "?";
+  }
+}
+
+std::string tensorString(const Tensor &t) {
+  std::string s = std::string(dtypeName(t.dtype)) + "[";
+  for (size_t i = 0; i < t.dims.size(); ++i)
+    s += (i ? "," : "") + std::to_string(t.dims[i]);
+  s += "]";
+  if (t.numElements() <= 8) {
+    s += " {";
+    char buf[32];
+    for (uint64_t i = 0; i < t.numElements(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s%g", i ? "," : "", t.at(i));
+      s += buf;
+    }
+    s += "}";
+  }
+  return s;
+}
+
+} // namespace
+
+std::string printGraph(const Graph &g) {
+  std::string s = "onnx-graph opset " + std::to_string(g.opset) +
+                  (g.producer.empty() ? "" : ", producer " + g.producer) + "\n";
+  for (const ValueInfo &in : g.inputs)
+    s += "input %" + in.name + " : " + dtypeName(in.dtype) + shapeString(in.shape) + "\n";
+  for (const auto &[name, t] : g.initializers)
+    s += "initializer %" + name + " : " + tensorString(t) + "\n";
+  for (const Node &n : g.nodes) {
+    std::string line;
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      line += (i ? ", %" : "%") + n.outputs[i];
+    line += " = " + (n.domain.empty() ? "" : n.domain + ".") + n.opType + "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      line += (i ? ", " : "") + (n.inputs[i].empty() ? std::string("<none>") : "%" + n.inputs[i]);
+    line += ")";
+    if (!n.attrs.empty()) {
+      line += " {";
+      bool first = true;
+      for (const auto &[k, a] : n.attrs) {
+        line += (first ? "" : ", ") + k + "=" + attrString(a);
+        first = false;
+      }
+      line += "}";
+    }
+    s += line + "  // " + n.name + "\n";
+  }
+  for (const ValueInfo &o : g.outputs)
+    s += "output %" + o.name + " : " + dtypeName(o.dtype) + shapeString(o.shape) + "\n";
+  return s;
+}
+
+} // namespace kiln::onnx
