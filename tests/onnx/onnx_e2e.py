@@ -116,10 +116,13 @@ def main():
 
     g_rows, g_out = check("gguf", gguf, [])
     if stories:
-        shared_out = kiln_eval(args.kiln, shared_gguf, [], n, None)
+        shared_dump = None if args.text_only else os.path.join(args.work, "shared.logits")
+        shared_out = kiln_eval(args.kiln, shared_gguf, [], n, shared_dump)
         if shared_out != g_out:
             fail(f"exported GGUF printed {g_out!r} but stories260K.gguf printed {shared_out!r}")
         print("gguf: text equals kiln's on the shared stories260K.gguf")
+        if not args.text_only:
+            max_diff(g_rows, read_dump(shared_dump, vocab), "gguf vs stories260K.gguf")
     if args.gguf_only:
         print("PASS (GGUF half only" + (", text only)" if args.text_only else ")"))
         return
