@@ -47,6 +47,9 @@ def parse_args(argv=None):
     p.add_argument("--external-data", action="store_true",
                    help="initializers in model.onnx.data beside model.onnx")
     p.add_argument("--tied", action="store_true", help="random model: lm_head tied to the embedding")
+    p.add_argument("--no-constant-folding", action="store_true",
+                   help="keep the exporter's Transpose of each [out, in] weight (and other "
+                        "constant subgraphs) instead of folding them into initializers")
     p.add_argument("--prompt", default="Once upon a time")
     p.add_argument("-n", "--n-predict", type=int, default=8, help="greedy tokens in reference.json")
     # the small default config; odd sizes on purpose (ffn 172, GQA 2:1)
@@ -162,7 +165,8 @@ def export_onnx(model, args, path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         torch.onnx.export(wrapper, inputs, path, input_names=names_in, output_names=names_out,
-                          dynamic_axes=axes, opset_version=args.opset, do_constant_folding=True)
+                          dynamic_axes=axes, opset_version=args.opset,
+                          do_constant_folding=not args.no_constant_folding)
     proto = onnx.load(path)
     if args.dtype == "f16":
         to_f16_weights(proto, model)

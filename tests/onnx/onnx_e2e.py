@@ -33,6 +33,9 @@ VARIANTS = {
     "f16-past": (["--dtype", "f16", "--past"], 8),
     "external-data": (["--external-data", "--past"], 8),
     "tied": (["--tied"], 8),
+    # unfolded: Transpose(W [out, in]) -> MatMul, one table for a tied embedding and lm_head
+    "nofold-past": (["--opset", "14", "--past", "--no-constant-folding"], 8),
+    "tied-nofold-f16": (["--tied", "--no-constant-folding", "--dtype", "f16"], 8),
     "stories260k": (["--llama2c", "{models}/stories260K.bin"], 64),
     "stories260k-past": (["--llama2c", "{models}/stories260K.bin", "--past", "--external-data"], 64),
 }
