@@ -4,7 +4,8 @@ same weights as a GGUF plus the torch logits at export time (issue 6). Run with 
 that has torch and onnx (Debian's /usr/bin/python3).
 
   export_llama.py --out DIR [--llama2c stories260K.bin | --seed N] [--opset 14|17] [--past]
-                  [--dtype f32|f16] [--external-data] [--tied]
+                  [--dtype f32|f16] [--external-data] [--tied] [--no-constant-folding]
+                  [--no-reference] [--dim N --layers N --heads N --kv-heads N --ffn N ...]
 
 DIR gets model.onnx (+ model.onnx.data with --external-data), model.gguf and reference.json:
 {prompt, input_ids, generated_ids, generated_text, logits}, logits holding one vocab-long
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import warnings
 
 import numpy as np
@@ -52,6 +54,9 @@ def parse_args(argv=None):
                         "constant subgraphs) instead of folding them into initializers")
     p.add_argument("--prompt", default="Once upon a time")
     p.add_argument("-n", "--n-predict", type=int, default=8, help="greedy tokens in reference.json")
+    p.add_argument("--no-reference", action="store_true",
+                   help="skip reference.json and the numpy replay (big models, e.g. for "
+                        "timing the import of a TinyLlama-shape export)")
     # the small default config; odd sizes on purpose (ffn 172, GQA 2:1)
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
@@ -162,15 +167,19 @@ def export_onnx(model, args, path):
         names_in, names_out = ["input_ids"], ["logits"]
         axes = {"input_ids": {0: "batch_size", 1: "sequence_length"},
                 "logits": {0: "batch_size", 1: "sequence_length"}}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        torch.onnx.export(wrapper, inputs, path, input_names=names_in, output_names=names_out,
-                          dynamic_axes=axes, opset_version=args.opset,
-                          do_constant_folding=not args.no_constant_folding)
-    proto = onnx.load(path)
+    # Into a scratch directory: past 2 GB torch writes one file per initializer beside it.
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as tmp:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            torch.onnx.export(wrapper, inputs, os.path.join(tmp, "model.onnx"),
+                              input_names=names_in, output_names=names_out, dynamic_axes=axes,
+                              opset_version=args.opset,
+                              do_constant_folding=not args.no_constant_folding)
+        proto = onnx.load(os.path.join(tmp, "model.onnx"))
     if args.dtype == "f16":
         to_f16_weights(proto, model)
-    if args.external_data:
+    weight_bytes = sum(len(t.raw_data) for t in proto.graph.initializer)
+    if args.external_data or weight_bytes > 2**31 - 2**24:  # protobuf's 2 GB limit
         onnx.save_model(proto, path, save_as_external_data=True, all_tensors_to_one_file=True,
                         location=os.path.basename(path) + ".data")
     else:
@@ -182,15 +191,20 @@ def export_onnx(model, args, path):
 def to_f16_weights(proto, model):
     """Stores each f32 initializer that is one of the model's matrices (or its transpose, as the
     exporter folds Linear's) as f16, read through a Cast to f32: weight-only f16 storage."""
-    mats = [p.detach().numpy() for p in model.parameters() if p.dim() == 2]
+    # candidates by shape and first column/row, so a big model is not compared in full N^2
+    mats = {}
+    for p in model.parameters():
+        if p.dim() == 2:
+            m = p.detach().numpy()
+            mats.setdefault((m.shape, m[0, :8].tobytes()), []).append(m)
+            mats.setdefault((m.shape[::-1], m[:8, 0].tobytes()), []).append(m.T)
     g = proto.graph
     casts = []
     for init in g.initializer:
         if init.data_type != onnx.TensorProto.FLOAT or len(init.dims) != 2:
             continue
         a = numpy_helper.to_array(init)
-        if not any(a.shape == m.shape and np.array_equal(a, m) or
-                   a.shape == m.T.shape and np.array_equal(a, m.T) for m in mats):
+        if not any(np.array_equal(a, m) for m in mats.get((a.shape, a[0, :8].tobytes()), [])):
             continue
         name = init.name
         init.CopyFrom(numpy_helper.from_array(a.astype(np.float16), name + "_f16"))
@@ -271,6 +285,9 @@ def main(argv=None):
     model, vocab = build_model(args)
     write_gguf(model, vocab, os.path.join(args.out, "model.gguf"), args.dtype)
     export_onnx(model, args, os.path.join(args.out, "model.onnx"))
+    if args.no_reference:
+        print(f"wrote {args.out}/model.onnx, model.gguf (no reference)")
+        return
     ref = reference(model, args, SpmTokenizer(vocab))
     ref["variant"] = {k: getattr(args, k) for k in ("opset", "past", "dtype", "external_data", "seed",
                                                     "llama2c", "tied")}
