@@ -12,6 +12,9 @@ PACKAGES=(
   # Non-host targets, proven by emulation (issue 7): aarch64 cross C library and
   # compiler for runtime-min, qemu user-mode for aarch64 and Hexagon.
   qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
+  # ONNX frontend (issue 6): the protobuf reader, and torch.onnx to export the test models
+  # (tests/onnx runs them with /usr/bin/python3, KILN_TORCH_PYTHON).
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-torch python3-onnx python3-numpy
 )
 
 missing=()
