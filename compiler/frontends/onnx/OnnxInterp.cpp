@@ -698,6 +698,41 @@ bool Eval::run() {
       r.data.push_back(roundTo(x.dtype, s + double(i) * d));
     return true;
   }
+  if (op == "ScatterND") { // Hugging Face's padding mask writes into the causal mask with it
+    if (!need(3))
+      return fail("needs data, indices and updates");
+    const Value &ix = *in_[1], &up = *in_[2];
+    Value &r = result(x.dtype, x.dims);
+    if (n_.attr("reduction") && n_.attr("reduction")->s != "none")
+      return fail("reductions are not supported");
+    if (!x.hasData || !ix.hasData || !up.hasData || ix.dims.empty())
+      return true;
+    const size_t k = size_t(ix.dims.back());
+    if (k == 0 || k > x.dims.size())
+      return fail("index tuples longer than the data's rank");
+    uint64_t slice = 1;
+    for (size_t i = k; i < x.dims.size(); ++i)
+      slice *= uint64_t(x.dims[i]);
+    auto st = stridesOf(x.dims);
+    r.hasData = true, r.data = x.data;
+    const uint64_t tuples = ix.numElements() / k;
+    if (up.numElements() != tuples * slice)
+      return fail("updates do not match the indices");
+    for (uint64_t t = 0; t < tuples; ++t) {
+      uint64_t off = 0;
+      for (size_t j = 0; j < k; ++j) {
+        int64_t v = toInt(ix.data[t * k + j]);
+        if (v < 0)
+          v += x.dims[j];
+        if (v < 0 || v >= x.dims[j])
+          return fail("index out of range");
+        off += uint64_t(v) * st[j];
+      }
+      for (uint64_t e = 0; e < slice; ++e)
+        r.data[off + e] = up.data[t * slice + e];
+    }
+    return true;
+  }
   if (op == "Gemm") {
     if (!need(2))
       return fail("needs two inputs");

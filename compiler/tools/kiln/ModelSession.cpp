@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "compiler/InitAll.h"
+#include "compiler/frontends/hf/TokenizerJson.h"
 #include "compiler/frontends/onnx/OnnxImport.h"
 
 namespace kiln::tool {
@@ -81,8 +82,9 @@ bool ModelSession::load(const std::string &path, std::string &error,
     tokenizer = gguf::Tokenizer::fromGguf(*f, error);
     tokenizerRecord = recordFromGguf(*f);
   } else {
-    error = "--tokenizer '" + tokPath + "': tokenizer.json is not supported yet; pass a GGUF";
-    return false;
+    if (!hf::readTokenizerJson(tokPath, tokenizerRecord, error))
+      return false;
+    tokenizer = hf::makeTokenizer(tokenizerRecord, error);
   }
   if (!tokenizer)
     return false;

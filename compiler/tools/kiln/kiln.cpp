@@ -89,7 +89,8 @@ int main(int argc, char **argv) {
   auto *evalCmd = app.add_subcommand("eval", "generate text with the fp32 reference executor");
   evalCmd->add_option("model", ev.model, "GGUF or ONNX model file")->required();
   evalCmd->add_option("--tokenizer", ev.tokenizer,
-                 "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys)");
+                 "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys) or a "
+                 "Hugging Face tokenizer.json (default: tokenizer.json beside the model)");
   evalCmd->add_option("-p,--prompt", ev.prompt, "prompt text");
   evalCmd->add_option("-n,--n-predict", ev.numTokens, "tokens to generate")
       ->check(CLI::Range(0, 1 << 20));
@@ -118,7 +119,8 @@ int main(int argc, char **argv) {
   auto *pplCmd = app.add_subcommand("ppl", "perplexity on a text file (llama.cpp's method)");
   pplCmd->add_option("model", ppl.model, "GGUF or ONNX model file")->required();
   pplCmd->add_option("--tokenizer", ppl.tokenizer,
-                 "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys)");
+                 "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys) or a "
+                 "Hugging Face tokenizer.json (default: tokenizer.json beside the model)");
   pplCmd->add_option("text", ppl.text, "text file")->required();
   pplCmd->add_option("--ctx", ppl.ctx, "chunk size in tokens (default: the model's context)")
       ->check(CLI::Range(4u, 1u << 20));
@@ -153,7 +155,8 @@ int main(int argc, char **argv) {
   auto *compileCmd = app.add_subcommand("compile", "compile a model into a .kiln artifact");
   compileCmd->add_option("model", cmp.model, "GGUF or ONNX model file")->required();
   compileCmd->add_option("--tokenizer", cmp.tokenizer,
-                 "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys)");
+                 "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys) or a "
+                 "Hugging Face tokenizer.json (default: tokenizer.json beside the model)");
   compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
   compileCmd->add_option("--target", cmp.target,
                          "host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, or a chip engine: its "
@@ -241,7 +244,8 @@ int main(int argc, char **argv) {
       app.add_subcommand("analyze", "layer and head importance on calibration text");
   analyzeCmd->add_option("model", ana.model, "GGUF or ONNX model file")->required();
   analyzeCmd->add_option("--tokenizer", ana.tokenizer,
-                 "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys)");
+                 "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys) or a "
+                 "Hugging Face tokenizer.json (default: tokenizer.json beside the model)");
   analyzeCmd->add_option("--calib", ana.calib, "calibration text file")->required();
   analyzeCmd->add_option("--ctx", ana.ctx, "chunk size in tokens")
       ->check(CLI::Range(4u, 1u << 20));
