@@ -7,7 +7,8 @@ that has torch and onnx (Debian's /usr/bin/python3).
                   [--dtype f32|f16] [--external-data] [--tied] [--no-constant-folding]
                   [--no-reference] [--dim N --layers N --heads N --kv-heads N --ffn N ...]
 
-DIR gets model.onnx (+ model.onnx.data with --external-data), model.gguf and reference.json:
+DIR gets model.onnx (+ model.onnx.data with --external-data), config.json, model.gguf and
+reference.json:
 {prompt, input_ids, generated_ids, generated_text, logits}, logits holding one vocab-long
 row per prompt position of the prefill, then one per generated token's forward (the layout
 of `kiln eval --dump-logits`). With --past the rows come from a prefill with an empty past
@@ -90,6 +91,21 @@ def build_model(args):
                 if p.dim() == 2:
                     p.copy_(p.half().float())
     return model, vocab
+
+
+def write_hf_config(cfg, path):
+    """config.json as Hugging Face / Optimum put it beside model.onnx: kiln reads the
+    context length from it and checks the rest against the graph."""
+    with open(path, "w") as f:
+        json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                   "hidden_size": cfg.hidden_size, "intermediate_size": cfg.intermediate_size,
+                   "num_hidden_layers": cfg.num_hidden_layers,
+                   "num_attention_heads": cfg.num_attention_heads,
+                   "num_key_value_heads": cfg.num_key_value_heads,
+                   "vocab_size": cfg.vocab_size,
+                   "max_position_embeddings": cfg.max_position_embeddings,
+                   "rope_theta": cfg.rope_theta, "rms_norm_eps": cfg.rms_norm_eps,
+                   "tie_word_embeddings": cfg.tie_word_embeddings}, f, indent=1)
 
 
 def write_gguf(model, vocab, path, dtype):
@@ -284,6 +300,7 @@ def main(argv=None):
     torch.set_grad_enabled(False)
     model, vocab = build_model(args)
     write_gguf(model, vocab, os.path.join(args.out, "model.gguf"), args.dtype)
+    write_hf_config(model.config, os.path.join(args.out, "config.json"))
     export_onnx(model, args, os.path.join(args.out, "model.onnx"))
     if args.no_reference:
         print(f"wrote {args.out}/model.onnx, model.gguf (no reference)")

@@ -7,6 +7,55 @@
 
 namespace kiln::onnx {
 
+namespace {
+
+// DequantizeLinear of a constant int8/uint8 weight (weight-only quantised ONNX): folded at
+// any size, per tensor or per axis, into a float tensor of the scale's type that the
+// linear pattern then reads like any float weight (kiln requantises it to --weights).
+bool dequantizeWeight(const Graph &g, const Node &n, Tensor &out, std::string &error) {
+  const Tensor *x = g.constant(n.inputs[0]);
+  const Tensor *scale = n.inputs.size() > 1 ? g.constant(n.inputs[1]) : nullptr;
+  const Tensor *zero = n.inputs.size() > 2 && !n.inputs[2].empty() ? g.constant(n.inputs[2]) : nullptr;
+  if (!x || !scale || (n.inputs.size() > 2 && !n.inputs[2].empty() && !zero))
+    return false;
+  if (x->dtype != DType::Int8 && x->dtype != DType::UInt8) {
+    error = n.describe() + ": dequantising " + dtypeName(x->dtype) +
+            " weights is not supported (int8 and uint8 are)";
+    return false;
+  }
+  if (n.attr("block_size")) {
+    error = n.describe() + ": blocked DequantizeLinear (block_size) is not supported";
+    return false;
+  }
+  const uint64_t count = x->numElements(), scales = scale->numElements();
+  int64_t axis = n.intAttr("axis", 1);
+  if (axis < 0)
+    axis += int64_t(x->dims.size());
+  uint64_t inner = 1;
+  if (scales != 1) {
+    if (axis < 0 || axis >= int64_t(x->dims.size()) || uint64_t(x->dims[size_t(axis)]) != scales ||
+        (zero && zero->numElements() != scales)) {
+      error = n.describe() + ": scale and zero point do not match the weight's axis " +
+              std::to_string(axis);
+      return false;
+    }
+    for (size_t i = size_t(axis) + 1; i < x->dims.size(); ++i)
+      inner *= uint64_t(x->dims[i]);
+  }
+  std::vector<double> values(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t c = scales == 1 ? 0 : (i / inner) % scales;
+    values[i] = (x->at(i) - (zero ? zero->at(c) : 0.0)) * scale->at(c);
+  }
+  Value v;
+  v.dtype = scale->dtype == DType::Float16 ? DType::Float16 : DType::Float;
+  v.dims = x->dims, v.hasData = true, v.data = std::move(values);
+  out = v.toTensor();
+  return true;
+}
+
+} // namespace
+
 bool foldConstants(Graph &g, std::string &error) {
   std::set<std::string> outputs;
   for (const ValueInfo &o : g.outputs)
@@ -28,6 +77,15 @@ bool foldConstants(Graph &g, std::string &error) {
     if (value && value->kind == Attribute::TensorValue && n.outputs.size() == 1) {
       g.initializers[n.outputs[0]] = value->t; // exact bytes, whatever the size
       continue;
+    }
+    if (n.opType == "DequantizeLinear" && n.domain.empty() && n.outputs.size() == 1) {
+      Tensor t;
+      if (dequantizeWeight(g, n, t, error)) {
+        g.initializers[n.outputs[0]] = std::move(t);
+        continue;
+      }
+      if (!error.empty())
+        return false;
     }
     bool foldable = n.domain.empty() && n.opType != "Gemm";
     std::vector<const Value *> in;

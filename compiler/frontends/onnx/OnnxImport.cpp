@@ -1,6 +1,11 @@
 #include "compiler/frontends/onnx/OnnxImport.h"
 
-#include <fstream>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include "compiler/frontends/onnx/OnnxFold.h"
 #include "compiler/frontends/onnx/OnnxLoad.h"
@@ -28,6 +33,52 @@ std::unique_ptr<Graph> loadAndRaise(const std::string &path, bool raise,
   if (raise && !raiseGraph(*g, counts, error))
     return nullptr;
   return g;
+}
+
+// config.json beside the model (Hugging Face / Optimum layout): the context length, which
+// the graph does not hold, and every hyper-parameter the graph does hold, checked against
+// what raising found. Absent: the context defaults to 2048 and says so.
+bool applyHfConfig(const std::string &modelPath, llama::LlamaConfig &cfg, std::string &error) {
+  size_t slash = modelPath.find_last_of('/');
+  std::string path = (slash == std::string::npos ? "" : modelPath.substr(0, slash + 1)) +
+                     "config.json";
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf) {
+    std::fprintf(stderr, "kiln: note: no config.json beside '%s'; context length %u "
+                 "(set --ctx)\n", modelPath.c_str(), cfg.contextLength);
+    return true;
+  }
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buf)->getBuffer());
+  const llvm::json::Object *o = json ? json->getAsObject() : nullptr;
+  if (!o) {
+    if (!json)
+      llvm::consumeError(json.takeError());
+    error = "'" + path + "' is not a JSON object";
+    return false;
+  }
+  if (auto ctx = o->getInteger("max_position_embeddings")) {
+    if (*ctx <= 0 || *ctx > (1 << 24)) {
+      error = "'" + path + "': max_position_embeddings " + std::to_string(*ctx) + " is out of range";
+      return false;
+    }
+    cfg.contextLength = uint32_t(*ctx);
+  }
+  struct Check { const char *key; double graph; } checks[] = {
+      {"hidden_size", double(cfg.dim)},           {"intermediate_size", double(cfg.ffnDim)},
+      {"num_hidden_layers", double(cfg.numLayers)}, {"num_attention_heads", double(cfg.numHeads)},
+      {"num_key_value_heads", double(cfg.numKvHeads)}, {"vocab_size", double(cfg.vocabSize)},
+      {"rope_theta", double(cfg.ropeTheta)},      {"rms_norm_eps", double(cfg.rmsEps)}};
+  for (const Check &c : checks) {
+    std::optional<double> v = o->getNumber(c.key);
+    if (v && std::fabs(*v - c.graph) > 1e-6 * std::fabs(c.graph)) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "'%s' says %s = %g but the graph computes %g",
+                    path.c_str(), c.key, *v, c.graph);
+      error = buf;
+      return false;
+    }
+  }
+  return true;
 }
 
 } // namespace
@@ -58,6 +109,8 @@ bool importOnnx(const std::string &path, mlir::MLIRContext &ctx, gguf::ImportedM
     error = "'" + path + "': " + error;
     return false;
   }
+  if (!applyHfConfig(path, out.config, error))
+    return false;
   out.source = std::shared_ptr<Graph>(std::move(g));
   out.module = llama::buildLlama(ctx, out.config, out.weights, error);
   return bool(out.module);

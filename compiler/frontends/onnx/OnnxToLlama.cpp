@@ -227,6 +227,14 @@ bool Assembler::run(std::string &error) {
                    g_.outputs.end());
   g_.removeDeadNodes();
   for (const Node &n : g_.nodes)
+    if (n.opType == "MatMulNBits" || n.opType == "MatMulInteger" ||
+        n.opType == "DynamicQuantizeMatMul") {
+      error = n.describe() + ": quantised matmuls (onnxruntime's MatMulNBits and friends) are "
+              "not supported; export float or DequantizeLinear weights and let kiln quantise "
+              "(--weights / --precision)";
+      return false;
+    }
+  for (const Node &n : g_.nodes)
     if (n.domain != "kiln") {
       error = n.describe() + " could not be raised: it is not part of any structure kiln "
               "recognises (embedding, RMSNorm, linear, RoPE, causal attention, SwiGLU, "
@@ -272,10 +280,7 @@ bool Assembler::run(std::string &error) {
   cfg_.numLayers = uint32_t(pending_.size());
   cfg_.ropePairing = llama::RopePairing::RotateHalf;
   cfg_.tiedOutput = head->inputs[1] == emb->inputs[0] && !head->intAttr("transposed", 0);
-  cfg_.contextLength = 2048;
-  for (const char *key : {"max_position_embeddings", "context_length"})
-    if (auto it = g_.metadata.find(key); it != g_.metadata.end())
-      cfg_.contextLength = uint32_t(std::stoul(it->second));
+  cfg_.contextLength = 2048; // the graph does not say; OnnxImport reads config.json
 
   if (!weight(emb->inputs[0], "token_embd.weight", false) ||
       !checkEpsilon(*fnorm) || !weight(fnorm->inputs[1], "output_norm.weight", false) ||
