@@ -4,9 +4,12 @@ export_llama.py (torch, Debian's /usr/bin/python3) into a scratch directory, the
   - logits (`kiln eval --dump-logits`): GGUF vs ONNX, and each vs the torch logits recorded
     at export time, max abs diff <= 1e-4;
   - greedy text: GGUF vs ONNX vs torch's greedy tokens;
-  - stories260K only: the ONNX text equals kiln's text on ../shared/models/stories260K.gguf.
+  - stories260K only: the ONNX text equals kiln's text on ../shared/models/stories260K.gguf,
+    and with --kiln-run, `kiln compile` of the ONNX file and of stories260K.gguf (q8_0) give
+    artifacts whose `kiln-run generate` prints the same text.
 
-  onnx_e2e.py VARIANT --kiln PATH --models DIR --work DIR [--gguf-only] [--text-only]
+  onnx_e2e.py VARIANT --kiln PATH --models DIR --work DIR [--kiln-run PATH] [--gguf-only]
+              [--text-only]
 
 Run it with the Python that has torch, onnx and numpy (CMake's KILN_TORCH_PYTHON).
 --gguf-only stops before the ONNX half; --text-only skips the logit comparisons (for a kiln
@@ -77,6 +80,7 @@ def main():
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True, help="scratch directory (emptied first)")
+    ap.add_argument("--kiln-run", help="also compile (stories260K cases) and run the artifacts")
     ap.add_argument("--gguf-only", action="store_true")
     ap.add_argument("--text-only", action="store_true")
     args = ap.parse_args()
@@ -135,6 +139,17 @@ def main():
         max_diff(o_rows, g_rows, "onnx vs gguf")
     if o_out != g_out:
         fail(f"onnx printed {o_out!r} but gguf printed {g_out!r}")
+    if stories and args.kiln_run:
+        texts = []
+        for name, model, extra in (("onnx", os.path.join(args.work, "model.onnx"),
+                                    ["--tokenizer", tokenizer]), ("gguf", shared_gguf, [])):
+            artifact = os.path.join(args.work, name + ".kiln")
+            run([args.kiln, "compile", model, "--weights", "q8_0", "-o", artifact] + extra)
+            texts.append(run([args.kiln_run, "generate", artifact, "-p", PROMPT, "-n",
+                              str(n)]).stdout)
+        if texts[0] != texts[1]:
+            fail(f"compiled ONNX printed {texts[0]!r} but compiled GGUF printed {texts[1]!r}")
+        print(f"kiln compile: the ONNX and GGUF q8_0 artifacts print the same text under kiln-run")
     print("PASS")
 
 
