@@ -4,6 +4,8 @@ export_llama.py (torch, Debian's /usr/bin/python3) into a scratch directory, the
   - logits (`kiln eval --dump-logits`): GGUF vs ONNX, and each vs the torch logits recorded
     at export time, max abs diff <= 1e-4;
   - greedy text: GGUF vs ONNX vs torch's greedy tokens;
+  - kiln IR: `kiln import` prints the same module for the ONNX file and the GGUF (one IR for
+    both formats: same weights, names, formats and hyper-parameters);
   - stories260K only: the ONNX text equals kiln's text on ../shared/models/stories260K.gguf,
     and with --kiln-run, `kiln compile` of the ONNX file and of stories260K.gguf (q8_0) give
     artifacts whose `kiln-run generate` prints the same text.
@@ -137,6 +139,11 @@ def main():
     o_rows, o_out = check("onnx", os.path.join(args.work, "model.onnx"), ["--tokenizer", tokenizer])
     if not args.text_only:
         max_diff(o_rows, g_rows, "onnx vs gguf")
+    ir_onnx = run([args.kiln, "import", os.path.join(args.work, "model.onnx")]).stdout
+    ir_gguf = run([args.kiln, "import", gguf]).stdout
+    if ir_onnx != ir_gguf:
+        fail("kiln import prints different IR for model.onnx and model.gguf")
+    print(f"kiln import: the same IR from model.onnx and model.gguf ({len(ir_onnx)} bytes)")
     if o_out != g_out:
         fail(f"onnx printed {o_out!r} but gguf printed {g_out!r}")
     if stories and args.kiln_run:

@@ -87,7 +87,12 @@ bool foldConstants(Graph &g, std::string &error) {
       if (!error.empty())
         return false;
     }
-    bool foldable = n.domain.empty() && n.opType != "Gemm";
+    // A Cast of a weight stays a node: the patterns read the weight in its stored type (an
+    // f16 matrix stays f16 in kiln instead of doubling to f32).
+    const Tensor *castOf = n.opType == "Cast" && n.inputs.size() == 1 ? g.constant(n.inputs[0]) : nullptr;
+    bool foldable = n.domain.empty() && n.opType != "Gemm" &&
+                    !(castOf && castOf->dims.size() >= 2 &&
+                      (castOf->dtype == DType::Float16 || castOf->dtype == DType::BFloat16));
     std::vector<const Value *> in;
     for (const std::string &name : n.inputs) {
       const Value *v = name.empty() ? &absent : valueOf(name);

@@ -21,8 +21,10 @@ private:
   }
   // The kiln node of type `op` producing `v`, or an error naming what is there instead.
   const Node *expect(const std::string &v, const char *op, const char *role);
-  bool weight(const std::string &init, const std::string &name, bool transpose);
+  bool weight(const std::string &init, const std::string &name, bool transpose,
+              uint32_t unpermuteHeads = 0);
   bool checkEpsilon(const Node &norm);
+  bool sameMatrix(const Node &emb, const Node &head) const;
   bool layer(const Node &residual2, std::string &hidden);
 
   Graph &g_;
@@ -33,6 +35,7 @@ private:
   int layerIndex_ = 0; // counts down while walking from the output
   std::vector<std::vector<std::pair<std::string, std::string>>> pending_; // per layer
   bool haveEps_ = false, haveTheta_ = false;
+  bool rotateHalf_ = false; // q/k rows in Hugging Face's order
 };
 
 const Node *Assembler::expect(const std::string &v, const char *op, const char *role) {
@@ -46,8 +49,12 @@ const Node *Assembler::expect(const std::string &v, const char *op, const char *
 }
 
 // Copies or views initializer `init` as GGUF tensor `name` ([rows, row length] with rows
-// the output features). fp16 stays fp16; other float types become f32.
-bool Assembler::weight(const std::string &init, const std::string &name, bool transpose) {
+// the output features). fp16 stays fp16; other float types become f32. `unpermuteHeads`
+// > 0 reorders the rows of each of that many heads from rotate-half order (Hugging Face:
+// row t*D/2 + i) to adjacent pairs (llama.cpp: row 2i + t), the inverse of the permutation
+// Hugging Face's conversion script applies, so the IR is the one the GGUF import builds.
+bool Assembler::weight(const std::string &init, const std::string &name, bool transpose,
+                       uint32_t unpermuteHeads) {
   const Tensor *t = g_.constant(init);
   if (!t) {
     error_ = "weight '" + init + "' of " + name + " is not a constant";
@@ -66,11 +73,23 @@ bool Assembler::weight(const std::string &init, const std::string &name, bool tr
     error_ = "weight '" + init + "' of " + name + " has rank " + std::to_string(t->dims.size());
     return false;
   }
-  if (t->dtype == DType::Float && !transpose) {
+  if (unpermuteHeads && (rows % (2 * unpermuteHeads) != 0)) {
+    error_ = "weight '" + init + "' of " + name + ": " + std::to_string(rows) +
+             " rows do not split into " + std::to_string(unpermuteHeads) + " heads of pairs";
+    return false;
+  }
+  const uint64_t headRows = unpermuteHeads ? rows / unpermuteHeads : 1;
+  auto sourceRow = [&](uint64_t r) { // GGUF row r comes from this row of the initializer
+    if (!unpermuteHeads)
+      return r;
+    const uint64_t h = r / headRows, j = r % headRows, i = j / 2, t = j % 2;
+    return h * headRows + t * (headRows / 2) + i;
+  };
+  if (t->dtype == DType::Float && !transpose && !unpermuteHeads) {
     w_.add(WeightView{name, KILN_GGML_TYPE_F32, dims, t->data, t->nbytes});
     return true;
   }
-  if (t->dtype == DType::Float16 && !transpose && t->dims.size() == 2) {
+  if (t->dtype == DType::Float16 && !transpose && !unpermuteHeads && t->dims.size() == 2) {
     w_.add(WeightView{name, KILN_GGML_TYPE_F16, dims, t->data, t->nbytes});
     return true;
   }
@@ -79,7 +98,8 @@ bool Assembler::weight(const std::string &init, const std::string &name, bool tr
   std::vector<uint8_t> bytes(rows * cols * es);
   for (uint64_t r = 0; r < rows; ++r)
     for (uint64_t c = 0; c < cols; ++c) {
-      const uint64_t src = transpose ? c * rows + r : r * cols + c;
+      const uint64_t sr = sourceRow(r);
+      const uint64_t src = transpose ? c * rows + sr : sr * cols + c;
       uint8_t *dst = bytes.data() + (r * cols + c) * es;
       if (keepF16) {
         std::memcpy(dst, t->data + src * 2, 2);
@@ -199,8 +219,27 @@ bool Assembler::layer(const Node &res2, std::string &hidden) {
     p.push_back({n->inputs[1], std::string(name) + (n->intAttr("transposed", 0) ? "^T" : "")});
   };
   lin(q, "attn_q"), lin(k, "attn_k"), lin(v, "attn_v"), lin(o, "attn_output");
+  rotateHalf_ = qr->attr("style") && qr->attr("style")->s == "rotate_half";
   lin(gate, "ffn_gate"), lin(up, "ffn_up"), lin(down, "ffn_down");
   return checkEpsilon(*n1) && checkEpsilon(*n2);
+}
+
+// torch.onnx's constant folding stores a tied classifier as a second, transposed copy of
+// the embedding table: equal values make it tied again.
+bool Assembler::sameMatrix(const Node &emb, const Node &head) const {
+  const Tensor *e = g_.constant(emb.inputs[0]), *h = g_.constant(head.inputs[1]);
+  const bool t = head.intAttr("transposed", 0) != 0; // h is [dim, vocab]
+  if (!e || !h || e->dtype != h->dtype || e->dims.size() != 2 || h->dims.size() != 2 ||
+      e->dims[0] != h->dims[t ? 1 : 0] || e->dims[1] != h->dims[t ? 0 : 1])
+    return false;
+  const uint64_t rows = uint64_t(e->dims[0]), cols = uint64_t(e->dims[1]);
+  const size_t es = dtypeSize(e->dtype);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < cols; ++c)
+      if (std::memcmp(e->data + (r * cols + c) * es,
+                      h->data + (t ? c * rows + r : r * cols + c) * es, es) != 0)
+        return false;
+  return true;
 }
 
 bool Assembler::run(std::string &error) {
@@ -278,8 +317,10 @@ bool Assembler::run(std::string &error) {
   cfg_.vocabSize = uint32_t(table->dims[0]);
   cfg_.dim = uint32_t(table->dims[1]);
   cfg_.numLayers = uint32_t(pending_.size());
-  cfg_.ropePairing = llama::RopePairing::RotateHalf;
-  cfg_.tiedOutput = head->inputs[1] == emb->inputs[0] && !head->intAttr("transposed", 0);
+  // Rotate-half q/k rows are reordered into adjacent pairs below (one IR for both formats).
+  cfg_.ropePairing = llama::RopePairing::Adjacent;
+  cfg_.tiedOutput = head->inputs[1] == emb->inputs[0] ? !head->intAttr("transposed", 0)
+                                                     : sameMatrix(*emb, *head);
   cfg_.contextLength = 2048; // the graph does not say; OnnxImport reads config.json
 
   if (!weight(emb->inputs[0], "token_embd.weight", false) ||
@@ -295,7 +336,12 @@ bool Assembler::run(std::string &error) {
     for (const auto &[init, role] : pending_[i]) {
       const bool transposed = role.size() > 2 && role.compare(role.size() - 2, 2, "^T") == 0;
       const std::string base = transposed ? role.substr(0, role.size() - 2) : role;
-      if (!weight(init, llama::layerTensor(index, (base + ".weight").c_str()), transposed)) {
+      const uint32_t heads = !rotateHalf_          ? 0
+                             : base == "attn_q" ? cfg_.numHeads
+                             : base == "attn_k" ? cfg_.numKvHeads
+                                                : 0;
+      if (!weight(init, llama::layerTensor(index, (base + ".weight").c_str()), transposed,
+                  heads)) {
         error = error_;
         return false;
       }
