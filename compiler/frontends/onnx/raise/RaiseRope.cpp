@@ -1,10 +1,15 @@
-// Rotary embedding, rotate-half convention (Hugging Face):
-//   t * cos + Concat(-t[..., d/2:], t[..., :d/2]) * sin
-// with t the heads of a projection. theta is recovered from the inverse-frequency (or
-// cos table) constant the tables are computed from, then every entry of both probes'
-// cos and sin tables is checked against cos/sin(position * theta^(-2i/d)) with the
-// positions kiln will feed (past .. past+seq-1): a table that is not plain RoPE (scaled
-// frequencies, other positions) is an error, not a guess.
+// Rotary embedding in either convention, recognised by what it computes rather than by
+// how it is spelled. For every projection split into heads, t = Transpose(Reshape(proj))
+// [batch, heads, seq, d], the nodes that read only t, values derived from it and
+// position/shape data (cos/sin tables, slice bounds) form its rotation region. That region
+// is run on random t in both probes, and a value of t's shape equal to
+//   rotate-half (Hugging Face):  out[i] = t[i] cos(p f_i') + rot(t)[i] sin(p f_i'),
+//                                rot(t) = Concat(-t[d/2:], t[:d/2]), i' = i mod d/2
+//   adjacent pairs (Meta, GGUF): out[2i] = t[2i] cos(p f_i) - t[2i+1] sin(p f_i), ...
+// with f_i = theta^(-2i/d) at positions p = past..past+seq-1 is the RoPE output. theta
+// comes from the inverse-frequency (or cos table) constant the tables are computed from.
+// A region that multiplies by position tables but matches neither is an error: scaled
+// RoPE or other positions are not guessed.
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -14,70 +19,13 @@
 namespace kiln::onnx {
 namespace {
 
-const Node *onnxOp(const RaiseContext &c, const std::string &v, const char *type) {
-  const Node *n = c.def(v);
-  return n && n->domain.empty() && n->opType == type ? n : nullptr;
-}
-
-// Start and end of a Slice on the last axis, from constants or the probe.
-bool lastAxisSlice(const RaiseContext &c, const Node &s, int64_t &start, int64_t &end) {
-  auto first = [&](size_t i, int64_t &out) {
-    if (i >= s.inputs.size() || s.inputs[i].empty())
-      return false;
-    const Value *v = c.data(s.inputs[i]);
-    if (!v || v->data.size() != 1)
-      return false;
-    const double x = v->data[0];
-    out = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : int64_t(x);
-    return true;
-  };
-  std::vector<int64_t> d = c.dims(s.inputs[0]);
-  int64_t axis = -1, step = 1;
-  if (d.empty() || !first(1, start) || !first(2, end))
-    return false;
-  if (s.inputs.size() > 3 && !first(3, axis))
-    return false;
-  if (s.inputs.size() > 4 && !first(4, step))
-    return false;
-  if ((axis != -1 && axis != int64_t(d.size()) - 1) || step != 1)
-    return false;
-  const int64_t len = d.back();
-  if (start < 0) start += len;
-  if (end < 0) end += len;
-  end = std::min(end, len);
-  return true;
-}
-
-// rot = Concat(Neg(t[..., h:]), t[..., :h]): sets t.
-bool rotateHalf(const RaiseContext &c, const std::string &rot, std::string &t) {
-  const Node *cat = onnxOp(c, rot, "Concat");
-  if (!cat || cat->inputs.size() != 2)
-    return false;
-  const Node *neg = onnxOp(c, cat->inputs[0], "Neg");
-  const Node *hi = neg ? onnxOp(c, neg->inputs[0], "Slice") : nullptr;
-  const Node *lo = onnxOp(c, cat->inputs[1], "Slice");
-  if (!hi || !lo || hi->inputs[0] != lo->inputs[0])
-    return false;
-  std::vector<int64_t> d = c.dims(hi->inputs[0]);
-  int64_t axis = cat->intAttr("axis", 0);
-  if (d.empty() || (axis != -1 && axis != int64_t(d.size()) - 1) || d.back() % 2)
-    return false;
-  int64_t hs, he, ls, le;
-  const int64_t half = d.back() / 2;
-  if (!lastAxisSlice(c, *hi, hs, he) || !lastAxisSlice(c, *lo, ls, le) || hs != half ||
-      he != d.back() || ls != 0 || le != half)
-    return false;
-  t = hi->inputs[0];
-  return true;
-}
-
-// The inverse frequencies the tables come from: a constant of d/2 values among the
-// table's producers, or row 1 of a constant cos table [positions, d] (cos(1 * f_i)).
-bool inverseFrequencies(const RaiseContext &c, const std::string &table, int64_t d,
+// The inverse frequencies the tables come from: a constant of d/2 values (first 1) among
+// the producers of `from`, or row 1 of a constant cos table [positions, d].
+bool inverseFrequencies(const RaiseContext &c, const std::string &from, int64_t d,
                         std::vector<double> &freq) {
-  std::vector<std::string> work{table};
+  std::vector<std::string> work{from};
   std::set<std::string> seen;
-  while (!work.empty() && seen.size() < 200) {
+  while (!work.empty() && seen.size() < 400) {
     std::string v = work.back();
     work.pop_back();
     if (!seen.insert(v).second)
@@ -103,19 +51,103 @@ bool inverseFrequencies(const RaiseContext &c, const std::string &table, int64_t
   return false;
 }
 
-// Every entry of `table` (probe values, [.., seq, d] with leading 1s) equals f(pos * freq)
-// for pos = past + row.
-bool tableMatches(const Value *table, int64_t seq, int64_t past, const std::vector<double> &freq,
-                  double (*f)(double)) {
-  const int64_t d = int64_t(freq.size()) * 2;
-  if (!table || int64_t(table->data.size()) != seq * d)
-    return false;
-  for (int64_t s = 0; s < seq; ++s)
-    for (int64_t i = 0; i < d; ++i) {
-      float angle = float(double(past + s) * float(freq[size_t(i % (d / 2))]));
-      if (std::fabs(table->data[size_t(s * d + i)] - f(double(angle))) > 1e-4)
-        return false;
+// Deterministic values in [-1, 1).
+std::vector<double> randomValues(uint64_t n, uint64_t seed) {
+  std::vector<double> v(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = double(int64_t(seed >> 40) - (int64_t(1) << 23)) / double(int64_t(1) << 23);
+  }
+  return v;
+}
+
+enum class Style { None, RotateHalf, Adjacent };
+
+// Does `out` equal RoPE of `t` ([1, H, S, d]) at positions past.. in `style`?
+bool isRope(const Value &t, const Value &out, int64_t past, const std::vector<double> &freq,
+            Style style) {
+  const int64_t h = t.dims[1], s = t.dims[2], d = t.dims[3], half = d / 2;
+  for (int64_t hh = 0; hh < h; ++hh)
+    for (int64_t p = 0; p < s; ++p) {
+      const double *x = &t.data[size_t((hh * s + p) * d)];
+      const double *y = &out.data[size_t((hh * s + p) * d)];
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = double(float(double(past + p) * float(freq[size_t(i)])));
+        const double cs = std::cos(a), sn = std::sin(a);
+        const int64_t i0 = style == Style::RotateHalf ? i : 2 * i;
+        const int64_t i1 = style == Style::RotateHalf ? i + half : 2 * i + 1;
+        const double e0 = x[i0] * cs - x[i1] * sn, e1 = x[i1] * cs + x[i0] * sn;
+        if (std::fabs(y[i0] - e0) > 1e-4 || std::fabs(y[i1] - e1) > 1e-4)
+          return false;
+      }
     }
+  return true;
+}
+
+struct Region {
+  std::vector<int> nodes;         // in topological order
+  std::set<std::string> values;   // t and everything the region computes
+  std::vector<std::string> tables; // float inputs with probe data (cos/sin)
+};
+
+Region regionOf(const RaiseContext &c, size_t start, const std::string &t) {
+  Region r;
+  r.values.insert(t);
+  for (size_t i = start; i < c.g.nodes.size(); ++i) {
+    const Node &n = c.g.nodes[i];
+    if (!n.domain.empty())
+      continue;
+    bool reads = false, closed = true;
+    std::vector<std::string> tables;
+    for (const std::string &in : n.inputs) {
+      if (in.empty())
+        continue;
+      if (r.values.count(in)) {
+        reads = true;
+        continue;
+      }
+      const Value *v = c.data(in);
+      if (c.g.constant(in) || (v && c.data2(in))) {
+        if (v && (v->dtype == DType::Float || v->dtype == DType::Float16) && !c.g.constant(in))
+          tables.push_back(in);
+        continue;
+      }
+      closed = false;
+    }
+    if (!reads || !closed)
+      continue;
+    r.nodes.push_back(int(i));
+    r.tables.insert(r.tables.end(), tables.begin(), tables.end());
+    for (const std::string &o : n.outputs)
+      r.values.insert(o);
+  }
+  return r;
+}
+
+// Runs the region on random t with one probe's other values; fills `local`.
+bool runRegion(const RaiseContext &c, const Region &r, const std::string &t,
+               const std::map<std::string, Value> &probe, uint64_t seed,
+               std::map<std::string, Value> &local) {
+  Value tv = probe.at(t);
+  tv.hasData = true;
+  tv.data = randomValues(tv.numElements(), seed);
+  local[t] = tv;
+  Value absent;
+  for (int idx : r.nodes) {
+    const Node &n = c.g.nodes[size_t(idx)];
+    std::vector<const Value *> in;
+    for (const std::string &name : n.inputs) {
+      auto l = local.find(name);
+      auto p = probe.find(name);
+      in.push_back(name.empty() ? &absent : l != local.end() ? &l->second : &p->second);
+    }
+    std::vector<Value> out;
+    std::string ignored;
+    if (!evalNode(n, in, out, ignored))
+      return false;
+    for (size_t k = 0; k < out.size() && k < n.outputs.size(); ++k)
+      local[n.outputs[k]] = std::move(out[k]);
+  }
   return true;
 }
 
@@ -123,69 +155,71 @@ bool tableMatches(const Value *table, int64_t seq, int64_t past, const std::vect
 
 int raiseRope(RaiseContext &c, std::string &error) {
   int raised = 0;
-  for (Node &n : c.g.nodes) {
-    if (!n.domain.empty() || n.opType != "Add" || n.inputs.size() != 2)
+  for (size_t start = 0; start < c.g.nodes.size(); ++start) {
+    const Node &split = c.g.nodes[start];
+    std::string src;
+    if (split.outputs.empty() || !headSplitOf(c, split.outputs[0], src))
       continue;
-    for (int side = 0; side < 2; ++side) {
-      const Node *mc = onnxOp(c, n.inputs[size_t(side)], "Mul");
-      const Node *ms = onnxOp(c, n.inputs[size_t(1 - side)], "Mul");
-      if (!mc || !ms)
-        continue;
-      std::string t, cosT, sinT;
-      for (int k = 0; k < 2 && t.empty(); ++k)
-        if (rotateHalf(c, ms->inputs[size_t(k)], t))
-          sinT = ms->inputs[size_t(1 - k)];
-      if (t.empty())
-        continue;
-      if (mc->inputs[0] == t)
-        cosT = mc->inputs[1];
-      else if (mc->inputs[1] == t)
-        cosT = mc->inputs[0];
-      else
-        continue;
-      std::vector<int64_t> td = c.dims(t);
-      std::string src;
-      if (td.size() != 4 || !headSplitOf(c, t, src)) {
-        error = n.describe() + ": rotary embedding of a value that is not a projection "
-                "split into heads [batch, heads, seq, head_dim]";
-        return -1;
-      }
-      const int64_t d = td[3];
-      std::vector<double> freq;
-      if (!inverseFrequencies(c, cosT, d, freq)) {
-        error = n.describe() + ": cannot find the inverse frequencies its cos table is "
-                "computed from";
-        return -1;
-      }
-      double theta = d >= 4 ? std::pow(freq[1], -double(d) / 2.0) : 10000.0;
-      if (std::fabs(theta - std::round(theta)) < 1e-4 * theta)
-        theta = std::round(theta); // float32 inverse frequencies lose the last digits
-      for (size_t i = 0; i < freq.size(); ++i)
-        if (std::fabs(freq[i] - std::pow(theta, -2.0 * double(i) / double(d))) >
-            1e-5 * freq[i] + 1e-7) {
-          error = n.describe() + ": rotary frequencies are not theta^(-2i/d) (scaled RoPE "
-                  "is not supported)";
-          return -1;
-        }
-      auto sinF = [](double a) { return std::sin(a); };
-      auto cosF = [](double a) { return std::cos(a); };
-      if (!tableMatches(c.data(cosT), c.seqLen, c.pastLen, freq, +cosF) ||
-          !tableMatches(c.data2(cosT), c.seqLen2, c.pastLen2, freq, +cosF) ||
-          !tableMatches(c.data(sinT), c.seqLen, c.pastLen, freq, +sinF) ||
-          !tableMatches(c.data2(sinT), c.seqLen2, c.pastLen2, freq, +sinF)) {
-        error = n.describe() + ": its cos/sin tables are not RoPE at positions past.."
-                "past+seq-1 with theta " + std::to_string(theta);
-        return -1;
-      }
-      Node k = kilnNode("Rope", n.outputs[0], {src}, n.name);
-      setFloat(k, "theta", float(theta));
-      setInt(k, "heads", td[1]);
-      setInt(k, "head_dim", d);
-      setString(k, "style", "rotate_half");
-      n = std::move(k);
-      ++raised;
-      break;
+    const Node *proj = c.def(src);
+    if (!proj || proj->domain != "kiln" || proj->opType != "Linear")
+      continue;
+    const std::string t = split.outputs[0];
+    const std::vector<int64_t> td = c.dims(t);
+    if (td.size() != 4 || td[0] != 1 || td[3] % 2)
+      continue;
+    Region r = regionOf(c, start + 1, t);
+    if (r.tables.empty())
+      continue; // no position tables: the values' heads, not a rotation
+    const int64_t d = td[3];
+    std::vector<double> freq;
+    for (const std::string &table : r.tables)
+      if (inverseFrequencies(c, table, d, freq))
+        break;
+    if (freq.empty()) {
+      error = split.describe() + ": the tables multiplied into these heads do not come from "
+              "an inverse-frequency constant";
+      return -1;
     }
+    double theta = d >= 4 ? std::pow(freq[1], -double(d) / 2.0) : 10000.0;
+    if (std::fabs(theta - std::round(theta)) < 1e-4 * theta)
+      theta = std::round(theta); // float32 inverse frequencies lose the last digits
+    for (size_t i = 0; i < freq.size(); ++i)
+      if (std::fabs(freq[i] - std::pow(theta, -2.0 * double(i) / double(d))) >
+          1e-5 * freq[i] + 1e-7) {
+        error = split.describe() + ": rotary frequencies are not theta^(-2i/d) (scaled RoPE "
+                "is not supported)";
+        return -1;
+      }
+    std::map<std::string, Value> run1, run2;
+    if (!runRegion(c, r, t, c.probe, 1, run1) || !runRegion(c, r, t, c.probe2, 2, run2))
+      continue;
+    // The latest value of t's shape that is RoPE of t.
+    std::string root;
+    Style style = Style::None;
+    for (auto it = r.nodes.rbegin(); it != r.nodes.rend() && root.empty(); ++it) {
+      const std::string &out = c.g.nodes[size_t(*it)].outputs[0];
+      const Value &a = run1[out], &b = run2[out];
+      if (a.dims != td || !a.hasData || !b.hasData || b.dims != run2[t].dims)
+        continue;
+      for (Style s : {Style::RotateHalf, Style::Adjacent})
+        if (isRope(run1[t], a, c.pastLen, freq, s) && isRope(run2[t], b, c.pastLen2, freq, s)) {
+          root = out, style = s;
+          break;
+        }
+    }
+    if (root.empty()) {
+      error = split.describe() + ": these heads are multiplied by position tables, but the "
+              "result is neither rotate-half nor adjacent-pair RoPE with theta " +
+              std::to_string(theta) + " at positions past..past+seq-1";
+      return -1;
+    }
+    Node k = kilnNode("Rope", root, {src}, c.def(root)->name);
+    setFloat(k, "theta", float(theta));
+    setInt(k, "heads", td[1]);
+    setInt(k, "head_dim", d);
+    setString(k, "style", style == Style::RotateHalf ? "rotate_half" : "adjacent");
+    c.replace(std::move(k));
+    ++raised;
   }
   return raised;
 }
