@@ -179,6 +179,8 @@ std::string tensorString(const Tensor &t) {
 std::string printGraph(const Graph &g) {
   std::string s = "onnx-graph opset " + std::to_string(g.opset) +
                   (g.producer.empty() ? "" : ", producer " + g.producer) + "\n";
+  for (const auto &[k, v] : g.metadata)
+    s += "metadata " + k + " = \"" + v + "\"\n";
   for (const ValueInfo &in : g.inputs)
     s += "input %" + in.name + " : " + dtypeName(in.dtype) + shapeString(in.shape) + "\n";
   for (const auto &[name, t] : g.initializers)

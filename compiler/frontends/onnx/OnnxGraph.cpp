@@ -67,24 +67,6 @@ double Tensor::at(uint64_t i) const {
   }
 }
 
-Tensor Tensor::fromFloats(const std::vector<int64_t> &dims, const std::vector<float> &v) {
-  Tensor t;
-  t.dtype = DType::Float, t.dims = dims;
-  t.owned = std::make_shared<std::vector<uint8_t>>(v.size() * 4);
-  std::memcpy(t.owned->data(), v.data(), v.size() * 4);
-  t.data = t.owned->data(), t.nbytes = t.owned->size();
-  return t;
-}
-
-Tensor Tensor::fromInts(const std::vector<int64_t> &dims, const std::vector<int64_t> &v) {
-  Tensor t;
-  t.dtype = DType::Int64, t.dims = dims;
-  t.owned = std::make_shared<std::vector<uint8_t>>(v.size() * 8);
-  std::memcpy(t.owned->data(), v.data(), v.size() * 8);
-  t.data = t.owned->data(), t.nbytes = t.owned->size();
-  return t;
-}
-
 int64_t Node::intAttr(const std::string &n, int64_t dflt) const {
   const Attribute *a = attr(n);
   return a && a->kind == Attribute::Int ? a->i : dflt;
@@ -97,25 +79,6 @@ float Node::floatAttr(const std::string &n, float dflt) const {
 
 std::string Node::describe() const {
   return (domain.empty() ? "" : domain + ".") + opType + " node '" + name + "'";
-}
-
-int Graph::producerOf(const std::string &value) const {
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (const std::string &o : nodes[i].outputs)
-      if (o == value)
-        return int(i);
-  return -1;
-}
-
-std::vector<int> Graph::consumers(const std::string &value) const {
-  std::vector<int> out;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (const std::string &in : nodes[i].inputs)
-      if (in == value) {
-        out.push_back(int(i));
-        break;
-      }
-  return out;
 }
 
 void Graph::removeDeadNodes() {

@@ -47,8 +47,6 @@ struct Tensor {
   // Element i as a double / int64 (any numeric dtype; fp16/bf16 decoded).
   double at(uint64_t i) const;
   int64_t intAt(uint64_t i) const { return int64_t(at(i)); }
-  static Tensor fromFloats(const std::vector<int64_t> &dims, const std::vector<float> &v);
-  static Tensor fromInts(const std::vector<int64_t> &dims, const std::vector<int64_t> &v);
 };
 
 struct Attribute {
@@ -103,10 +101,6 @@ struct Graph {
     auto it = initializers.find(value);
     return it == initializers.end() ? nullptr : &it->second;
   }
-  // Index of the node producing `value`, -1 for graph inputs, initializers and unknowns.
-  int producerOf(const std::string &value) const;
-  // Indices of the nodes reading `value`.
-  std::vector<int> consumers(const std::string &value) const;
   const ValueInfo *info(const std::string &value) const {
     auto it = valueInfo.find(value);
     return it == valueInfo.end() ? nullptr : &it->second;

@@ -57,8 +57,6 @@ struct RaiseContext {
   const Value *data2(const std::string &value) const;
   // Replaces the node producing `node.outputs[0]` by `node`.
   void replace(Node node);
-  // Number of nodes reading `value`.
-  size_t uses(const std::string &value) const;
 
 private:
   std::map<std::string, int> producer_;

@@ -65,16 +65,6 @@ void RaiseContext::replace(Node node) {
   g.nodes[size_t(it->second)] = std::move(node);
 }
 
-size_t RaiseContext::uses(const std::string &value) const {
-  size_t n = 0;
-  for (const Node &node : g.nodes)
-    for (const std::string &in : node.inputs)
-      n += in == value;
-  for (const ValueInfo &o : g.outputs)
-    n += o.name == value;
-  return n;
-}
-
 namespace {
 bool isPerm0213(const Node *n) {
   const Attribute *p = n ? n->attr("perm") : nullptr;
