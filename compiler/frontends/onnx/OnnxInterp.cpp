@@ -318,6 +318,12 @@ bool Eval::transpose() {
       perm.push_back(int64_t(i));
   if (perm.size() != rank)
     return fail("perm has the wrong length");
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= int64_t(rank) || seen[size_t(p)])
+      return fail("perm is not a permutation of the axes");
+    seen[size_t(p)] = true;
+  }
   std::vector<int64_t> dims(rank);
   for (size_t i = 0; i < rank; ++i)
     dims[i] = d.dims[size_t(perm[i])];
@@ -752,7 +758,19 @@ bool Eval::run() {
 bool evalNode(const Node &n, const std::vector<const Value *> &in, std::vector<Value> &out,
               std::string &error) {
   out.clear();
-  return Eval(n, in, out, error).run();
+  if (!Eval(n, in, out, error).run())
+    return false;
+  for (const Value &v : out) { // negative or absurd sizes from malformed shape inputs
+    uint64_t elems = 1;
+    for (int64_t d : v.dims) {
+      if (d < 0 || (d > 0 && elems > (uint64_t(1) << 40) / uint64_t(d))) {
+        error = n.describe() + ": computes a tensor with an invalid shape";
+        return false;
+      }
+      elems *= uint64_t(d);
+    }
+  }
+  return true;
 }
 
 bool probeGraph(const Graph &g, const std::map<std::string, int64_t> &bindings,
