@@ -5,7 +5,7 @@ that has torch and onnx (Debian's /usr/bin/python3).
 
   export_llama.py --out DIR [--llama2c stories260K.bin | --seed N] [--opset 14|17] [--past]
                   [--dtype f32|f16] [--external-data] [--tied] [--no-constant-folding]
-                  [--no-reference] [--dim N --layers N --heads N --kv-heads N --ffn N ...]
+                  [--no-reference] [--rope half|adjacent] [--dim N --layers N --heads N --kv-heads N --ffn N ...]
 
 DIR gets model.onnx (+ model.onnx.data with --external-data), config.json, model.gguf and
 reference.json:
@@ -53,6 +53,10 @@ def parse_args(argv=None):
     p.add_argument("--no-constant-folding", action="store_true",
                    help="keep the exporter's Transpose of each [out, in] weight (and other "
                         "constant subgraphs) instead of folding them into initializers")
+    p.add_argument("--rope", default="half", choices=["half", "adjacent"],
+                   help="half: Hugging Face's rotate_half with q/k rows permuted to its layout; "
+                        "adjacent: Meta's adjacent-pair rotation (real-valued) on the GGUF "
+                        "layout's rows, unpermuted (the GGUF written is the same either way)")
     p.add_argument("--prompt", default="Once upon a time")
     p.add_argument("-n", "--n-predict", type=int, default=8, help="greedy tokens in reference.json")
     p.add_argument("--no-reference", action="store_true",
@@ -73,7 +77,7 @@ def parse_args(argv=None):
 
 def build_model(args):
     if args.llama2c:
-        model = llama2c_model(args.llama2c)
+        model = llama2c_model(args.llama2c, args.rope)
         vocab = {k: v for k, v in GgufReader(args.tokenizer_gguf).kv.items()
                  if k.startswith("tokenizer.ggml.")}
     else:
@@ -81,7 +85,8 @@ def build_model(args):
                           num_hidden_layers=args.layers, num_attention_heads=args.heads,
                           num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
                           max_position_embeddings=args.ctx, rope_theta=args.rope_theta,
-                          rms_norm_eps=args.eps, tie_word_embeddings=args.tied)
+                          rms_norm_eps=args.eps, tie_word_embeddings=args.tied,
+                          rope_style=args.rope)
         model = random_model(cfg, args.seed)
         vocab = random_vocab(args.vocab)
     if args.dtype == "f16":
@@ -130,14 +135,17 @@ def write_gguf(model, vocab, path, dtype):
     def np_(t):
         return t.detach().numpy()
 
+    def qk(w, heads):  # adjacent: the model's rows are already in GGUF's order
+        return w if cfg.rope_style == "adjacent" else permute_to_gguf(w, heads)
+
     m = model.model
     w.add_tensor("token_embd.weight", np_(m.embed_tokens.weight), mat)
     for i, layer in enumerate(m.layers):
         a, f = layer.self_attn, layer.mlp
         b = f"blk.{i}."
         w.add_tensor(b + "attn_norm.weight", np_(layer.input_layernorm.weight))
-        w.add_tensor(b + "attn_q.weight", np_(permute_to_gguf(a.q_proj.weight, cfg.num_attention_heads)), mat)
-        w.add_tensor(b + "attn_k.weight", np_(permute_to_gguf(a.k_proj.weight, cfg.num_key_value_heads)), mat)
+        w.add_tensor(b + "attn_q.weight", np_(qk(a.q_proj.weight, cfg.num_attention_heads)), mat)
+        w.add_tensor(b + "attn_k.weight", np_(qk(a.k_proj.weight, cfg.num_key_value_heads)), mat)
         w.add_tensor(b + "attn_v.weight", np_(a.v_proj.weight), mat)
         w.add_tensor(b + "attn_output.weight", np_(a.o_proj.weight), mat)
         w.add_tensor(b + "ffn_norm.weight", np_(layer.post_attention_layernorm.weight))
@@ -307,7 +315,7 @@ def main(argv=None):
         return
     ref = reference(model, args, SpmTokenizer(vocab))
     ref["variant"] = {k: getattr(args, k) for k in ("opset", "past", "dtype", "external_data", "seed",
-                                                    "llama2c", "tied")}
+                                                    "llama2c", "tied", "rope")}
     diff = check_onnx(os.path.join(args.out, "model.onnx"), args, model.config, ref)
     if not diff <= 1e-4:
         sys.exit(f"export_llama: the exported graph's logits differ from torch's by {diff:.3g}")

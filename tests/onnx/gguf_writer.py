@@ -37,6 +37,11 @@ class GgufWriter:
         self.tensors.append((name, np.ascontiguousarray(array, dtype=_GGML_NP[ggml_type]),
                              ggml_type))
 
+    def add_tensor_lazy(self, name, shape, ggml_type, produce):
+        """A tensor of numpy shape `shape` whose data produce() returns only when write()
+        reaches it, so a big model is written holding one tensor at a time."""
+        self.tensors.append((name, (tuple(shape), produce), ggml_type))
+
     @staticmethod
     def _value(vtype, value, elem):
         if vtype == STRING:
@@ -53,21 +58,25 @@ class GgufWriter:
         for key, vtype, value, elem in self.kv:
             head += _string(key) + struct.pack("<I", vtype) + self._value(vtype, value, elem)
         offset = 0
-        blobs = []
         for name, arr, gtype in self.tensors:
-            dims = list(reversed(arr.shape))
+            shape = arr[0] if isinstance(arr, tuple) else arr.shape
+            dims = list(reversed(shape))
             head += _string(name) + struct.pack("<I", len(dims))
             head += b"".join(struct.pack("<Q", d) for d in dims)
             head += struct.pack("<IQ", gtype, offset)
-            data = arr.tobytes()
-            pad = -len(data) % ALIGNMENT
-            blobs.append(data + b"\0" * pad)
-            offset += len(data) + pad
+            size = int(np.prod(shape)) * np.dtype(_GGML_NP[gtype]).itemsize
+            offset += size + (-size % ALIGNMENT)
         head += b"\0" * (-len(head) % ALIGNMENT)
         with open(path, "wb") as f:
             f.write(head)
-            for b in blobs:
-                f.write(b)
+            for name, arr, gtype in self.tensors:
+                if isinstance(arr, tuple):
+                    shape, produce = arr
+                    arr = np.ascontiguousarray(produce(), dtype=_GGML_NP[gtype])
+                    if arr.shape != shape:
+                        raise ValueError(f"{name}: produced {arr.shape}, declared {shape}")
+                data = arr.tobytes()
+                f.write(data + b"\0" * (-len(data) % ALIGNMENT))
 
 
 class GgufReader:

@@ -5,7 +5,11 @@ position_ids, rotate_half as slice/neg/cat, repeat_kv as expand+reshape, the cau
 from torch.full(finfo.min)/triu/arange-compare and the 2-D attention_mask, SwiGLU MLP.
 
 Weights are in HF's layout: nn.Linear [out, in], q/k rows in rotate-half order (the GGUF
-layout is adjacent pairs; see export_llama.py for the permutations). No transformers package
+layout is adjacent pairs; see export_llama.py for the permutations). With
+LlamaConfig.rope_style = "adjacent" the rotation is Meta's (llama/model.py's
+apply_rotary_emb) written with real tensors, as an exporter of Meta's code would trace it:
+pairs (x[2i], x[2i+1]) rotated by cos/sin [batch, seq, head_dim/2], and the q/k rows are then
+in GGUF's adjacent-pair order, unpermuted. No transformers package
 is used: the code follows its structure so the traced ops are the same."""
 import math
 from dataclasses import dataclass
@@ -26,6 +30,7 @@ class LlamaConfig:
     rope_theta: float = 10000.0
     rms_norm_eps: float = 1e-5
     tie_word_embeddings: bool = False
+    rope_style: str = "half"  # "half" (Hugging Face's rotate_half) or "adjacent" (Meta's pairs)
 
     @property
     def head_dim(self):
@@ -48,9 +53,10 @@ class LlamaRMSNorm(nn.Module):
 
 class LlamaRotaryEmbedding(nn.Module):
     # HF >= 4.38: cos/sin computed per call from inv_freq and position_ids (no cached table).
-    def __init__(self, dim, max_position_embeddings=2048, base=10000.0):
+    def __init__(self, dim, max_position_embeddings=2048, base=10000.0, adjacent=False):
         super().__init__()
         self.dim = dim
+        self.adjacent = adjacent
         self.max_position_embeddings = max_position_embeddings
         self.base = base
         inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2, dtype=torch.int64).float()
@@ -62,7 +68,8 @@ class LlamaRotaryEmbedding(nn.Module):
         inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
         position_ids_expanded = position_ids[:, None, :].float()
         freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-        emb = torch.cat((freqs, freqs), dim=-1)
+        # adjacent pairs: one angle per pair, [batch, seq, dim/2]
+        emb = freqs if self.adjacent else torch.cat((freqs, freqs), dim=-1)
         cos = emb.cos()
         sin = emb.sin()
         return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
@@ -80,6 +87,20 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
     q_embed = (q * cos) + (rotate_half(q) * sin)
     k_embed = (k * cos) + (rotate_half(k) * sin)
     return q_embed, k_embed
+
+
+def apply_rotary_pos_emb_adjacent(q, k, cos, sin, unsqueeze_dim=1):
+    """Meta's apply_rotary_emb (view_as_complex(x.reshape(..., -1, 2)) * freqs_cis) in real
+    arithmetic: pairs (x[2i], x[2i+1]) rotated by the angle of frequency i."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+
+    def rotate(x):
+        pairs = x.reshape(*x.shape[:-1], -1, 2)
+        x0, x1 = pairs[..., 0], pairs[..., 1]
+        return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+
+    return rotate(q), rotate(k)
 
 
 def repeat_kv(hidden_states, n_rep):
@@ -116,8 +137,11 @@ class LlamaAttention(nn.Module):
         self.k_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.num_heads * self.head_dim, self.hidden_size, bias=False)
+        if config.rope_style not in ("half", "adjacent"):
+            raise ValueError(f"rope_style {config.rope_style!r}: half or adjacent")
+        self.adjacent = config.rope_style == "adjacent"
         self.rotary_emb = LlamaRotaryEmbedding(self.head_dim, config.max_position_embeddings,
-                                               config.rope_theta)
+                                               config.rope_theta, self.adjacent)
 
     def forward(self, hidden_states, attention_mask, position_ids, past_key_value=None):
         bsz, q_len, _ = hidden_states.size()
@@ -131,7 +155,8 @@ class LlamaAttention(nn.Module):
                                          self.head_dim).transpose(1, 2)
 
         cos, sin = self.rotary_emb(value_states, position_ids)
-        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        rope = apply_rotary_pos_emb_adjacent if self.adjacent else apply_rotary_pos_emb
+        query_states, key_states = rope(query_states, key_states, cos, sin)
 
         if past_key_value is not None:
             # The cache holds post-RoPE keys, before repeat_kv (as HF's DynamicCache does).

@@ -25,7 +25,9 @@ def permute_to_gguf(w, n_heads):
 
 def random_model(cfg, seed):
     """Random weights with unit-scale activations, so logits spread out and greedy picks are
-    not near-ties a 1e-6 rounding difference could flip."""
+    not near-ties a 1e-6 rounding difference could flip. With cfg.rope_style "adjacent" the
+    q/k rows are permuted to GGUF's adjacent-pair order, so the same seed gives the same
+    model (and the same GGUF) in both RoPE conventions."""
     torch.manual_seed(seed)
     model = LlamaForCausalLM(cfg).eval()
     with torch.no_grad():
@@ -39,10 +41,15 @@ def random_model(cfg, seed):
                 p.copy_(std * torch.randn_like(p))
             else:
                 p.copy_(torch.randn_like(p) / p.shape[1] ** 0.5)
+        if cfg.rope_style == "adjacent":
+            for layer in model.model.layers:
+                a = layer.self_attn
+                a.q_proj.weight.copy_(permute_to_gguf(a.q_proj.weight, cfg.num_attention_heads))
+                a.k_proj.weight.copy_(permute_to_gguf(a.k_proj.weight, cfg.num_key_value_heads))
     return model
 
 
-def llama2c_model(path):
+def llama2c_model(path, rope_style="half"):
     """llama2.c legacy (version 0) checkpoint: 7 int32 (dim, hidden_dim, n_layers, n_heads,
     n_kv_heads, vocab_size, seq_len; vocab_size < 0 means an unshared classifier follows),
     then f32 arrays: token_embedding [vocab, dim], rms_att [L, dim], wq [L, dim, dim],
@@ -84,16 +91,18 @@ def llama2c_model(path):
     cfg = LlamaConfig(hidden_size=dim, intermediate_size=hidden, num_hidden_layers=n_layers,
                       num_attention_heads=n_heads, num_key_value_heads=n_kv, vocab_size=vocab,
                       max_position_embeddings=seq_len, rope_theta=10000.0, rms_norm_eps=1e-5,
-                      tie_word_embeddings=shared)
+                      tie_word_embeddings=shared, rope_style=rope_style)
     model = LlamaForCausalLM(cfg).eval()
+    # rotate-half wants HF's row order; adjacent pairs take llama2.c's (Meta's) rows as they are
+    to_model = (lambda w, h: w) if rope_style == "adjacent" else permute_to_hf
     with torch.no_grad():
         m = model.model
         m.embed_tokens.weight.copy_(emb)
         for i, layer in enumerate(m.layers):
             a = layer.self_attn
             layer.input_layernorm.weight.copy_(rms_att[i])
-            a.q_proj.weight.copy_(permute_to_hf(wq[i], n_heads))
-            a.k_proj.weight.copy_(permute_to_hf(wk[i], n_kv))
+            a.q_proj.weight.copy_(to_model(wq[i], n_heads))
+            a.k_proj.weight.copy_(to_model(wk[i], n_kv))
             a.v_proj.weight.copy_(wv[i])
             a.o_proj.weight.copy_(wo[i])
             layer.post_attention_layernorm.weight.copy_(rms_ffn[i])

@@ -41,6 +41,9 @@ VARIANTS = {
     # unfolded: Transpose(W [out, in]) -> MatMul, one table for a tied embedding and lm_head
     "nofold-past": (["--opset", "14", "--past", "--no-constant-folding"], 8),
     "tied-nofold-f16": (["--tied", "--no-constant-folding", "--dtype", "f16"], 8),
+    # Meta's adjacent-pair RoPE (real-valued, q/k rows unpermuted); same GGUF as rotate-half
+    "adjacent": (["--rope", "adjacent"], 8),
+    "adjacent-past": (["--rope", "adjacent", "--past"], 8),
     "stories260k": (["--llama2c", "{models}/stories260K.bin"], 64),
     "stories260k-past": (["--llama2c", "{models}/stories260K.bin", "--past", "--external-data"], 64),
 }
