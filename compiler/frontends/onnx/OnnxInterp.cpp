@@ -778,7 +778,9 @@ bool probeGraph(const Graph &g, const std::map<std::string, int64_t> &bindings,
                 std::string &error) {
   values.clear();
   for (const auto &[name, t] : g.initializers)
-    values[name] = Value::fromTensor(t, kMaxInterpElements);
+    values[name] = Value::fromTensor(t, t.dims.size() >= 2 && t.numElements() > kMaxProbeTable
+                                            ? 0 // a weight matrix: its shape is enough
+                                            : kMaxInterpElements);
   for (const ValueInfo &in : g.inputs) {
     auto given = inputData.find(in.name);
     if (given != inputData.end()) {

@@ -35,6 +35,9 @@ struct Value {
 
 // Values above this many elements keep their shape only.
 constexpr uint64_t kMaxInterpElements = uint64_t(1) << 20;
+// Matrices above this many elements are weights to the probe (shape only): a cos/sin table
+// of 4096 positions x 64 fits, a projection of a 2048-wide model does not.
+constexpr uint64_t kMaxProbeTable = uint64_t(1) << 18;
 
 // Evaluates one node. `in` holds the inputs (absent optional inputs as Undefined values).
 // Returns false with a one-line `error` when the node is malformed or the op is not one the

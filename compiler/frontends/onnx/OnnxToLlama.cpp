@@ -9,6 +9,27 @@
 namespace kiln::onnx {
 namespace {
 
+// dst row r = src row srcRow[r] of a [rows, cols] matrix, or of the [cols, rows] matrix
+// `src` when `transpose` (in 64x64 tiles, so both sides move whole cache lines).
+template <typename T>
+void copyRows(const uint8_t *srcBytes, uint8_t *dstBytes, uint64_t rows, uint64_t cols,
+              const std::vector<uint64_t> &srcRow, bool transpose) {
+  const T *src = reinterpret_cast<const T *>(srcBytes);
+  T *dst = reinterpret_cast<T *>(dstBytes);
+  if (!transpose) {
+    for (uint64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + r * cols, src + srcRow[r] * cols, cols * sizeof(T));
+    return;
+  }
+  for (uint64_t r0 = 0; r0 < rows; r0 += 64)
+    for (uint64_t c0 = 0; c0 < cols; c0 += 64) {
+      const uint64_t r1 = std::min(rows, r0 + 64), c1 = std::min(cols, c0 + 64);
+      for (uint64_t c = c0; c < c1; ++c)
+        for (uint64_t r = r0; r < r1; ++r)
+          dst[r * cols + c] = src[c * rows + srcRow[r]];
+    }
+}
+
 class Assembler {
 public:
   Assembler(Graph &g, llama::LlamaConfig &cfg, WeightStore &w) : g_(g), cfg_(cfg), w_(w) {}
@@ -96,18 +117,21 @@ bool Assembler::weight(const std::string &init, const std::string &name, bool tr
   const bool keepF16 = t->dtype == DType::Float16 && t->dims.size() == 2;
   const size_t es = keepF16 ? 2 : 4;
   std::vector<uint8_t> bytes(rows * cols * es);
+  std::vector<uint64_t> srcRow(rows);
   for (uint64_t r = 0; r < rows; ++r)
-    for (uint64_t c = 0; c < cols; ++c) {
-      const uint64_t sr = sourceRow(r);
-      const uint64_t src = transpose ? c * rows + sr : sr * cols + c;
-      uint8_t *dst = bytes.data() + (r * cols + c) * es;
-      if (keepF16) {
-        std::memcpy(dst, t->data + src * 2, 2);
-      } else {
-        float f = float(t->at(src));
-        std::memcpy(dst, &f, 4);
+    srcRow[r] = sourceRow(r);
+  if (keepF16 || t->dtype == DType::Float) {
+    if (keepF16)
+      copyRows<uint16_t>(t->data, bytes.data(), rows, cols, srcRow, transpose);
+    else
+      copyRows<float>(t->data, bytes.data(), rows, cols, srcRow, transpose);
+  } else {
+    for (uint64_t r = 0; r < rows; ++r)
+      for (uint64_t c = 0; c < cols; ++c) {
+        float f = float(t->at(transpose ? c * rows + srcRow[r] : srcRow[r] * cols + c));
+        std::memcpy(bytes.data() + (r * cols + c) * 4, &f, 4);
       }
-    }
+  }
   w_.addOwned(name, keepF16 ? KILN_GGML_TYPE_F16 : KILN_GGML_TYPE_F32, dims, std::move(bytes));
   return true;
 }
