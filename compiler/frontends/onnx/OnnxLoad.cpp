@@ -71,15 +71,18 @@ bool Loader::externalData(const ::onnx::TensorProto &p, Tensor &t, std::string &
   std::string location;
   uint64_t offset = 0, length = 0;
   bool haveLength = false;
+  // Decimal digits only: std::stoull alone would read "12abc" as 12 and "-1" as 2^64-1.
+  auto number = [](const std::string &s, uint64_t &out) {
+    if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    out = std::stoull(s);
+    return true;
+  };
   for (const auto &kv : p.external_data()) {
-    try {
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::stoull(kv.value());
-      else if (kv.key() == "length")
-        length = std::stoull(kv.value()), haveLength = true;
-    } catch (const std::exception &) {
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if ((kv.key() == "offset" && !number(kv.value(), offset)) ||
+               (kv.key() == "length" && !(haveLength = number(kv.value(), length)))) {
       error = "initializer '" + p.name() + "': external_data " + kv.key() + " '" + kv.value() +
               "' is not a number";
       return false;
@@ -321,7 +324,13 @@ std::unique_ptr<Graph> loadOnnx(const std::string &path, std::string &error) {
     std::string text(bytes, size);
     ::onnx::Common::Status st = ::onnx::OnnxParser::Parse(*model, text.c_str());
     if (!st.IsOK()) {
-      error = "'" + path + "' is not valid ONNX text: " + st.ErrorMessage();
+      // The parser's message spans lines (position, context, problem): one line here.
+      std::string msg = st.ErrorMessage();
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' '))
+        msg.pop_back();
+      for (size_t at = msg.find('\n'); at != std::string::npos; at = msg.find('\n', at))
+        msg.replace(at, 1, "; ");
+      error = "'" + path + "' is not valid ONNX text: " + msg;
       return nullptr;
     }
   } else if (size > size_t(INT32_MAX)) {
