@@ -515,7 +515,7 @@ bool Eval::softmax() {
 bool Eval::run() {
   const std::string &op = n_.opType;
   if (!n_.domain.empty())
-    return fail("op domain '" + n_.domain + "' is not one kiln evaluates");
+    return fail("ops of domain '" + n_.domain + "' are not supported by kiln's ONNX importer");
   size_t needed = op == "Where" ? 3 : (op == "Range" ? 3 : 0);
   if (in_.size() < needed)
     return fail("missing inputs");
@@ -750,7 +750,7 @@ bool Eval::run() {
     result(x.dtype, {m, n}); // never folded: Gemm reads weights
     return true;
   }
-  return fail("op '" + op + "' is not one kiln evaluates");
+  return fail("op '" + op + "' is not supported by kiln's ONNX importer");
 }
 
 } // namespace

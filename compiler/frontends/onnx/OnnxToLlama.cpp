@@ -12,13 +12,13 @@ namespace {
 // dst row r = src row srcRow[r] of a [rows, cols] matrix, or of the [cols, rows] matrix
 // `src` when `transpose` (in 64x64 tiles, so both sides move whole cache lines).
 template <typename T>
-void copyRows(const uint8_t *srcBytes, uint8_t *dstBytes, uint64_t rows, uint64_t cols,
+void copyRows(const uint8_t *src, uint8_t *dst, uint64_t rows, uint64_t cols,
               const std::vector<uint64_t> &srcRow, bool transpose) {
-  const T *src = reinterpret_cast<const T *>(srcBytes);
-  T *dst = reinterpret_cast<T *>(dstBytes);
+  // Element copies by memcpy: external data may sit at any byte offset.
   if (!transpose) {
     for (uint64_t r = 0; r < rows; ++r)
-      std::memcpy(dst + r * cols, src + srcRow[r] * cols, cols * sizeof(T));
+      std::memcpy(dst + r * cols * sizeof(T), src + srcRow[r] * cols * sizeof(T),
+                  cols * sizeof(T));
     return;
   }
   for (uint64_t r0 = 0; r0 < rows; r0 += 64)
@@ -26,7 +26,8 @@ void copyRows(const uint8_t *srcBytes, uint8_t *dstBytes, uint64_t rows, uint64_
       const uint64_t r1 = std::min(rows, r0 + 64), c1 = std::min(cols, c0 + 64);
       for (uint64_t c = c0; c < c1; ++c)
         for (uint64_t r = r0; r < r1; ++r)
-          dst[r * cols + c] = src[c * rows + srcRow[r]];
+          std::memcpy(dst + (r * cols + c) * sizeof(T), src + (c * rows + srcRow[r]) * sizeof(T),
+                      sizeof(T));
     }
 }
 
@@ -289,14 +290,6 @@ bool Assembler::run(std::string &error) {
                                   [&](const ValueInfo &o) { return o.name != logits; }),
                    g_.outputs.end());
   g_.removeDeadNodes();
-  for (const Node &n : g_.nodes)
-    if (n.opType == "MatMulNBits" || n.opType == "MatMulInteger" ||
-        n.opType == "DynamicQuantizeMatMul") {
-      error = n.describe() + ": quantised matmuls (onnxruntime's MatMulNBits and friends) are "
-              "not supported; export float or DequantizeLinear weights and let kiln quantise "
-              "(--weights / --precision)";
-      return false;
-    }
   for (const Node &n : g_.nodes)
     if (n.domain != "kiln") {
       error = n.describe() + " could not be raised: it is not part of any structure kiln "

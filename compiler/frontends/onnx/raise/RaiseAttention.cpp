@@ -109,9 +109,14 @@ int raiseAttention(RaiseContext &c, std::string &error) {
     const Attribute *perm = kt ? kt->attr("perm") : nullptr;
     if (!kt || !perm || perm->ints != std::vector<int64_t>{0, 1, 3, 2})
       return fail("the scores are not q @ k^T");
+    auto producer = [&](const std::string &v) {
+      const Node *p = c.def(v);
+      return p ? " (it comes from " + p->describe() + ")" : std::string(" (it is a graph input)");
+    };
     const Node *qRope = c.def(qk->inputs[0]);
     if (!qRope || qRope->domain != "kiln" || qRope->opType != "Rope")
-      return fail("the query is not rotary-embedded heads");
+      return fail("the query is not rotary-embedded heads of a linear projection" +
+                  producer(qk->inputs[0]));
     // keys and values: maybe repeated, maybe appended to the cache
     std::string kCat = unrepeat(c, kt->inputs[0]), vCat = unrepeat(c, pv->inputs[1]);
     std::string pastK, pastV, kNew = kCat, vNew = vCat;
@@ -120,7 +125,7 @@ int raiseAttention(RaiseContext &c, std::string &error) {
       return fail("only one of key and value is appended to past_key_values");
     const Node *kRope = c.def(kNew);
     if (!kRope || kRope->domain != "kiln" || kRope->opType != "Rope")
-      return fail("the key is not rotary-embedded heads");
+      return fail("the key is not rotary-embedded heads of a linear projection" + producer(kNew));
     std::string vSrc;
     if (!headSplitOf(c, vNew, vSrc))
       return fail("the value is not a projection split into heads");

@@ -201,7 +201,7 @@ bool probeWith(const Graph &g, int64_t seq, int64_t past, std::map<std::string, 
     }
   }
   if (!probeGraph(g, bindings, data, values, error)) {
-    error = "cannot evaluate the graph's shapes: " + error;
+    error = "while evaluating the graph's shapes: " + error;
     return false;
   }
   return true;
@@ -210,6 +210,15 @@ bool probeWith(const Graph &g, int64_t seq, int64_t past, std::map<std::string, 
 } // namespace
 
 bool raiseGraph(Graph &g, std::map<std::string, int> &counts, std::string &error) {
+  // Quantised matmuls are refused by name before the probe meets them as unknown ops.
+  for (const Node &n : g.nodes)
+    if (n.opType == "MatMulNBits" || n.opType == "MatMulInteger" ||
+        n.opType == "DynamicQuantizeMatMul" || n.opType == "QLinearMatMul") {
+      error = n.describe() + ": quantised matmuls (onnxruntime's MatMulNBits and friends) are "
+              "not supported; export float or DequantizeLinear weights and let kiln quantise "
+              "(--weights / --precision)";
+      return false;
+    }
   RaiseContext c(g);
   if (!probeWith(g, c.seqLen, c.pastLen, c.probe, error) ||
       !probeWith(g, c.seqLen2, c.pastLen2, c.probe2, error))

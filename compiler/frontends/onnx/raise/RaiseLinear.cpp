@@ -10,8 +10,8 @@ int raiseLinear(RaiseContext &c, std::string &error) {
   for (Node &n : c.g.nodes) {
     if (!n.domain.empty() || (n.opType != "MatMul" && n.opType != "Gemm") || n.inputs.size() < 2)
       continue;
-    if (c.constant(n.inputs[0]))
-      continue; // a constant left operand is no layer
+    if (c.constant(n.inputs[0]) || c.data(n.inputs[0]))
+      continue; // a constant or position-derived left operand (RoPE's outer product) is no layer
     bool storedInOut = true; // [in, out]: the weight is the right operand as is
     std::string weightName;
     const Tensor *w = c.constant(n.inputs[1], &weightName);
