@@ -9,8 +9,9 @@ not share code or tables with the C++ side.
          with the Llama 3 regex; each step merges the most frequent adjacent pair, ties to
          the smallest pair) and writes OUT as a Hugging Face tokenizer.json shaped like
          Llama 3's: model BPE (byte_fallback false, ignore_merges per --ignore-merges),
-         vocab = the 256 byte characters (GPT-2's bytes_to_unicode, ids = byte values) then
-         one token per merge, added_tokens <|begin_of_text|>, <|end_of_text|>,
+         vocab = the 256 byte characters (GPT-2's bytes_to_unicode, ids = byte values), one
+         token per merge, then --whole-words frequent pieces no merge produces (only
+         ignore_merges reaches them, as in Llama 3's vocabulary), added_tokens <|begin_of_text|>, <|end_of_text|>,
          <|reserved_special_token_0|> (special, normalized false) and "[kiln]" (not special,
          normalized true), pre_tokenizer Sequence[Split(Llama 3 regex, Isolated),
          ByteLevel(use_regex false)] (--pattern gpt2: ByteLevel(use_regex true) alone),
@@ -92,11 +93,22 @@ def train(text, n_merges, pattern):
     return merges
 
 
-def write_tokenizer_json(path, merges, ignore_merges, pattern, merge_form):
+def whole_words(text, merges, count, pattern):
+    """The `count` most frequent pieces of 2+ bytes that no merge produces: vocabulary tokens
+    only ignore_merges can reach (Llama 3's vocabulary has such tokens too)."""
+    made = {a + b for a, b in merges}
+    pieces = collections.Counter(to_chars(p) for p in regex.findall(pattern, text))
+    return sorted((w for w in pieces if len(w) > 1 and w not in made),
+                  key=lambda w: (-pieces[w], w))[:count]
+
+
+def write_tokenizer_json(path, merges, extra, ignore_merges, pattern, merge_form):
     vocab = {BYTE_CHAR[b]: b for b in range(256)}
     for a, b in merges:
         if a + b not in vocab:
             vocab[a + b] = len(vocab)
+    for w in extra:
+        vocab[w] = len(vocab)
     n = len(vocab)
     added = [
         {"id": n, "content": "<|begin_of_text|>", "special": True, "normalized": False},
@@ -219,6 +231,8 @@ def main():
     ap.add_argument("out", help="tokenizer.json to write (or, with --encode-hex, to read)")
     ap.add_argument("--train", help="training text (train mode)")
     ap.add_argument("--merges", type=int, default=400)
+    ap.add_argument("--whole-words", type=int, default=16,
+                    help="extra vocabulary tokens no merge produces (see whole_words)")
     ap.add_argument("--ignore-merges", choices=["true", "false"], default="true")
     ap.add_argument("--pattern", choices=["llama3", "gpt2"], default="llama3")
     ap.add_argument("--merge-form", choices=["string", "pairs"], default="pairs")
@@ -252,7 +266,8 @@ def main():
         text = f.read()
     pattern = LLAMA3 if args.pattern == "llama3" else GPT2
     merges = train(text, args.merges, pattern)
-    write_tokenizer_json(args.out, merges, args.ignore_merges == "true", args.pattern,
+    extra = whole_words(text, merges, args.whole_words, pattern)
+    write_tokenizer_json(args.out, merges, extra, args.ignore_merges == "true", args.pattern,
                          args.merge_form)
 
 

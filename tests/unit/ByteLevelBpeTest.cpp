@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <unistd.h>
 
@@ -95,7 +96,7 @@ const std::vector<std::string> &edgeStrings() {
       "\xE0\xA4\xA4\xE0\xA5\x87 \xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4" "abc123",
       "\xD9\xA1\xD9\xA2\xD9\xA3\xD9\xA4 \xE2\x85\xA0\xE2\x85\xA1 \xC2\xBD", // Arabic-Indic, Roman, 1/2
       "no\xC2\xA0" "break\xE2\x80\x83" "em\xE3\x80\x80ideographic space",
-      "'\xC5\xBF long s", // U+017F folds to s under (?i)
+      "'\xC5\xBF" "ong 'Sure", // U+017F folds to s under (?i): "'ſ" "ong"
       "<|begin_of_text|>Once upon a time<|end_of_text|>",
       "x<|reserved_special_token_0|><|begin_of_text|>y",
       "a [kiln] b[kiln]c <|begin_of_text",
@@ -114,6 +115,21 @@ struct Variant {
 };
 void PrintTo(const Variant &v, std::ostream *os) { *os << v.name; }
 
+// One trained tokenizer.json per variant, shared by its tests, removed at exit.
+struct TrainedFiles {
+  std::map<std::string, std::string> dirs; // variant -> directory with tokenizer.json
+  ~TrainedFiles() {
+    for (const auto &kv : dirs) {
+      std::remove((kv.second + "/tokenizer.json").c_str());
+      ::rmdir(kv.second.c_str());
+    }
+  }
+};
+TrainedFiles &trained() {
+  static TrainedFiles t;
+  return t;
+}
+
 class ByteLevelBpeReference : public ::testing::TestWithParam<Variant> {
 protected:
   void SetUp() override {
@@ -123,8 +139,17 @@ protected:
     KILN_REQUIRE_FILE(dev_);
     dir_ = makeTempDir();
     ASSERT_FALSE(dir_.empty()) << "mkdtemp failed";
-    json_ = dir_ + "/tokenizer.json";
-    ASSERT_NO_FATAL_FAILURE(runScript("--train '" + calib_ + "' --merges 400 " + GetParam().args));
+    auto it = trained().dirs.find(GetParam().name);
+    if (it == trained().dirs.end()) {
+      std::string dir = makeTempDir();
+      ASSERT_FALSE(dir.empty()) << "mkdtemp failed";
+      json_ = dir + "/tokenizer.json";
+      ASSERT_NO_FATAL_FAILURE(
+          runScript("--train '" + calib_ + "' --merges 400 " + GetParam().args));
+      trained().dirs[GetParam().name] = dir;
+    } else {
+      json_ = it->second + "/tokenizer.json";
+    }
     std::string error;
     tok_ = kiln::hf::readByteLevelBpe(json_, error);
     ASSERT_TRUE(tok_) << error;
@@ -137,7 +162,7 @@ protected:
   }
   void TearDown() override {
     if (!dir_.empty()) {
-      for (const char *f : {"/log", "/ids", "/texts", "/tokenizer.json"})
+      for (const char *f : {"/log", "/ids", "/texts"})
         std::remove((dir_ + f).c_str());
       ::rmdir(dir_.c_str());
     }
@@ -183,16 +208,17 @@ protected:
   std::unique_ptr<ByteLevelBpe> tok_;
 };
 
+// 256 bytes, 400 merges, 16 whole words no merge makes, then the 4 added tokens.
 TEST_P(ByteLevelBpeReference, Shape) {
-  EXPECT_EQ(tok_->size(), 256u + 400u + 4u);
+  EXPECT_EQ(tok_->size(), 256u + 400u + 16u + 4u);
   EXPECT_EQ(tok_->numMerges(), 400u);
-  EXPECT_EQ(tok_->bos(), 656);
-  EXPECT_EQ(tok_->eos(), 657);
+  EXPECT_EQ(tok_->bos(), 672);
+  EXPECT_EQ(tok_->eos(), 673);
   EXPECT_TRUE(tok_->addBos());
-  EXPECT_TRUE(tok_->isSpecial(656) && tok_->isSpecial(658) && !tok_->isSpecial(659));
-  EXPECT_EQ(tok_->encode("", true), (Ids{656}));
-  EXPECT_EQ(tok_->decode(656), "");
-  EXPECT_EQ(tok_->decode(659), "[kiln]");
+  EXPECT_TRUE(tok_->isSpecial(672) && tok_->isSpecial(674) && !tok_->isSpecial(675));
+  EXPECT_EQ(tok_->encode("", true), (Ids{672}));
+  EXPECT_EQ(tok_->decode(672), "");
+  EXPECT_EQ(tok_->decode(675), "[kiln]");
 }
 
 TEST_P(ByteLevelBpeReference, DevTextIdsEqualReference) {
