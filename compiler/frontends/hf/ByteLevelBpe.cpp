@@ -477,6 +477,7 @@ bool ByteLevelReader::readModel(const json::Object &model, ByteLevelBpe &t) {
     return false;
   if (!vocabV)
     return fail("model.vocab", "missing");
+  t.vocab_.reserve(vocabV->getAsObject()->size());
   for (const auto &kv : *vocabV->getAsObject()) {
     std::string text = llvm::StringRef(kv.first).str();
     std::optional<int64_t> id = kv.second.getAsInteger();
@@ -555,6 +556,7 @@ bool ByteLevelReader::readMerges(const json::Object &model, ByteLevelBpe &t) {
   const json::Array &merges = *mergesV->getAsArray();
   if (merges.size() > std::numeric_limits<uint32_t>::max())
     return fail("model.merges", "too many");
+  t.merges_.reserve(merges.size());
   auto vocabId = [&](const std::string &s) {
     auto it = t.vocab_.find(s);
     return it == t.vocab_.end() ? -1 : it->second;
@@ -702,6 +704,7 @@ bool ByteLevelReader::read(const json::Object &root, const json::Object *config,
   }
   t.tokens_.reserve(byId_.size());
   t.bytes_.reserve(byId_.size());
+  byText_.reserve(byId_.size());
   for (const auto &kv : byId_) {
     auto ins = byText_.emplace(kv.second, int32_t(kv.first));
     if (!ins.second)
