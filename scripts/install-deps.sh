@@ -15,6 +15,9 @@ PACKAGES=(
   # ONNX frontend (issue 6): the protobuf reader, and torch.onnx to export the test models
   # (tests/onnx runs them with /usr/bin/python3, KILN_TORCH_PYTHON).
   libonnx-dev libprotobuf-dev protobuf-compiler python3-torch python3-onnx python3-numpy
+  # Byte-level BPE oracle (issue 6): tests/onnx/byte_bpe_reference.py splits text with the
+  # Llama 3 regex, which needs \p{L} / \p{N} (the standard re module has neither).
+  python3-regex
 )
 
 missing=()

@@ -42,7 +42,9 @@
 //
 // Refused with one line naming the field: bad JSON, a missing or mistyped field, model types
 // other than BPE, byte_fallback off, byte-level BPE (Llama 3's ByteLevel pre-tokenizer or
-// decoder; the runtime tokenizer does not do it yet), normalizers and pre-tokenizers other
+// decoder; the runtime tokenizer does not do it yet: the compiler reads those files with
+// ByteLevelBpe.h, and TextTokenizer.h's loadTokenizerJson takes either), normalizers and
+// pre-tokenizers other
 // than the above, merges naming tokens not in the vocabulary, ids with no token, two tokens
 // with the same text, over 2^24 merges (ranks stop being exact f32 scores).
 // Not reproduced: an EOS the template appends (the runtime only prepends BOS), and special

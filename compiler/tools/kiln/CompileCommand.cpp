@@ -107,6 +107,10 @@ int runCompile(const CompileOptions &opts) {
   ModelSession s;
   if (!s.load(opts.model, error, opts.tokenizer))
     return fail(error);
+  if (s.tokenizerRecord.model != "llama")
+    return fail("the tokenizer is byte-level BPE (tokenizer model \"" + s.tokenizerRecord.model +
+                "\"), which runtime-min does not have yet, so it cannot go into an artifact "
+                "(kiln eval and ppl can use it)");
   mlir::ModuleOp module = *s.model.module;
 
   // Slimming (measured on --calib when asked), precision; derived weights materialised.

@@ -72,20 +72,22 @@ bool ModelSession::load(const std::string &path, std::string &error,
     }
     tokPath = beside;
   }
+  std::unique_ptr<gguf::Tokenizer> spm;
   if (tokPath.empty()) {
-    tokenizer = gguf::Tokenizer::fromGguf(*model.file, error);
+    spm = gguf::Tokenizer::fromGguf(*model.file, error);
     tokenizerRecord = recordFromGguf(*model.file);
   } else if (endsWith(tokPath, ".gguf")) {
     std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::open(tokPath, error);
     if (!f)
       return false;
-    tokenizer = gguf::Tokenizer::fromGguf(*f, error);
+    spm = gguf::Tokenizer::fromGguf(*f, error);
     tokenizerRecord = recordFromGguf(*f);
   } else {
-    if (!hf::readTokenizerJson(tokPath, tokenizerRecord, error))
-      return false;
-    tokenizer = hf::makeTokenizer(tokenizerRecord, error);
+    // SentencePiece-style or byte-level BPE, whichever the file is.
+    tokenizer = hf::loadTokenizerJson(tokPath, tokenizerRecord, error);
   }
+  if (spm)
+    tokenizer = std::make_unique<hf::SpmTextTokenizer>(std::move(spm));
   if (!tokenizer)
     return false;
   if (tokenizer->size() != model.config.vocabSize) {

@@ -10,7 +10,7 @@
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/eval/RefExecutor.h"
 #include "compiler/frontends/gguf/GgufImport.h"
-#include "compiler/frontends/gguf/GgufVocab.h"
+#include "compiler/frontends/hf/TextTokenizer.h"
 
 namespace kiln::tool {
 
@@ -19,8 +19,10 @@ namespace kiln::tool {
 struct ModelSession {
   mlir::MLIRContext ctx;
   gguf::ImportedModel model;
-  std::unique_ptr<gguf::Tokenizer> tokenizer;
-  artifact::TokenizerRecord tokenizerRecord; // what compile writes into the artifact
+  // runtime-min's SentencePiece BPE, or (tokenizer.json only) the compiler's byte-level BPE
+  std::unique_ptr<hf::TextTokenizer> tokenizer;
+  // what compile writes into the artifact; model "gpt2" for byte-level (compile refuses it)
+  artifact::TokenizerRecord tokenizerRecord;
   std::unique_ptr<RefExecutor> executor;
 
   // `tokenizerPath` ("" = the model's own): a GGUF whose tokenizer.ggml.* keys to use,

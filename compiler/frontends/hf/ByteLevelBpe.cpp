@@ -1,0 +1,966 @@
+//===- ByteLevelBpe.cpp - byte-level BPE from a Hugging Face tokenizer.json -===//
+
+#include "compiler/frontends/hf/ByteLevelBpe.h"
+#include "compiler/frontends/hf/TokenizerJson.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <queue>
+#include <sstream>
+
+namespace kiln::hf {
+namespace {
+
+struct CodeRange {
+  uint32_t lo, hi;
+};
+#include "UnicodeClasses.inc" // kLetterRanges, kNumberRanges (gen_unicode_classes.py)
+
+template <size_t N> bool inRanges(const CodeRange (&r)[N], uint32_t cp) {
+  const CodeRange *it =
+      std::upper_bound(r, r + N, cp, [](uint32_t c, const CodeRange &x) { return c < x.lo; });
+  return it != r && cp <= (it - 1)->hi;
+}
+
+enum Class : uint8_t { Other, Letter, Number, Space };
+
+// The White_Space property (PropList.txt), which is what `regex` (and Oniguruma) take \s to be.
+bool isWhiteSpace(uint32_t cp) {
+  return (cp >= 0x9 && cp <= 0xD) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
+constexpr uint32_t kInvalid = 0xFFFFFFFF; // a byte that is not valid UTF-8
+
+Class classify(uint32_t cp) {
+  if (cp == kInvalid)
+    return Other;
+  if (cp < 0x80) {
+    if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z')
+      return Letter;
+    if (cp >= '0' && cp <= '9')
+      return Number;
+    return isWhiteSpace(cp) ? Space : Other;
+  }
+  if (isWhiteSpace(cp))
+    return Space;
+  if (inRanges(kLetterRanges, cp))
+    return Letter;
+  if (inRanges(kNumberRanges, cp))
+    return Number;
+  return Other;
+}
+
+// One decoded character: code point (kInvalid for a bad byte) and where its bytes start.
+struct Chars {
+  std::vector<uint32_t> cp;
+  std::vector<uint8_t> cls;
+  std::vector<size_t> at; // byte offset of each character, plus the end
+};
+
+Chars decodeUtf8(const std::string &s) {
+  Chars c;
+  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    unsigned char b = p[i];
+    uint32_t cp = kInvalid;
+    size_t len = 1;
+    auto cont = [&](size_t k) { return i + k < n && (p[i + k] & 0xC0) == 0x80; };
+    if (b < 0x80) {
+      cp = b;
+    } else if (b >= 0xC2 && b <= 0xDF && cont(1)) {
+      cp = ((b & 0x1Fu) << 6) | (p[i + 1] & 0x3Fu), len = 2;
+    } else if (b >= 0xE0 && b <= 0xEF && cont(1) && cont(2)) {
+      uint32_t v = ((b & 0x0Fu) << 12) | ((p[i + 1] & 0x3Fu) << 6) | (p[i + 2] & 0x3Fu);
+      if (v >= 0x800 && !(v >= 0xD800 && v <= 0xDFFF))
+        cp = v, len = 3;
+    } else if (b >= 0xF0 && b <= 0xF4 && cont(1) && cont(2) && cont(3)) {
+      uint32_t v = ((b & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) | ((p[i + 2] & 0x3Fu) << 6) |
+                   (p[i + 3] & 0x3Fu);
+      if (v >= 0x10000 && v <= 0x10FFFF)
+        cp = v, len = 4;
+    }
+    c.cp.push_back(cp);
+    c.cls.push_back(classify(cp));
+    c.at.push_back(i);
+    i += len;
+  }
+  c.at.push_back(n);
+  return c;
+}
+
+// Where the match of the pre-tokenizer regex starting at character i ends (always > i: every
+// character starts a match of one of the last alternatives).
+size_t matchLlama3(const Chars &c, size_t i) {
+  const size_t n = c.cp.size();
+  auto is = [&](size_t k, Class k0) { return k < n && c.cls[k] == k0; };
+  auto crlf = [&](size_t k) { return k < n && (c.cp[k] == '\r' || c.cp[k] == '\n'); };
+  auto fold = [&](size_t k) -> uint32_t {
+    if (k >= n)
+      return 0;
+    uint32_t cp = c.cp[k];
+    if (cp == 0x17F) // LATIN SMALL LETTER LONG S folds to s
+      return 's';
+    return cp < 0x80 && cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+  };
+  // (?i:'s|'t|'re|'ve|'m|'ll|'d)
+  if (c.cp[i] == '\'') {
+    uint32_t a = fold(i + 1), b = fold(i + 2);
+    if (a == 's' || a == 't' || a == 'm' || a == 'd')
+      return i + 2;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+      return i + 3;
+  }
+  // [^\r\n\p{L}\p{N}]?\p{L}+
+  size_t k = i;
+  if (!is(k, Letter) && !crlf(k) && !is(k, Number) && is(k + 1, Letter))
+    ++k;
+  if (is(k, Letter)) {
+    while (is(k, Letter))
+      ++k;
+    return k;
+  }
+  // \p{N}{1,3}
+  if (is(i, Number)) {
+    k = i;
+    while (k < i + 3 && is(k, Number))
+      ++k;
+    return k;
+  }
+  // ' '?[^\s\p{L}\p{N}]+[\r\n]*
+  k = c.cp[i] == ' ' && is(i + 1, Other) ? i + 1 : i;
+  if (is(k, Other)) {
+    while (is(k, Other))
+      ++k;
+    while (crlf(k))
+      ++k;
+    return k;
+  }
+  // Space here. \s*[\r\n]+ : up to the last \r or \n of the run of spaces.
+  size_t end = i;
+  while (is(end, Space))
+    ++end;
+  for (size_t j = end; j > i; --j)
+    if (crlf(j - 1))
+      return j;
+  // \s+(?!\S) : the run, less its last space when a non-space follows; then \s+.
+  if (end == n || end - i == 1)
+    return end;
+  return end - 1;
+}
+
+size_t matchGpt2(const Chars &c, size_t i) {
+  const size_t n = c.cp.size();
+  auto is = [&](size_t k, Class k0) { return k < n && c.cls[k] == k0; };
+  auto cp = [&](size_t k) -> uint32_t { return k < n ? c.cp[k] : 0; };
+  // 's|'t|'re|'ve|'m|'ll|'d  (case-sensitive)
+  if (cp(i) == '\'') {
+    uint32_t a = cp(i + 1), b = cp(i + 2);
+    if (a == 's' || a == 't' || a == 'm' || a == 'd')
+      return i + 2;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+      return i + 3;
+  }
+  // ' '?\p{L}+ | ' '?\p{N}+ | ' '?[^\s\p{L}\p{N}]+
+  for (Class k0 : {Letter, Number, Other}) {
+    size_t k = cp(i) == ' ' && is(i + 1, k0) ? i + 1 : i;
+    if (is(k, k0)) {
+      while (is(k, k0))
+        ++k;
+      return k;
+    }
+  }
+  // \s+(?!\S) | \s+
+  size_t end = i;
+  while (is(end, Space))
+    ++end;
+  if (end == n || end - i == 1)
+    return end;
+  return end - 1;
+}
+
+// GPT-2's bytes_to_unicode: printable bytes map to themselves as code points, the others to
+// U+0100 onwards in byte order. kByteChar[b] is the UTF-8 of byte b's character.
+struct ByteMap {
+  std::string byteChar[256];
+  std::map<std::string, uint8_t> charByte;
+  ByteMap() {
+    uint32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+      uint32_t cp = printable ? uint32_t(b) : next++;
+      std::string u;
+      if (cp < 0x80) {
+        u += char(cp);
+      } else {
+        u += char(0xC0 | (cp >> 6));
+        u += char(0x80 | (cp & 0x3F));
+      }
+      byteChar[b] = u;
+      charByte[u] = uint8_t(b);
+    }
+  }
+};
+const ByteMap &byteMap() {
+  static const ByteMap m;
+  return m;
+}
+
+// A token's text back to bytes: every character through the byte map, or (if one is not
+// in it) the text itself, as tokenizers' ByteLevel decoder does.
+std::string tokenBytes(const std::string &text) {
+  const ByteMap &m = byteMap();
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char b = static_cast<unsigned char>(text[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : 4;
+    auto it = m.charByte.find(text.substr(i, len));
+    if (it == m.charByte.end())
+      return text;
+    out += char(it->second);
+    i += len;
+  }
+  return out;
+}
+
+namespace json = llvm::json;
+
+const char *kindName(const json::Value &v) {
+  switch (v.kind()) {
+  case json::Value::Null:
+    return "null";
+  case json::Value::Boolean:
+    return "bool";
+  case json::Value::Number:
+    return "number";
+  case json::Value::String:
+    return "string";
+  case json::Value::Array:
+    return "array";
+  case json::Value::Object:
+    return "object";
+  }
+  return "?";
+}
+
+std::string quote(llvm::StringRef s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      q += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(c));
+      q += buf;
+      continue;
+    }
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string typeOf(const json::Value *v) {
+  if (!v || v->kind() == json::Value::Null)
+    return "null";
+  const json::Object *o = v->getAsObject();
+  if (!o)
+    return kindName(*v);
+  std::optional<llvm::StringRef> type = o->getString("type");
+  return type ? type->str() : std::string("(no type)");
+}
+
+// "Sequence[Split, ByteLevel]" for errors.
+std::string describe(const json::Value *v) {
+  std::string s = typeOf(v);
+  const json::Object *o = v ? v->getAsObject() : nullptr;
+  if (s != "Sequence" || !o)
+    return s;
+  for (const char *key : {"normalizers", "pretokenizers", "decoders", "processors"}) {
+    if (const json::Array *members = o->getArray(key)) {
+      s += "[";
+      for (size_t i = 0; i < members->size(); ++i)
+        s += (i ? ", " : "") + describe(&(*members)[i]);
+      return s + "]";
+    }
+  }
+  return s;
+}
+
+bool readFile(const std::string &path, std::string &text, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  text = ss.str();
+  return true;
+}
+
+bool parseObject(const std::string &text, const std::string &name, json::Value &holder,
+                 std::string &error) {
+  llvm::Expected<json::Value> v = json::parse(text);
+  if (!v) {
+    error = name + ": not valid JSON: " + llvm::toString(v.takeError());
+    return false;
+  }
+  holder = std::move(*v);
+  if (!holder.getAsObject()) {
+    error = name + ": expected a JSON object at the top, got " + kindName(holder);
+    return false;
+  }
+  return true;
+}
+
+std::string configPathFor(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+         "tokenizer_config.json";
+}
+
+} // namespace
+
+const char *const ByteLevelBpe::kLlama3Regex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char *const ByteLevelBpe::kGpt2Regex =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+// ---- reading ----
+
+class ByteLevelReader {
+public:
+  ByteLevelReader(const std::string &name, const std::string &configName, std::string &error)
+      : name_(name), configName_(configName), error_(error) {}
+  bool read(const json::Object &root, const json::Object *config, ByteLevelBpe &t);
+
+private:
+  bool fail(const std::string &field, const std::string &msg) {
+    error_ = name_ + ": " + field + ": " + msg;
+    return false;
+  }
+  bool failConfig(const std::string &field, const std::string &msg) {
+    error_ = configName_ + ": " + field + ": " + msg;
+    return false;
+  }
+  // Optional member of `o` of the given kind; null when absent or JSON null.
+  bool member(const json::Object &o, const std::string &prefix, const char *key,
+              json::Value::Kind kind, const char *want, const json::Value *&out) {
+    out = o.get(key);
+    if (out && out->kind() == json::Value::Null)
+      out = nullptr;
+    if (out && out->kind() != kind)
+      return fail(prefix + key, std::string("expected ") + want + ", got " + kindName(*out));
+    return true;
+  }
+  bool falseOrAbsent(const json::Object &o, const std::string &prefix, const char *key,
+                     const std::string &why) {
+    const json::Value *v;
+    if (!member(o, prefix, key, json::Value::Boolean, "bool", v))
+      return false;
+    if (v && *v->getAsBoolean())
+      return fail(prefix + key, "true is not supported (" + why + ")");
+    return true;
+  }
+  int32_t idOf(const std::string &text) const {
+    auto it = byText_.find(text);
+    return it == byText_.end() ? -1 : it->second;
+  }
+
+  bool readPreTokenizer(const json::Object &root, ByteLevelBpe &t);
+  bool checkByteLevel(const json::Object &o, const std::string &field, bool useRegex);
+  bool readModel(const json::Object &model, ByteLevelBpe &t);
+  bool readAddedTokens(const json::Object &root, ByteLevelBpe &t);
+  bool readMerges(const json::Object &model, ByteLevelBpe &t);
+  bool readPostProcessor(const json::Object &root, ByteLevelBpe &t);
+  bool configToken(const json::Object &config, const char *key, int32_t &id);
+
+  std::string name_, configName_;
+  std::string &error_;
+  std::map<int64_t, std::string> byId_;
+  std::unordered_map<std::string, int32_t> byText_; // every token
+};
+
+bool ByteLevelReader::checkByteLevel(const json::Object &o, const std::string &field,
+                                     bool useRegex) {
+  if (o.getBoolean("add_prefix_space").value_or(true))
+    return fail(field + ".add_prefix_space",
+                "must be false (a space prepended to the text is not supported)");
+  if (o.getBoolean("use_regex").value_or(true) != useRegex)
+    return fail(field + ".use_regex",
+                std::string("must be ") + (useRegex ? "true" : "false") +
+                    (useRegex ? " (a lone ByteLevel pre-tokenizer splits with GPT-2's regex)"
+                              : " (the Split before it already splits)"));
+  return true;
+}
+
+bool ByteLevelReader::readPreTokenizer(const json::Object &root, ByteLevelBpe &t) {
+  const json::Value *pre;
+  if (!member(root, "", "pre_tokenizer", json::Value::Object, "object", pre))
+    return false;
+  const std::string want = " is not supported (byte-level BPE needs Sequence[Split(Llama 3 or "
+                           "GPT-2 regex, Isolated), ByteLevel(use_regex false)] or "
+                           "ByteLevel(use_regex true))";
+  if (!pre)
+    return fail("pre_tokenizer", "null" + want);
+  const json::Object &o = *pre->getAsObject();
+  std::string type = typeOf(pre);
+  if (type == "ByteLevel") {
+    t.pattern_ = ByteLevelBpe::Pattern::Gpt2;
+    return checkByteLevel(o, "pre_tokenizer", true);
+  }
+  const json::Array *members = type == "Sequence" ? o.getArray("pretokenizers") : nullptr;
+  if (!members || members->size() != 2 || typeOf(&(*members)[0]) != "Split" ||
+      typeOf(&(*members)[1]) != "ByteLevel")
+    return fail("pre_tokenizer", describe(pre) + want);
+  const json::Object &split = *(*members)[0].getAsObject();
+  const json::Object *pattern = split.getObject("pattern");
+  std::optional<llvm::StringRef> regex = pattern ? pattern->getString("Regex") : std::nullopt;
+  if (!regex)
+    return fail("pre_tokenizer.pretokenizers[0].pattern", "expected {\"Regex\": string}");
+  if (*regex == ByteLevelBpe::kLlama3Regex)
+    t.pattern_ = ByteLevelBpe::Pattern::Llama3;
+  else if (*regex == ByteLevelBpe::kGpt2Regex)
+    t.pattern_ = ByteLevelBpe::Pattern::Gpt2;
+  else
+    return fail("pre_tokenizer.pretokenizers[0].pattern.Regex",
+                quote(*regex) + " is not supported (only Llama 3's and GPT-2's regex)");
+  if (split.getString("behavior") != llvm::StringRef("Isolated"))
+    return fail("pre_tokenizer.pretokenizers[0].behavior",
+                quote(split.getString("behavior").value_or("(missing)")) +
+                    " is not supported (only \"Isolated\")");
+  if (split.getBoolean("invert").value_or(false))
+    return fail("pre_tokenizer.pretokenizers[0].invert", "true is not supported");
+  return checkByteLevel(*(*members)[1].getAsObject(), "pre_tokenizer.pretokenizers[1]", false);
+}
+
+bool ByteLevelReader::readModel(const json::Object &model, ByteLevelBpe &t) {
+  const json::Value *v;
+  if (!member(model, "model.", "type", json::Value::String, "string", v))
+    return false;
+  if (!v)
+    return fail("model.type", "missing");
+  if (*v->getAsString() != "BPE")
+    return fail("model.type", quote(*v->getAsString()) +
+                                  " is not supported (byte-level tokenizers need \"BPE\")");
+  if (!falseOrAbsent(model, "model.", "byte_fallback",
+                     "a byte-level vocabulary has every byte; byte_fallback is SentencePiece's"))
+    return false;
+  for (const char *key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (!member(model, "model.", key, json::Value::String, "string or null", v))
+      return false;
+    if (v && !v->getAsString()->empty())
+      return fail(std::string("model.") + key,
+                  quote(*v->getAsString()) + " is not supported");
+  }
+  if (!member(model, "model.", "dropout", json::Value::Number, "number or null", v))
+    return false;
+  if (v && *v->getAsNumber() != 0.0)
+    return fail("model.dropout", "BPE dropout is not supported (it makes encoding random)");
+  if (!member(model, "model.", "ignore_merges", json::Value::Boolean, "bool", v))
+    return false;
+  t.ignoreMerges_ = v && *v->getAsBoolean();
+
+  const json::Value *vocabV;
+  if (!member(model, "model.", "vocab", json::Value::Object, "object (text -> id)", vocabV))
+    return false;
+  if (!vocabV)
+    return fail("model.vocab", "missing");
+  t.vocab_.reserve(vocabV->getAsObject()->size());
+  for (const auto &kv : *vocabV->getAsObject()) {
+    std::string text = llvm::StringRef(kv.first).str();
+    std::optional<int64_t> id = kv.second.getAsInteger();
+    if (!id || *id < 0 || *id >= std::numeric_limits<int32_t>::max())
+      return fail("model.vocab", quote(text) + ": id must be an integer in [0, 2^31-1), got " +
+                                     (kv.second.kind() == json::Value::Number
+                                          ? std::to_string(*kv.second.getAsNumber())
+                                          : std::string(kindName(kv.second))));
+    auto ins = byId_.emplace(*id, text);
+    if (!ins.second)
+      return fail("model.vocab", quote(std::min(text, ins.first->second)) + " and " +
+                                     quote(std::max(text, ins.first->second)) + " both have id " +
+                                     std::to_string(*id));
+    t.vocab_.emplace(text, int32_t(*id));
+  }
+  if (byId_.empty())
+    return fail("model.vocab", "empty");
+  const ByteMap &m = byteMap();
+  for (int b = 0; b < 256; ++b) {
+    auto it = t.vocab_.find(m.byteChar[b]);
+    if (it == t.vocab_.end()) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "0x%02X", b);
+      return fail("model.vocab", std::string("byte ") + buf + " (" + quote(m.byteChar[b]) +
+                                     ") has no token (a byte-level vocabulary needs all 256)");
+    }
+    t.byteId_[b] = it->second;
+  }
+  return true;
+}
+
+bool ByteLevelReader::readAddedTokens(const json::Object &root, ByteLevelBpe &t) {
+  const json::Value *added;
+  if (!member(root, "", "added_tokens", json::Value::Array, "array", added))
+    return false;
+  if (!added)
+    return true;
+  const json::Array &arr = *added->getAsArray();
+  for (size_t i = 0; i < arr.size(); ++i) {
+    std::string field = "added_tokens[" + std::to_string(i) + "]";
+    const json::Object *o = arr[i].getAsObject();
+    if (!o)
+      return fail(field, std::string("expected object, got ") + kindName(arr[i]));
+    std::optional<int64_t> id = o->getInteger("id");
+    std::optional<llvm::StringRef> content = o->getString("content");
+    if (!id || *id < 0 || *id >= std::numeric_limits<int32_t>::max())
+      return fail(field + ".id", "missing or not an integer in [0, 2^31-1)");
+    if (!content || content->empty())
+      return fail(field + ".content", "missing, empty or not a string");
+    auto ins = byId_.emplace(*id, content->str());
+    if (!ins.second && ins.first->second != *content)
+      return fail(field, "id " + std::to_string(*id) + " is " + quote(*content) + " here but " +
+                             quote(ins.first->second) + " in model.vocab");
+    for (const char *key : {"lstrip", "rstrip", "single_word"})
+      if (!falseOrAbsent(*o, field + ".", key, "only exact matches of added tokens"))
+        return false;
+    bool special = o->getBoolean("special").value_or(false);
+    if (special) {
+      if (t.special_.size() <= size_t(*id))
+        t.special_.resize(size_t(*id) + 1, false);
+      t.special_[size_t(*id)] = true;
+    }
+    bool normalized = o->getBoolean("normalized").value_or(!special); // AddedToken's default
+    (normalized ? t.addedNormalized_ : t.addedRaw_)
+        .push_back({content->str(), static_cast<int32_t>(*id)});
+  }
+  return true;
+}
+
+bool ByteLevelReader::readMerges(const json::Object &model, ByteLevelBpe &t) {
+  const json::Value *mergesV;
+  if (!member(model, "model.", "merges", json::Value::Array, "array", mergesV))
+    return false;
+  if (!mergesV)
+    return true;
+  const json::Array &merges = *mergesV->getAsArray();
+  if (merges.size() > std::numeric_limits<uint32_t>::max())
+    return fail("model.merges", "too many");
+  t.merges_.reserve(merges.size());
+  auto vocabId = [&](const std::string &s) {
+    auto it = t.vocab_.find(s);
+    return it == t.vocab_.end() ? -1 : it->second;
+  };
+  for (size_t r = 0; r < merges.size(); ++r) {
+    std::string field = "model.merges[" + std::to_string(r) + "]";
+    std::string a, b;
+    if (std::optional<llvm::StringRef> s = merges[r].getAsString()) {
+      size_t sp = s->find(' ');
+      if (sp == llvm::StringRef::npos || s->find(' ', sp + 1) != llvm::StringRef::npos)
+        return fail(field, quote(*s) + " is not two tokens separated by one space");
+      a = s->substr(0, sp).str();
+      b = s->substr(sp + 1).str();
+    } else if (const json::Array *pair = merges[r].getAsArray()) {
+      if (pair->size() != 2 || !(*pair)[0].getAsString() || !(*pair)[1].getAsString())
+        return fail(field, "expected a pair of strings");
+      a = (*pair)[0].getAsString()->str();
+      b = (*pair)[1].getAsString()->str();
+    } else {
+      return fail(field, std::string("expected string \"a b\" or pair [a, b], got ") +
+                             kindName(merges[r]));
+    }
+    int32_t ia = vocabId(a), ib = vocabId(b), iab = vocabId(a + b);
+    for (const std::string *part : {&a, &b})
+      if (vocabId(*part) < 0)
+        return fail(field, quote(*part) + " is not in model.vocab");
+    if (iab < 0)
+      return fail(field,
+                  quote(a + b) + " (" + quote(a) + " + " + quote(b) + ") is not in model.vocab");
+    // A pair listed twice: the later rank wins, as in tokenizers' HashMap.
+    t.merges_[uint64_t(uint32_t(ia)) << 32 | uint32_t(ib)] = {uint32_t(r), iab};
+  }
+  return true;
+}
+
+bool ByteLevelReader::readPostProcessor(const json::Object &root, ByteLevelBpe &t) {
+  const json::Value *post;
+  if (!member(root, "", "post_processor", json::Value::Object, "object or null", post))
+    return false;
+  t.addBos_ = false;
+  if (!post)
+    return true;
+  std::vector<const json::Object *> parts;
+  const json::Object *o = post->getAsObject();
+  if (typeOf(post) == "Sequence") {
+    const json::Array *members = o->getArray("processors");
+    if (!members)
+      return fail("post_processor.processors", "missing or not an array");
+    for (const json::Value &m : *members)
+      parts.push_back(m.getAsObject());
+  } else {
+    parts.push_back(o);
+  }
+  const json::Object *tp = nullptr;
+  for (const json::Object *p : parts) {
+    std::optional<llvm::StringRef> type = p ? p->getString("type") : std::nullopt;
+    if (type && *type == "ByteLevel")
+      continue; // offsets only
+    if (type && *type == "TemplateProcessing" && !tp) {
+      tp = p;
+      continue;
+    }
+    return fail("post_processor", describe(post) +
+                                      " is not supported (only ByteLevel and one "
+                                      "TemplateProcessing)");
+  }
+  if (!tp)
+    return true;
+  const json::Array *single = tp->getArray("single");
+  if (!single)
+    return fail("post_processor.single", "missing or not an array");
+  if (single->empty())
+    return true;
+  const json::Object *first = (*single)[0].getAsObject();
+  const json::Object *special = first ? first->getObject("SpecialToken") : nullptr;
+  if (!special)
+    return true;
+  std::optional<llvm::StringRef> name = special->getString("id");
+  if (!name)
+    return fail("post_processor.single[0].SpecialToken.id", "missing or not a string");
+  const json::Object *specials = tp->getObject("special_tokens");
+  const json::Object *entry = specials ? specials->getObject(*name) : nullptr;
+  const json::Array *ids = entry ? entry->getArray("ids") : nullptr;
+  if (!ids)
+    return fail("post_processor.special_tokens", quote(*name) + " missing or has no ids");
+  if (ids->size() != 1 || !(*ids)[0].getAsInteger() || *(*ids)[0].getAsInteger() < 0 ||
+      *(*ids)[0].getAsInteger() >= static_cast<int64_t>(t.tokens_.size()))
+    return fail("post_processor.special_tokens", quote(*name) + " must have one id naming a token");
+  t.bos_ = static_cast<int32_t>(*(*ids)[0].getAsInteger());
+  t.addBos_ = true;
+  return true;
+}
+
+bool ByteLevelReader::configToken(const json::Object &config, const char *key, int32_t &id) {
+  const json::Value *v = config.get(key);
+  if (!v)
+    return true;
+  if (v->kind() == json::Value::Null) {
+    id = -1;
+    return true;
+  }
+  std::optional<llvm::StringRef> text;
+  if (const json::Object *o = v->getAsObject())
+    text = o->getString("content");
+  else
+    text = v->getAsString();
+  if (!text)
+    return failConfig(key,
+                      std::string("expected string or {\"content\": string}, got ") + kindName(*v));
+  id = idOf(text->str());
+  if (id < 0)
+    return failConfig(key, quote(*text) + " is not a token");
+  return true;
+}
+
+bool ByteLevelReader::read(const json::Object &root, const json::Object *config,
+                           ByteLevelBpe &t) {
+  const json::Value *v;
+  if (!member(root, "", "model", json::Value::Object, "object", v))
+    return false;
+  if (!v)
+    return fail("model", "missing");
+  const json::Object &model = *v->getAsObject();
+  if (!member(root, "", "normalizer", json::Value::Object, "object or null", v))
+    return false;
+  if (v)
+    return fail("normalizer", describe(v) + " is not supported (byte-level BPE with no "
+                                            "normalizer only)");
+  if (!member(root, "", "decoder", json::Value::Object, "object or null", v))
+    return false;
+  if (typeOf(v) != "ByteLevel")
+    return fail("decoder", describe(v) + " is not supported (byte-level BPE needs ByteLevel)");
+  if (!readPreTokenizer(root, t) || !readModel(model, t) || !readAddedTokens(root, t))
+    return false;
+
+  // Ids 0..max, each with one text.
+  const int64_t last = byId_.rbegin()->first;
+  int64_t expect = 0;
+  for (const auto &kv : byId_) {
+    if (kv.first != expect)
+      return fail("model.vocab", "id " + std::to_string(expect) +
+                                     " has no token (ids must run from 0 to the highest, " +
+                                     std::to_string(last) + ")");
+    ++expect;
+  }
+  t.tokens_.reserve(byId_.size());
+  t.bytes_.reserve(byId_.size());
+  byText_.reserve(byId_.size());
+  for (const auto &kv : byId_) {
+    auto ins = byText_.emplace(kv.second, int32_t(kv.first));
+    if (!ins.second)
+      return fail("added_tokens", "tokens " + std::to_string(ins.first->second) + " and " +
+                                      std::to_string(kv.first) + " have the same text " +
+                                      quote(kv.second));
+    t.tokens_.push_back(kv.second);
+    t.bytes_.push_back(tokenBytes(kv.second));
+  }
+  t.special_.resize(t.tokens_.size(), false);
+  // Longest first among matches at one place: sort each list by length, longest first.
+  for (auto *list : {&t.addedRaw_, &t.addedNormalized_})
+    std::stable_sort(list->begin(), list->end(),
+                     [](const ByteLevelBpe::Added &a, const ByteLevelBpe::Added &b) {
+                       return a.text.size() > b.text.size();
+                     });
+  if (!readMerges(model, t))
+    return false;
+
+  // BOS/EOS: the template's leading special token; else none. EOS by name when present.
+  t.bos_ = -1;
+  for (const char *eos : {"<|end_of_text|>", "<|endoftext|>"})
+    if (t.eos_ < 0)
+      t.eos_ = idOf(eos);
+  if (!readPostProcessor(root, t))
+    return false;
+  if (config) {
+    if (!configToken(*config, "bos_token", t.bos_) || !configToken(*config, "eos_token", t.eos_))
+      return false;
+    if (const json::Value *a = config->get("add_bos_token")) {
+      if (!a->getAsBoolean())
+        return failConfig("add_bos_token", std::string("expected bool, got ") + kindName(*a));
+      t.addBos_ = *a->getAsBoolean();
+    }
+  }
+  if (t.addBos_ && t.bos_ < 0)
+    return fail("add_bos_token", "set, but there is no BOS token");
+  return true;
+}
+
+std::unique_ptr<ByteLevelBpe> ByteLevelBpe::parse(const std::string &jsonText,
+                                                  const std::string &configText,
+                                                  const std::string &name, std::string &error,
+                                                  const std::string &configName) {
+  json::Value root(nullptr), config(nullptr);
+  if (!parseObject(jsonText, name, root, error))
+    return nullptr;
+  if (!configText.empty() && !parseObject(configText, configName, config, error))
+    return nullptr;
+  std::unique_ptr<ByteLevelBpe> t(new ByteLevelBpe());
+  ByteLevelReader reader(name, configName, error);
+  if (!reader.read(*root.getAsObject(), configText.empty() ? nullptr : config.getAsObject(), *t))
+    return nullptr;
+  return t;
+}
+
+std::unique_ptr<ByteLevelBpe> readByteLevelBpe(const std::string &path, std::string &error) {
+  std::string text, configText;
+  if (!readFile(path, text, error))
+    return nullptr;
+  std::string configPath = configPathFor(path);
+  if (std::ifstream(configPath) && !readFile(configPath, configText, error))
+    return nullptr;
+  return ByteLevelBpe::parse(text, configText, path, error, configPath);
+}
+
+// ---- encoding ----
+
+char ByteLevelBpe::charClass(uint32_t cp) { return "OLNS"[classify(cp)]; }
+const char *ByteLevelBpe::unicodeVersion() { return KILN_UNICODE_VERSION; }
+
+std::vector<std::string> ByteLevelBpe::preTokenize(const std::string &text, Pattern pattern) {
+  Chars c = decodeUtf8(text);
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < c.cp.size();) {
+    size_t j = pattern == Pattern::Llama3 ? matchLlama3(c, i) : matchGpt2(c, i);
+    pieces.push_back(text.substr(c.at[i], c.at[j] - c.at[i]));
+    i = j;
+  }
+  return pieces;
+}
+
+void ByteLevelBpe::encodePiece(const std::string &piece, std::vector<int32_t> &out) const {
+  if (ignoreMerges_) {
+    std::string mapped;
+    for (unsigned char b : piece)
+      mapped += byteMap().byteChar[b];
+    auto it = vocab_.find(mapped);
+    if (it != vocab_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  // One symbol per byte in a linked list; a min-queue of (rank, position) of the adjacent
+  // pairs that are merges, as tokenizers' Word::merge_all (entries go stale when a symbol
+  // changes: they are checked against the current pair when popped).
+  struct Sym {
+    int32_t id;
+    int prev, next;
+    bool alive;
+  };
+  const int n = int(piece.size());
+  std::vector<Sym> s(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    s[size_t(i)] = {byteId_[static_cast<unsigned char>(piece[size_t(i)])], i - 1,
+                    i + 1 < n ? i + 1 : -1, true};
+  using Entry = std::pair<uint64_t, int32_t>; // (rank << 32 | pos, merged id)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> q;
+  auto push = [&](int pos) {
+    if (pos < 0 || s[size_t(pos)].next < 0)
+      return;
+    auto it = merges_.find(uint64_t(uint32_t(s[size_t(pos)].id)) << 32 |
+                           uint32_t(s[size_t(s[size_t(pos)].next)].id));
+    if (it != merges_.end())
+      q.push({uint64_t(it->second.first) << 32 | uint32_t(pos), it->second.second});
+  };
+  for (int i = 0; i + 1 < n; ++i)
+    push(i);
+  while (!q.empty()) {
+    Entry e = q.top();
+    q.pop();
+    int pos = int(e.first & 0xFFFFFFFFu);
+    Sym &a = s[size_t(pos)];
+    if (!a.alive || a.next < 0)
+      continue;
+    Sym &b = s[size_t(a.next)];
+    auto it = merges_.find(uint64_t(uint32_t(a.id)) << 32 | uint32_t(b.id));
+    if (it == merges_.end() || it->second.second != e.second)
+      continue; // stale
+    a.id = e.second;
+    b.alive = false;
+    a.next = b.next;
+    if (a.next >= 0)
+      s[size_t(a.next)].prev = pos;
+    push(a.prev);
+    push(pos);
+  }
+  for (int i = 0; i >= 0 && i < n; i = s[size_t(i)].next)
+    out.push_back(s[size_t(i)].id);
+}
+
+void ByteLevelBpe::encodeText(const std::string &text, std::vector<int32_t> &out) const {
+  for (const std::string &piece : preTokenize(text, pattern_))
+    encodePiece(piece, out);
+}
+
+namespace {
+// Cuts `text` at the added tokens of `list` (sorted longest first): calls plain(stretch) for
+// the text between and token(id) for each match, leftmost first, longest at one place.
+template <class List, class Plain, class Token>
+void splitAdded(const std::string &text, const List &list, Plain plain, Token token) {
+  bool first[256] = {};
+  for (const auto &a : list)
+    first[static_cast<unsigned char>(a.text[0])] = true;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size();) {
+    int32_t found = -1;
+    size_t len = 0;
+    if (first[static_cast<unsigned char>(text[i])])
+      for (const auto &a : list)
+        if (a.text[0] == text[i] && text.compare(i, a.text.size(), a.text) == 0) {
+          found = a.id, len = a.text.size();
+          break;
+        }
+    if (found < 0) {
+      ++i;
+      continue;
+    }
+    if (i > start)
+      plain(text.substr(start, i - start));
+    token(found);
+    i += len;
+    start = i;
+  }
+  if (start < text.size())
+    plain(text.substr(start));
+}
+} // namespace
+
+std::vector<int32_t> ByteLevelBpe::encode(const std::string &text, bool addBos) const {
+  std::vector<int32_t> out;
+  if (addBos && bos_ >= 0)
+    out.push_back(bos_);
+  auto token = [&](int32_t id) { out.push_back(id); };
+  splitAdded(
+      text, addedRaw_,
+      [&](const std::string &stretch) {
+        splitAdded(stretch, addedNormalized_,
+                   [&](const std::string &plain) { encodeText(plain, out); }, token);
+      },
+      token);
+  return out;
+}
+
+bool ByteLevelBpe::isSpecial(int32_t id) const {
+  return id >= 0 && size_t(id) < special_.size() && special_[size_t(id)];
+}
+
+std::string ByteLevelBpe::decode(int32_t id) const {
+  if (id < 0 || size_t(id) >= bytes_.size() || isSpecial(id))
+    return "";
+  return bytes_[size_t(id)];
+}
+
+std::string ByteLevelBpe::detokenize(const std::vector<int32_t> &ids, bool keepSpecial) const {
+  std::string s;
+  for (int32_t id : ids)
+    s += keepSpecial && isSpecial(id) ? bytes_[size_t(id)] : decode(id);
+  return s;
+}
+
+// ---- either kind ----
+
+bool isByteLevelTokenizerJson(const std::string &jsonText) {
+  llvm::Expected<json::Value> v = json::parse(jsonText);
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return false;
+  }
+  const json::Object *root = v->getAsObject();
+  if (!root)
+    return false;
+  for (const char *key : {"pre_tokenizer", "decoder", "post_processor"})
+    if (describe(root->get(key)).find("ByteLevel") != std::string::npos)
+      return true;
+  return false;
+}
+
+std::unique_ptr<TextTokenizer> loadTokenizerJson(const std::string &path,
+                                                 artifact::TokenizerRecord &record,
+                                                 std::string &error) {
+  std::string text;
+  if (!readFile(path, text, error))
+    return nullptr;
+  record = artifact::TokenizerRecord();
+  if (!isByteLevelTokenizerJson(text)) {
+    if (!readTokenizerJson(path, record, error))
+      return nullptr;
+    std::unique_ptr<gguf::Tokenizer> spm = makeTokenizer(record, error);
+    if (!spm)
+      return nullptr;
+    return std::make_unique<SpmTextTokenizer>(std::move(spm));
+  }
+  std::string configText, configPath = configPathFor(path);
+  if (std::ifstream(configPath) && !readFile(configPath, configText, error))
+    return nullptr;
+  std::unique_ptr<ByteLevelBpe> bpe = ByteLevelBpe::parse(text, configText, path, error, configPath);
+  if (!bpe)
+    return nullptr;
+  record.model = "gpt2";
+  record.tokens = bpe->tokens();
+  record.bosId = bpe->bos();
+  record.eosId = bpe->eos();
+  record.addBos = bpe->addBos();
+  record.addSpacePrefix = false;
+  return bpe;
+}
+
+} // namespace kiln::hf
