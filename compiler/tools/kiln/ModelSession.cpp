@@ -90,9 +90,11 @@ bool ModelSession::load(const std::string &path, std::string &error,
     tokenizer = std::make_unique<hf::SpmTextTokenizer>(std::move(spm));
   if (!tokenizer)
     return false;
-  if (tokenizer->size() != model.config.vocabSize) {
+  // Fewer tokens than embedding rows is common (padded vocabularies); more would name rows
+  // the model does not have.
+  if (tokenizer->size() > model.config.vocabSize) {
     error = "the tokenizer has " + std::to_string(tokenizer->size()) +
-            " tokens but the model's vocabulary is " + std::to_string(model.config.vocabSize);
+            " tokens but the model's vocabulary is only " + std::to_string(model.config.vocabSize);
     tokenizer.reset();
     return false;
   }
