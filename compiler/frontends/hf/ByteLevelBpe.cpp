@@ -1,21 +1,20 @@
 //===- ByteLevelBpe.cpp - byte-level BPE from a Hugging Face tokenizer.json -===//
 
 #include "compiler/frontends/hf/ByteLevelBpe.h"
+#include "compiler/frontends/hf/JsonFields.h"
 #include "compiler/frontends/hf/TokenizerJson.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <queue>
-#include <sstream>
 
 namespace kiln::hf {
+using namespace detail;
 namespace {
 
 struct CodeRange {
@@ -235,100 +234,6 @@ std::string tokenBytes(const std::string &text) {
 
 namespace json = llvm::json;
 
-const char *kindName(const json::Value &v) {
-  switch (v.kind()) {
-  case json::Value::Null:
-    return "null";
-  case json::Value::Boolean:
-    return "bool";
-  case json::Value::Number:
-    return "number";
-  case json::Value::String:
-    return "string";
-  case json::Value::Array:
-    return "array";
-  case json::Value::Object:
-    return "object";
-  }
-  return "?";
-}
-
-std::string quote(llvm::StringRef s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      q += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(c));
-      q += buf;
-      continue;
-    }
-    q += c;
-  }
-  return q + "\"";
-}
-
-std::string typeOf(const json::Value *v) {
-  if (!v || v->kind() == json::Value::Null)
-    return "null";
-  const json::Object *o = v->getAsObject();
-  if (!o)
-    return kindName(*v);
-  std::optional<llvm::StringRef> type = o->getString("type");
-  return type ? type->str() : std::string("(no type)");
-}
-
-// "Sequence[Split, ByteLevel]" for errors.
-std::string describe(const json::Value *v) {
-  std::string s = typeOf(v);
-  const json::Object *o = v ? v->getAsObject() : nullptr;
-  if (s != "Sequence" || !o)
-    return s;
-  for (const char *key : {"normalizers", "pretokenizers", "decoders", "processors"}) {
-    if (const json::Array *members = o->getArray(key)) {
-      s += "[";
-      for (size_t i = 0; i < members->size(); ++i)
-        s += (i ? ", " : "") + describe(&(*members)[i]);
-      return s + "]";
-    }
-  }
-  return s;
-}
-
-bool readFile(const std::string &path, std::string &text, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  text = ss.str();
-  return true;
-}
-
-bool parseObject(const std::string &text, const std::string &name, json::Value &holder,
-                 std::string &error) {
-  llvm::Expected<json::Value> v = json::parse(text);
-  if (!v) {
-    error = name + ": not valid JSON: " + llvm::toString(v.takeError());
-    return false;
-  }
-  holder = std::move(*v);
-  if (!holder.getAsObject()) {
-    error = name + ": expected a JSON object at the top, got " + kindName(holder);
-    return false;
-  }
-  return true;
-}
-
-std::string configPathFor(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
-         "tokenizer_config.json";
-}
-
 } // namespace
 
 const char *const ByteLevelBpe::kLlama3Regex =
@@ -339,31 +244,12 @@ const char *const ByteLevelBpe::kGpt2Regex =
 
 // ---- reading ----
 
-class ByteLevelReader {
+class ByteLevelReader : public FieldReader {
 public:
-  ByteLevelReader(const std::string &name, const std::string &configName, std::string &error)
-      : name_(name), configName_(configName), error_(error) {}
+  using FieldReader::FieldReader;
   bool read(const json::Object &root, const json::Object *config, ByteLevelBpe &t);
 
 private:
-  bool fail(const std::string &field, const std::string &msg) {
-    error_ = name_ + ": " + field + ": " + msg;
-    return false;
-  }
-  bool failConfig(const std::string &field, const std::string &msg) {
-    error_ = configName_ + ": " + field + ": " + msg;
-    return false;
-  }
-  // Optional member of `o` of the given kind; null when absent or JSON null.
-  bool member(const json::Object &o, const std::string &prefix, const char *key,
-              json::Value::Kind kind, const char *want, const json::Value *&out) {
-    out = o.get(key);
-    if (out && out->kind() == json::Value::Null)
-      out = nullptr;
-    if (out && out->kind() != kind)
-      return fail(prefix + key, std::string("expected ") + want + ", got " + kindName(*out));
-    return true;
-  }
   bool falseOrAbsent(const json::Object &o, const std::string &prefix, const char *key,
                      const std::string &why) {
     const json::Value *v;
@@ -386,8 +272,6 @@ private:
   bool readPostProcessor(const json::Object &root, ByteLevelBpe &t);
   bool configToken(const json::Object &config, const char *key, int32_t &id);
 
-  std::string name_, configName_;
-  std::string &error_;
   std::map<int64_t, std::string> byId_;
   std::unordered_map<std::string, int32_t> byText_; // every token
 };
@@ -762,11 +646,8 @@ std::unique_ptr<ByteLevelBpe> ByteLevelBpe::parse(const std::string &jsonText,
 }
 
 std::unique_ptr<ByteLevelBpe> readByteLevelBpe(const std::string &path, std::string &error) {
-  std::string text, configText;
-  if (!readFile(path, text, error))
-    return nullptr;
-  std::string configPath = configPathFor(path);
-  if (std::ifstream(configPath) && !readFile(configPath, configText, error))
+  std::string text, configText, configPath;
+  if (!readWithConfig(path, text, configText, configPath, error))
     return nullptr;
   return ByteLevelBpe::parse(text, configText, path, error, configPath);
 }
@@ -936,21 +817,18 @@ bool isByteLevelTokenizerJson(const std::string &jsonText) {
 std::unique_ptr<TextTokenizer> loadTokenizerJson(const std::string &path,
                                                  artifact::TokenizerRecord &record,
                                                  std::string &error) {
-  std::string text;
-  if (!readFile(path, text, error))
+  std::string text, configText, configPath; // read once for either kind
+  if (!readWithConfig(path, text, configText, configPath, error))
     return nullptr;
   record = artifact::TokenizerRecord();
   if (!isByteLevelTokenizerJson(text)) {
-    if (!readTokenizerJson(path, record, error))
+    if (!parseTokenizerJson(text, configText, path, record, error, configPath))
       return nullptr;
     std::unique_ptr<gguf::Tokenizer> spm = makeTokenizer(record, error);
     if (!spm)
       return nullptr;
     return std::make_unique<SpmTextTokenizer>(std::move(spm));
   }
-  std::string configText, configPath = configPathFor(path);
-  if (std::ifstream(configPath) && !readFile(configPath, configText, error))
-    return nullptr;
   std::unique_ptr<ByteLevelBpe> bpe = ByteLevelBpe::parse(text, configText, path, error, configPath);
   if (!bpe)
     return nullptr;

@@ -1,23 +1,21 @@
 //===- TokenizerJson.cpp - Hugging Face tokenizer.json reader -------------===//
 
 #include "compiler/frontends/hf/TokenizerJson.h"
+#include "compiler/frontends/hf/JsonFields.h"
 
 #include "kiln/tokenizer.h"
 
-#include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace kiln::hf {
+using namespace detail;
 namespace {
 
 namespace json = llvm::json;
@@ -25,66 +23,10 @@ namespace json = llvm::json;
 const std::string kSpace = "\xE2\x96\x81";     // U+2581, SentencePiece's space
 constexpr size_t kMaxMerges = size_t(1) << 24; // ranks stay exact as f32 scores
 
-const char *kindName(const json::Value &v) {
-  switch (v.kind()) {
-  case json::Value::Null:
-    return "null";
-  case json::Value::Boolean:
-    return "bool";
-  case json::Value::Number:
-    return "number";
-  case json::Value::String:
-    return "string";
-  case json::Value::Array:
-    return "array";
-  case json::Value::Object:
-    return "object";
-  }
-  return "?";
-}
-
-std::string quote(llvm::StringRef s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      q += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(c));
-      q += buf;
-      continue;
-    }
-    q += c;
-  }
-  return q + "\"";
-}
-
 // "<0xNN>" with upper-case hex, the form byte_fallback looks up.
 bool isByteToken(const std::string &s) {
   auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
   return s.size() == 6 && s.compare(0, 3, "<0x") == 0 && hex(s[3]) && hex(s[4]) && s[5] == '>';
-}
-
-// A component's type, with a Sequence's members: "Sequence[Split, ByteLevel]".
-std::string describe(const json::Value *v) {
-  if (!v || v->kind() == json::Value::Null)
-    return "null";
-  const json::Object *o = v->getAsObject();
-  if (!o)
-    return kindName(*v);
-  std::optional<llvm::StringRef> type = o->getString("type");
-  std::string s = type ? type->str() : std::string("(no type)");
-  if (s != "Sequence")
-    return s;
-  for (const char *key : {"normalizers", "pretokenizers", "decoders", "processors"}) {
-    if (const json::Array *members = o->getArray(key)) {
-      s += "[";
-      for (size_t i = 0; i < members->size(); ++i)
-        s += (i ? ", " : "") + describe(&(*members)[i]);
-      return s + "]";
-    }
-  }
-  return s;
 }
 
 bool mentionsByteLevel(const json::Value *v) {
@@ -92,35 +34,13 @@ bool mentionsByteLevel(const json::Value *v) {
 }
 
 // One reader per call: the file name for errors and the token table as it is built.
-class Reader {
+class Reader : public FieldReader {
 public:
-  Reader(const std::string &name, const std::string &configName, std::string &error)
-      : name_(name), configName_(configName), error_(error) {}
+  using FieldReader::FieldReader;
 
   bool read(const json::Object &root, const json::Object *config, artifact::TokenizerRecord &out);
 
 private:
-  bool fail(const std::string &field, const std::string &msg) {
-    error_ = name_ + ": " + field + ": " + msg;
-    return false;
-  }
-  bool failConfig(const std::string &field, const std::string &msg) {
-    error_ = configName_ + ": " + field + ": " + msg;
-    return false;
-  }
-  bool failType(const std::string &field, const char *want, const json::Value &got) {
-    return fail(field, std::string("expected ") + want + ", got " + kindName(got));
-  }
-  // Optional member of `o` of the given kind; null when absent or JSON null.
-  bool member(const json::Object &o, const std::string &prefix, const char *key,
-              json::Value::Kind kind, const char *want, const json::Value *&out) {
-    out = o.get(key);
-    if (out && out->kind() == json::Value::Null)
-      out = nullptr;
-    if (out && out->kind() != kind)
-      return failType(prefix + key, want, *out);
-    return true;
-  }
   int32_t idOf(const std::string &text) const {
     auto it = byText_.find(text);
     return it == byText_.end() ? -1 : it->second;
@@ -137,8 +57,6 @@ private:
   bool readConfig(const json::Object &config, artifact::TokenizerRecord &out);
   bool configToken(const json::Object &config, const char *key, int32_t &id);
 
-  std::string name_, configName_;
-  std::string &error_;
   std::map<int64_t, std::string> byId_; // from model.vocab and added_tokens
   std::unordered_map<std::string, int32_t> byText_;
   std::unordered_set<int64_t> special_, userDefined_;
@@ -527,33 +445,6 @@ bool Reader::read(const json::Object &root, const json::Object *config,
   return true;
 }
 
-bool parseObject(const std::string &text, const std::string &name, json::Value &holder,
-                 std::string &error) {
-  llvm::Expected<json::Value> v = json::parse(text);
-  if (!v) {
-    error = name + ": not valid JSON: " + llvm::toString(v.takeError());
-    return false;
-  }
-  holder = std::move(*v);
-  if (!holder.getAsObject()) {
-    error = name + ": expected a JSON object at the top, got " + kindName(holder);
-    return false;
-  }
-  return true;
-}
-
-bool readFile(const std::string &path, std::string &text, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  text = ss.str();
-  return true;
-}
-
 } // namespace
 
 bool parseTokenizerJson(const std::string &jsonText, const std::string &configText,
@@ -571,16 +462,9 @@ bool parseTokenizerJson(const std::string &jsonText, const std::string &configTe
 
 bool readTokenizerJson(const std::string &path, artifact::TokenizerRecord &out,
                        std::string &error) {
-  std::string text, configText;
-  if (!readFile(path, text, error))
-    return false;
-  size_t slash = path.find_last_of('/');
-  std::string configPath =
-      (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
-      "tokenizer_config.json";
-  if (std::ifstream(configPath) && !readFile(configPath, configText, error))
-    return false;
-  return parseTokenizerJson(text, configText, path, out, error, configPath);
+  std::string text, configText, configPath;
+  return readWithConfig(path, text, configText, configPath, error) &&
+         parseTokenizerJson(text, configText, path, out, error, configPath);
 }
 
 std::unique_ptr<gguf::Tokenizer> makeTokenizer(const artifact::TokenizerRecord &rec,
