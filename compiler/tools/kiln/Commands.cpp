@@ -10,7 +10,6 @@
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include "compiler/InitAll.h"
 #include "compiler/eval/Perplexity.h"
 #include "compiler/frontends/onnx/OnnxImport.h"
 #include "compiler/pipelines/CompilePipeline.h"
@@ -170,12 +169,7 @@ int runImport(const ImportOptions &opts) {
   }
   // The IR needs no tokenizer: an ONNX model without one still prints.
   ModelSession s;
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  s.ctx.appendDialectRegistry(registry);
-  s.ctx.loadAllAvailableDialects();
-  if (onnx::looksLikeOnnx(opts.model) ? !onnx::importOnnx(opts.model, s.ctx, s.model, error)
-                                      : !gguf::importGguf(opts.model, s.ctx, s.model, error))
+  if (!s.importModel(opts.model, error))
     return fail(error);
   mlir::OpPrintingFlags flags;
   if (opts.emit == "generic")

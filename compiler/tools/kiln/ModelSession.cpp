@@ -49,16 +49,20 @@ bool endsWith(const std::string &s, const char *suffix) {
 
 } // namespace
 
-bool ModelSession::load(const std::string &path, std::string &error,
-                        const std::string &tokenizerPath) {
+bool ModelSession::importModel(const std::string &path, std::string &error) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   ctx.appendDialectRegistry(registry);
   ctx.loadAllAvailableDialects();
-  const bool onnx = onnx::looksLikeOnnx(path);
-  if (onnx ? !onnx::importOnnx(path, ctx, model, error)
-           : !gguf::importGguf(path, ctx, model, error))
+  return onnx::looksLikeOnnx(path) ? onnx::importOnnx(path, ctx, model, error)
+                                   : gguf::importGguf(path, ctx, model, error);
+}
+
+bool ModelSession::load(const std::string &path, std::string &error,
+                        const std::string &tokenizerPath) {
+  if (!importModel(path, error))
     return false;
+  const bool onnx = onnx::looksLikeOnnx(path);
 
   std::string tokPath = tokenizerPath;
   if (tokPath.empty() && onnx) {

@@ -29,6 +29,8 @@ struct ModelSession {
   // or a Hugging Face tokenizer.json. An ONNX model without one looks for
   // tokenizer.json beside the model.
   bool load(const std::string &path, std::string &error, const std::string &tokenizerPath = "");
+  // The first half of load: the IR and weights only (kiln import needs no tokenizer).
+  bool importModel(const std::string &path, std::string &error);
   // maxCtx 0: the model's declared context length.
   bool prepareExecutor(uint32_t maxCtx, std::string &error, KvStorage kv = KvStorage());
   uint32_t declaredContext() const;
