@@ -1,7 +1,14 @@
 /* Loading the artifact's code section (an ELF shared object) with the dynamic loader,
  * without leaving a file behind: the bytes go to an anonymous memfd that is opened as
  * /proc/self/fd/N; where memfd_create is missing (old kernels, seccomp) they go to a
- * temporary file in $TMPDIR that is unlinked as soon as dlopen returns. */
+ * temporary file in $TMPDIR that is unlinked as soon as dlopen returns.
+ *
+ * The dynamic loader knows an object by the path it was opened with, and hands back the
+ * object already loaded under that path. A memfd closed after dlopen frees its number, so
+ * the next artifact's memfd would get the same /proc/self/fd/N and, loaded in the same
+ * process, silently run the first artifact's code. The memfd therefore stays open as long
+ * as its code is loaded: the handle is {dlopen handle, fd}. (mkstemp's names are random,
+ * so temporary files do not meet this.) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -17,6 +24,11 @@
 #include <unistd.h>
 
 #include "error.h"
+
+typedef struct {
+  void *dl;
+  int fd; /* the memfd the code was opened from, -1 for a temporary file */
+} loaded_code_t;
 
 static int write_all(int fd, const uint8_t *p, size_t n) {
   while (n > 0) {
@@ -60,8 +72,9 @@ static kiln_status_t open_handle(const char *path, void **out_handle, kiln_error
   return KILN_STATUS_OK;
 }
 
+/* On success *out_fd is the memfd, to stay open while the code is loaded (see above). */
 static kiln_status_t load_from_memfd(const uint8_t *code, size_t size, void **out_handle,
-                                     int *out_tried, kiln_error_t *err) {
+                                     int *out_fd, int *out_tried, kiln_error_t *err) {
   *out_tried = 0;
   int fd = memfd();
   if (fd < 0)
@@ -75,7 +88,10 @@ static kiln_status_t load_from_memfd(const uint8_t *code, size_t size, void **ou
                         strerror(errno));
   else
     st = open_handle(path, out_handle, err);
-  close(fd); /* the loader keeps its own mapping */
+  if (st == KILN_STATUS_OK)
+    *out_fd = fd;
+  else
+    close(fd);
   return st;
 }
 
@@ -106,30 +122,41 @@ kiln_status_t kiln_platform_load_code(const uint8_t *code, size_t size, const ch
                                       void **out_handle, void **out_entry, kiln_error_t *err) {
   *out_handle = NULL;
   *out_entry = NULL;
-  void *h = NULL;
+  loaded_code_t *lc = (loaded_code_t *)malloc(sizeof *lc);
+  if (!lc)
+    return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "out of memory loading the code");
+  lc->dl = NULL;
+  lc->fd = -1;
   int tried = 0;
   kiln_status_t st = KILN_STATUS_UNSUPPORTED;
   if (getenv("KILN_NO_MEMFD") == NULL) /* set: test the temporary-file path */
-    st = load_from_memfd(code, size, &h, &tried, err);
+    st = load_from_memfd(code, size, &lc->dl, &lc->fd, &tried, err);
   if (!tried)
-    st = load_from_tmpfile(code, size, &h, err);
-  if (st != KILN_STATUS_OK)
+    st = load_from_tmpfile(code, size, &lc->dl, err);
+  if (st != KILN_STATUS_OK) {
+    free(lc);
     return st;
+  }
   dlerror();
-  void *sym = dlsym(h, entry);
+  void *sym = dlsym(lc->dl, entry);
   if (!sym) {
-    dlclose(h);
+    kiln_platform_unload_code(lc);
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
                           "the code section does not export the entry point '%s'", entry);
   }
-  *out_handle = h;
+  *out_handle = lc;
   *out_entry = sym;
   return KILN_STATUS_OK;
 }
 
 void kiln_platform_unload_code(void *handle) {
-  if (handle)
-    dlclose(handle);
+  loaded_code_t *lc = (loaded_code_t *)handle;
+  if (!lc)
+    return;
+  dlclose(lc->dl);
+  if (lc->fd >= 0)
+    close(lc->fd);
+  free(lc);
 }
 
 const kiln_linked_model_t *kiln_platform_linked_model(void) { return NULL; }
