@@ -83,6 +83,15 @@ private:
   void call(StringRef name, ValueRange args) {
     b.create<LLVM::CallOp>(loc, kernels.at(name.str()), args);
   }
+  void forTokenPanels(Operation *op, llvm::function_ref<void(Value t0, Value count)> body);
+  // Row t0 of an [n, width] f32 activation at base (base itself when t0 is null).
+  Value rowsAt(Value base, Value t0, int64_t width) {
+    if (!t0)
+      return base;
+    Value i = b.create<LLVM::MulOp>(loc, b.create<LLVM::SExtOp>(loc, b.getI64Type(), t0),
+                                    i64c(width));
+    return b.create<LLVM::GEPOp>(loc, ptrTy, b.getF32Type(), base, ValueRange{i});
+  }
 
   ModuleOp src;
   const WeightStore &store;
@@ -120,6 +129,36 @@ const std::string &Lowering::ropeTable(float theta, int32_t rotaryDims) {
   out.weights.addF32(name + ".cos", {uint64_t(rotaryDims / 2), opts.maxCtx}, c);
   out.weights.addF32(name + ".sin", {uint64_t(rotaryDims / 2), opts.maxCtx}, s);
   return ropeTableNames[key] = name;
+}
+
+// Emits body(t0, count) once per kiln.token_panel tokens of the call's n (passes/layout
+// kiln-size-prefill-panels), or once with (null, n) for an op without panels.
+void Lowering::forTokenPanels(Operation *op,
+                              llvm::function_ref<void(Value t0, Value count)> body) {
+  auto panelAttr = op->getAttrOfType<IntegerAttr>("kiln.token_panel");
+  if (!panelAttr) {
+    body(Value(), nArg);
+    return;
+  }
+  Region *region = b.getInsertionBlock()->getParent();
+  Block *header = new Block(), *loop = new Block(), *after = new Block();
+  region->push_back(header);
+  region->push_back(loop);
+  region->push_back(after);
+  Value t0 = header->addArgument(b.getI32Type(), loc);
+  b.create<LLVM::BrOp>(loc, ValueRange{i32c(0)}, header);
+  b.setInsertionPointToStart(header);
+  b.create<LLVM::CondBrOp>(loc, b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::slt, t0, nArg),
+                           loop, after);
+  b.setInsertionPointToStart(loop);
+  Value panel = i32c(panelAttr.getInt());
+  Value left = b.create<LLVM::SubOp>(loc, nArg, t0);
+  Value count = b.create<LLVM::SelectOp>(
+      loc, b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::slt, left, panel), left, panel);
+  body(t0, count);
+  b.create<LLVM::BrOp>(loc, ValueRange{b.create<LLVM::AddOp>(loc, t0, panel).getResult()},
+                       header);
+  b.setInsertionPointToStart(after);
 }
 
 bool Lowering::plan(func::FuncOp fn, std::string &error) {
@@ -388,39 +427,51 @@ void Lowering::emit(func::FuncOp fn) {
                                 bufferPtr(n)});
     } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
       const PackedTensor *t = out.weights.find(f.getWeight().str());
-      Value null = b.create<LLVM::ZeroOp>(loc, ptrTy);
-      SmallVector<Value, 6> segs; // (y, width) per segment, unused ones (NULL, 0)
-      for (unsigned k = 0; k < 3; ++k) {
-        segs.push_back(k < f.getNumResults() ? bufferPtr(f.getResult(k)) : null);
-        segs.push_back(i32c(k < f.getNumResults() ? features(f.getResult(k)) : 0));
-      }
-      SmallVector<Value, 18> args = {
-          ctxArg, i32c(t->format), bufferPtr(f.getInput()), nArg, i32c(features(f.getInput())),
-          weightPtr(f.getWeight()), i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)),
-          segs[0], segs[1], segs[2], segs[3], segs[4], segs[5],
-          f.getResidual() ? bufferPtr(f.getResidual()) : null, i32c(f.getSwiglu() ? 1 : 0)};
-      if (kiln_is_packed_r16(t->format)) {
-        args.push_back(offsetPtr(scratchBase, qacts.lookup(op)));
-        call("kiln_uk_linear_packed_fused", args);
-      } else {
-        call("kiln_uk_linear_fused", args);
-      }
+      forTokenPanels(op, [&](Value t0, Value count) {
+        Value null = b.create<LLVM::ZeroOp>(loc, ptrTy);
+        SmallVector<Value, 6> segs; // (y, width) per segment, unused ones (NULL, 0)
+        for (unsigned k = 0; k < 3; ++k) {
+          const bool used = k < f.getNumResults();
+          segs.push_back(used ? rowsAt(bufferPtr(f.getResult(k)), t0, features(f.getResult(k)))
+                              : null);
+          segs.push_back(i32c(used ? features(f.getResult(k)) : 0));
+        }
+        // the residual has the first segment's rows
+        Value residual = f.getResidual()
+                             ? rowsAt(bufferPtr(f.getResidual()), t0, features(f.getResult(0)))
+                             : null;
+        SmallVector<Value, 18> args = {
+            ctxArg, i32c(t->format), rowsAt(bufferPtr(f.getInput()), t0, features(f.getInput())),
+            count, i32c(features(f.getInput())), weightPtr(f.getWeight()),
+            i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)), segs[0], segs[1], segs[2],
+            segs[3], segs[4], segs[5], residual, i32c(f.getSwiglu() ? 1 : 0)};
+        if (kiln_is_packed_r16(t->format)) {
+          args.push_back(offsetPtr(scratchBase, qacts.lookup(op)));
+          call("kiln_uk_linear_packed_fused", args);
+        } else {
+          call("kiln_uk_linear_fused", args);
+        }
+      });
     } else if (isa<LinearOp, LogitsOp>(op)) {
       Value input = op->getOperand(0), result = op->getResult(0);
       std::string name = op->getAttrOfType<StringAttr>("weight").str();
       const PackedTensor *t = out.weights.find(name);
-      Value dst = isa<LogitsOp>(op) ? logitsArg : bufferPtr(result);
-      if (kiln_is_packed_r16(t->format))
-        call("kiln_uk_linear_packed",
-             {ctxArg, i32c(t->format), bufferPtr(input), nArg, i32c(features(input)),
-              weightPtr(name), i64c(int64_t(t->rowStride)), i32c(features(result)), dst,
-              offsetPtr(scratchBase, qacts.lookup(op))});
-      else
-        call("kiln_uk_linear", {ctxArg, i32c(t->format), bufferPtr(input), nArg,
-                                i32c(features(input)), weightPtr(name),
-                                i64c(int64_t(t->rowStride)), i32c(features(result)), dst});
+      auto dstOf = [&] { return isa<LogitsOp>(op) ? logitsArg : bufferPtr(result); };
+      forTokenPanels(op, [&](Value t0, Value count) {
+        Value x = rowsAt(bufferPtr(input), t0, features(input));
+        Value y = rowsAt(dstOf(), t0, features(result));
+        if (kiln_is_packed_r16(t->format))
+          call("kiln_uk_linear_packed",
+               {ctxArg, i32c(t->format), x, count, i32c(features(input)), weightPtr(name),
+                i64c(int64_t(t->rowStride)), i32c(features(result)), y,
+                offsetPtr(scratchBase, qacts.lookup(op))});
+        else
+          call("kiln_uk_linear", {ctxArg, i32c(t->format), x, count, i32c(features(input)),
+                                  weightPtr(name), i64c(int64_t(t->rowStride)),
+                                  i32c(features(result)), y});
+      });
       if (auto bias = op->getAttrOfType<StringAttr>("bias"))
-        call("kiln_uk_add_bias", {dst, weightPtr(bias.getValue()), nArg, i32c(features(result))});
+        call("kiln_uk_add_bias", {dstOf(), weightPtr(bias.getValue()), nArg, i32c(features(result))});
     } else if (auto r = dyn_cast<RopeOp>(op)) {
       const std::string &table =
           ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));

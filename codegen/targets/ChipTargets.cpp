@@ -34,6 +34,12 @@ HostTarget &madeTarget(const std::string &key, bool &fresh) {
 }
 std::mutex madeMutex;
 
+// Prefill panels' cache when the profile gives no L2 (the target's prefillCacheFrom says
+// "assumed"): Arm's big cores are usually built with 512 KiB of L2 (Cortex-X4 TRM: 512 KiB
+// to 2 MiB; Cortex-A720: 256 or 512 KiB); the Hexagon profiles carry no L2 at all.
+constexpr unsigned kAssumedArmL2Kib = 512;
+constexpr unsigned kAssumedHexagonL2Kib = 512;
+
 } // namespace
 
 const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
@@ -65,6 +71,15 @@ const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
     t->cpu = "generic";
     t->tuneCpu = p.cpu->llvmCpu;
     t->rowAlignBytes = unsigned(std::max<int64_t>(64, p.cpu->cacheLineBytes));
+    // The L2 of the prime cluster, whose core the code is tuned for; most profiles leave L2
+    // out (vendors do not publish it reliably), and then it is assumed.
+    t->prefillCacheKib = kAssumedArmL2Kib;
+    for (const CoreCluster &c : p.cpu->clusters)
+      if (c.role == "prime" && c.l2Kib) {
+        t->prefillCacheKib = unsigned(*c.l2Kib);
+        t->prefillCacheFrom = "profile";
+        break;
+      }
     // The runtime's names (HWCAP bits, runtime-min/src/platform/cpu_features.c).
     t->requiredFeatures = {"neon", "dotprod"};
     if (has(f, "i8mm")) {
@@ -117,6 +132,7 @@ const HostTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
     t->bitcodeSize = size;
     // HVX loads whole aligned vectors: rows that start on one need no realignment.
     t->rowAlignBytes = unsigned(h.hvxBytes);
+    t->prefillCacheKib = kAssumedHexagonL2Kib;
   }
   return t;
 }

@@ -21,6 +21,12 @@ struct HostTarget {
   size_t bitcodeSize = 0;
   unsigned rowAlignBytes = 64; // plain weight rows' alignment (passes/layout): the cache
                                // line, or the vector for Hexagon HVX
+  // Per-core cache the prefill token panels are sized to (passes/layout
+  // kiln-size-prefill-panels), and where the number came from: "profile" (the prime
+  // cluster's l2_kib) or "assumed" (the profile gives none; docs/targets.md). The x86
+  // levels assume 1 MiB, the L2 per core of Zen 4/5 and the smallest of recent Intel cores.
+  unsigned prefillCacheKib = 1024;
+  std::string prefillCacheFrom = "assumed";
 };
 
 // Known targets by name; "host" picks the best one the build machine runs.

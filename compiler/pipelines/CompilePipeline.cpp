@@ -1,5 +1,6 @@
 #include "compiler/pipelines/CompilePipeline.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 
@@ -253,6 +254,33 @@ bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned ro
                      "layout=" + layout + ",row-align=" + std::to_string(rowAlign),
                      "r16_ops=" + std::to_string(packed) + ",rows64_ops=" + std::to_string(rows) +
                          (block ? ",block_ops=" + std::to_string(block) : "")});
+  return true;
+}
+
+bool runPrefillPanelPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
+                         unsigned maxBatch, std::vector<AppliedPass> &applied,
+                         std::string &error) {
+  if (cacheKib == 0)
+    return true;
+  mlir::PassManager pm(module.getContext());
+  KilnSizePrefillPanelsOptions o;
+  o.cacheKib = cacheKib;
+  o.maxBatch = maxBatch;
+  pm.addPass(createKilnSizePrefillPanels(o));
+  if (!run(pm, module, false, error))
+    return false;
+  int64_t ops = 0, smallest = 0;
+  module.walk([&](mlir::Operation *op) {
+    if (auto p = op->getAttrOfType<mlir::IntegerAttr>("kiln.token_panel")) {
+      ++ops;
+      smallest = smallest ? std::min<int64_t>(smallest, p.getInt()) : p.getInt();
+    }
+  });
+  applied.push_back({"kiln-size-prefill-panels",
+                     "cache-kib=" + std::to_string(cacheKib) + ",from=" + from +
+                         ",max-batch=" + std::to_string(maxBatch),
+                     "panelled_ops=" + std::to_string(ops) +
+                         (ops ? ",smallest_panel=" + std::to_string(smallest) : "")});
   return true;
 }
 

@@ -70,6 +70,13 @@ bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
 bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned rowAlign,
                    bool quiet, std::vector<AppliedPass> &applied, std::string &error);
 
+// kiln-size-prefill-panels (passes/layout) after the layout pass: prefill calls of more
+// tokens than fit half of cacheKib are split into panels; cacheKib 0 skips it. `from`
+// ("profile", "assumed", "flag") goes into the provenance with the size.
+bool runPrefillPanelPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
+                         unsigned maxBatch, std::vector<AppliedPass> &applied,
+                         std::string &error);
+
 } // namespace kiln::pipelines
 
 #endif // KILN_COMPILER_PIPELINES_COMPILEPIPELINE_H

@@ -37,4 +37,28 @@ def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
   ];
 }
 
+def KilnSizePrefillPanels : Pass<"kiln-size-prefill-panels", "mlir::ModuleOp"> {
+  let summary = "split long prefills into token panels that fit the core's cache";
+  let description = [{
+    Sets `kiln.token_panel` (tokens) on every linear, fused linear and logits op whose
+    activations for `max-batch` tokens would not fit in half of `cache-kib` (the target's
+    per-core L2, from the chip profile). The prefill kernels read a token's activations once
+    per 16-row group, so a panel larger than the cache would stream from the next memory
+    level on every group; the lowering instead calls the kernel once per panel, reading the
+    weights once per panel. Results are unchanged (activations are quantised per token).
+    A token's activations are `kiln_packed_act_stride(in)` bytes for r16 ops (int8 codes
+    and block scales) and 4 * in otherwise; panels are whole 8-token tiles, at least one.
+    Runs after kiln-assign-layout (it reads `kiln.layout`).
+  }];
+  let options = [
+    Option<"cacheKib", "cache-kib", "unsigned", /*default=*/"1024",
+           "the core's cache the panel must fit, KiB (16..1048576)">,
+    Option<"maxBatch", "max-batch", "unsigned", /*default=*/"0",
+           "most tokens per forward call; ops whose whole call fits get no panel (0: unknown)">,
+  ];
+  let statistics = [
+    Statistic<"numPanelled", "panelled", "linear ops split into token panels">,
+  ];
+}
+
 #endif // KILN_PASSES_LAYOUT_PASSES_TD

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <unistd.h>
 
 #include "compiler/pipelines/CompilePipeline.h"
@@ -38,7 +40,8 @@ struct Compiled {
 // a `precision` spec (--precision) applies to both.
 void compileAndOpen(const std::string &model, const std::string &weights, uint32_t ctx,
                     uint32_t maxBatch, Compiled &c, const std::string &kv = "f32",
-                    bool fuseRope = true, const std::string &precision = "") {
+                    bool fuseRope = true, const std::string &precision = "",
+                    std::optional<uint32_t> l2Kib = std::nullopt) {
   std::string path = tempPath(weights + ".kiln"), error;
   kiln::KvFormat kvFormat;
   ASSERT_TRUE(kiln::parseKvFormat(kv, kvFormat, error)) << error;
@@ -55,6 +58,7 @@ void compileAndOpen(const std::string &model, const std::string &weights, uint32
   o.maxBatch = maxBatch;
   o.kv = kv;
   o.fusion = fuseRope ? "all" : "qkv,swiglu,norm,residual";
+  o.l2Kib = l2Kib;
   ASSERT_EQ(kiln::tool::runCompile(o), 0);
   ASSERT_TRUE(c.ref.load(model, error)) << error;
   if (!precision.empty()) {
@@ -233,6 +237,67 @@ TEST(ArtifactVsReference, Stories260KSplitKvLastLogits) {
     std::cout << "kv " << kv << ": max |logit difference| " << diff << "\n";
     EXPECT_LE(diff, kRoundedKvBound);
   }
+}
+
+// kiln-size-prefill-panels splits a long prefill into token panels (here a 16 KiB cache:
+// 24 and 64 tokens); every logit of the prompt's last position and of the decode steps
+// after it must be bit for bit the logits of the unsplit artifact, for the r16 integer
+// kernels (q4_0, fused) and the fp32 row kernels (f32).
+TEST(ArtifactVsReference, Stories260KPrefillPanelsBitExact) {
+  std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
+  KILN_REQUIRE_FILE(model);
+  for (const char *weights : {"q4_0", "f32"}) {
+    SCOPED_TRACE(weights);
+    Compiled whole, split;
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, whole, "f32", true, "", 0u));
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, split, "f32", true, "", 16u));
+    std::string text;
+    for (int i = 0; i < 8; ++i)
+      text += "Once upon a time, there was a little girl who liked to play in the park. ";
+    std::vector<int32_t> prompt = whole.ref.tokenizer->encode(text, true);
+    prompt.resize(std::min<size_t>(prompt.size(), 120));
+    ASSERT_GT(prompt.size(), 64u); // more than the largest panel
+    kiln_error_t err{};
+    for (kiln_session_t *s : {whole.session, split.session})
+      ASSERT_EQ(kiln_session_prefill(s, prompt.data(), prompt.size(), &err), KILN_STATUS_OK)
+          << err.message;
+    for (int step = 0; step < 16; ++step) {
+      const float *a = kiln_session_logits(whole.session), *b = kiln_session_logits(split.session);
+      ASSERT_EQ(std::memcmp(a, b, 512 * sizeof(float)), 0) << "step " << step;
+      const int32_t next = int32_t(std::max_element(a, a + 512) - a);
+      for (kiln_session_t *s : {whole.session, split.session})
+        ASSERT_EQ(kiln_session_decode(s, next, &err), KILN_STATUS_OK) << err.message;
+    }
+  }
+}
+
+// Two artifacts loaded in one process each run their own code. The dynamic loader hands
+// back an object already loaded under the same path, and a memfd closed after dlopen
+// gave the next artifact the same /proc/self/fd/N: the q4_0 artifact, opened after an f32
+// one, ran the f32 code on its q4_0 weights (runtime-min/src/platform/code_posix.c).
+TEST(ArtifactVsReference, TwoArtifactsInOneProcessRunTheirOwnCode) {
+  std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
+  KILN_REQUIRE_FILE(model);
+  std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  kiln_error_t err{};
+  std::vector<float> alone(512);
+  {
+    Compiled q;
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, "q4_0", 128, 128, q));
+    ASSERT_EQ(kiln_session_prefill(q.session, prompt.data(), prompt.size(), &err),
+              KILN_STATUS_OK)
+        << err.message;
+    std::memcpy(alone.data(), kiln_session_logits(q.session), 512 * sizeof(float));
+  }
+  Compiled f, q;
+  ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, "f32", 128, 128, f));
+  ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, "q4_0", 128, 128, q));
+  for (kiln_session_t *s : {f.session, q.session})
+    ASSERT_EQ(kiln_session_prefill(s, prompt.data(), prompt.size(), &err), KILN_STATUS_OK)
+        << err.message;
+  EXPECT_EQ(std::memcmp(alone.data(), kiln_session_logits(q.session), 512 * sizeof(float)), 0)
+      << "the q4_0 artifact opened after the f32 one gives other logits than alone";
+  EXPECT_GT(maxAbsDiff(kiln_session_logits(f.session), alone.data(), 512), 0.0f);
 }
 
 } // namespace

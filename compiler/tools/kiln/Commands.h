@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,9 @@ struct CompileOptions {
   // elsewhere (pipelines::resolveFusion; docs/fusion.md).
   std::string fusion = "auto";
   std::string layout = "r16";    // r16 | rows64 | none (passes/layout)
+  // --l2-kib: the per-core cache prefill panels are sized to; unset: the target's
+  // (HostTarget::prefillCacheKib), 0: no panels
+  std::optional<uint32_t> l2Kib;
   SlimmingFlags slim;
   PrecisionFlags prec;
 };

@@ -127,15 +127,6 @@ int runCompile(const CompileOptions &opts) {
       !pipelines::runLayoutPass(module, opts.layout, target->rowAlignBytes, false, applied,
                                 error))
     return fail(error);
-  if (opts.emit == "kiln") {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(opts.output, ec);
-    if (ec)
-      return fail("cannot write '" + opts.output + "'");
-    module->print(os);
-    return 0;
-  }
-
   // kiln-prune-context (--max-ctx) records the cap on the module; --ctx sizes the same
   // tables without the pass. Both given must agree.
   uint32_t maxCtx = opts.ctx ? opts.ctx : s.declaredContext();
@@ -148,6 +139,21 @@ int runCompile(const CompileOptions &opts) {
   KvFormat kv;
   if (!parseKvFormat(opts.kv, kv, error))
     return fail(error);
+  if (opts.l2Kib && *opts.l2Kib != 0 && *opts.l2Kib < 16)
+    return fail("--l2-kib " + std::to_string(*opts.l2Kib) + " is too small: 16 KiB or more, or 0 "
+                "for no panels");
+  if (!pipelines::runPrefillPanelPass(
+          module, opts.l2Kib ? *opts.l2Kib : target->prefillCacheKib,
+          opts.l2Kib ? "flag" : target->prefillCacheFrom, maxBatch, applied, error))
+    return fail(error);
+  if (opts.emit == "kiln") {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(opts.output, ec);
+    if (ec)
+      return fail("cannot write '" + opts.output + "'");
+    module->print(os);
+    return 0;
+  }
   codegen::LoweredModel lowered;
   if (!codegen::lowerToUkernels(module, s.model.weights, {maxCtx, maxBatch, kv}, lowered, error))
     return fail(error);

@@ -182,6 +182,11 @@ int main(int argc, char **argv) {
                          "weight layout: r16 (repacked int8/int4 for integer dot products), "
                          "rows64 (plain rows, 64-byte stride) or none (block padding only)")
       ->check(CLI::IsMember({"r16", "rows64", "none"}));
+  compileCmd->add_option("--l2-kib", cmp.l2Kib,
+                         "per-core cache (KiB) a prefill's activations are split into "
+                         "token panels to fit; default: the chip profile's L2 (kiln "
+                         "targets NAME), 0: no panels")
+      ->check(CLI::Range(0u, 1u << 20));
   addSlimmingFlags(compileCmd, cmp.slim);
   addPrecisionFlags(compileCmd, cmp.prec);
 
