@@ -14,6 +14,7 @@
  *       -lpthread -lm -o /tmp/lpb
  *   /tmp/lpb q4_0_r16 5632 2048 2 [MiB] [TOKENS]  # format rows in threads
  *       [weight MiB per token, 1024] [tokens per call, 1; more: a prefill]
+ *       [PANEL: tokens per kernel call, all; fewer: kiln-size-prefill-panels' split]
  * (a few MiB instead of 1024 keeps the matrices in cache: the kernel's compute ceiling).
  * The numbers in tests/bench/README.md used the kernel compiled as an artifact's is:
  *   clang-19 -std=c11 -O2 -ffreestanding -fno-math-errno -march=x86-64-v4 -mavx512vnni \
@@ -48,7 +49,7 @@ static int cmp(const void *a, const void *b) {
 
 typedef struct {
   uint32_t format;
-  int rows, in, mats, threads, sync, tokens;
+  int rows, in, mats, threads, sync, tokens, panel;
   int64_t stride, groups, mat_bytes;
   uint8_t *w;
   float *x;
@@ -81,8 +82,11 @@ static void token(worker_t *wk) {
   const int64_t g0 = b->groups * wk->id / b->threads, g1 = b->groups * (wk->id + 1) / b->threads;
   for (int m = 0; m < b->mats; ++m) {
     const uint8_t *w = b->w + m * b->mat_bytes + g0 * b->stride;
-    kiln_uk_linear_packed(NULL, b->format, b->x, b->tokens, b->in, w, b->stride,
-                          (int32_t)((g1 - g0) * KILN_PACK_ROWS), wk->y, wk->qx);
+    const int32_t rows = (int32_t)((g1 - g0) * KILN_PACK_ROWS);
+    for (int t0 = 0; t0 < b->tokens; t0 += b->panel) /* as the lowering splits a prefill */
+      kiln_uk_linear_packed(NULL, b->format, b->x + (int64_t)t0 * b->in,
+                            b->tokens - t0 < b->panel ? b->tokens - t0 : b->panel, b->in, w,
+                            b->stride, rows, wk->y + (int64_t)t0 * rows, wk->qx);
     if (b->sync)
       barrier(b);
   }
@@ -150,8 +154,9 @@ int main(int argc, char **argv) {
   b.threads = argc > 4 ? atoi(argv[4]) : 1;
   b.tokens = argc > 6 ? atoi(argv[6]) : 1; /* > 1: a prefill of that many tokens */
   const int64_t want = (argc > 5 ? atoll(argv[5]) : 1024) << 20; /* MiB streamed per token */
-  if (want <= 0 || b.tokens < 1 || b.tokens > 512 || b.rows < 16 || b.in < 32 || b.in % 32 || b.threads < 1 || b.threads > 64) {
-    fprintf(stderr, "usage: %s q4_0_r16|q4_1_r16|q8_0_r16 ROWS IN(multiple of 32) THREADS [MiB] [TOKENS]\n",
+  b.panel = argc > 7 ? atoi(argv[7]) : b.tokens; /* tokens per kernel call */
+  if (want <= 0 || b.tokens < 1 || b.tokens > 512 || b.rows < 16 || b.in < 32 || b.in % 32 || b.threads < 1 || b.threads > 64 || b.panel < 1) {
+    fprintf(stderr, "usage: %s q4_0_r16|q4_1_r16|q8_0_r16 ROWS IN(multiple of 32) THREADS [MiB] [TOKENS] [PANEL]\n",
             argv[0]);
     return 2;
   }
@@ -185,8 +190,9 @@ int main(int argc, char **argv) {
   const double ts = timed(&b, wk, 1);
   const double tp2 = timed(&b, wk, 0);
   const double probe_gbs = gb / (tp < tp2 ? tp : tp2);
-  printf("%s %d x %d x %d matrices (%.2f GB), %d thread(s), %d token(s): %.1f tok/s\n", fname,
-         b.rows, b.in, b.mats, gb, b.threads, b.tokens, b.tokens / tk);
+  printf("%s %d x %d x %d matrices (%.2f GB), %d thread(s), %d token(s) in panels of %d: "
+         "%.1f tok/s\n", fname, b.rows, b.in, b.mats, gb, b.threads, b.tokens, b.panel,
+         b.tokens / tk);
   printf("  read probe        %7.2f GB/s\n", probe_gbs);
   printf("  kernel, no sync   %7.2f GB/s  %5.1f %%\n", gb / tk, 100.0 * gb / tk / probe_gbs);
   printf("  kernel, barrier   %7.2f GB/s  %5.1f %%  (one per matrix)\n", gb / ts,
