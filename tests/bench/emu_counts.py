@@ -9,8 +9,13 @@ do not depend on a noisy machine.
       instructions per call of each linear micro-kernel, generic C (compiled for
       aarch64+dotprod) against the NEON file (+dotprod: sdot) and the NEON file with i8mm
       (+dotprod+i8mm: usmmla tiles of 4 tokens for the r16 formats), as a markdown table
+  emu_counts.py attention --bin-dir BUILD/aarch64/bin [--head-dim D] [--ctx C] [--tokens N]
+      instructions per call of the attention micro-kernel (8 query heads on 4 KV heads) per
+      KV cache format, generic C against the NEON file
   emu_counts.py tokens --kiln-run BUILD/aarch64/bin/kiln-run A.kiln [B.kiln ...]
-      instructions per decoded token of each artifact (greedy, 1 thread)
+                       [--prompt-file F]
+      instructions per decoded token of each artifact (greedy, 1 thread); with a long prompt
+      the decode steps attend over that many positions
   emu_counts.py hexagon-tokens PROGRAM.elf:A.kiln [...]
       Hexagon packets per decoded token (qemu-hexagon-static -cpu v67) of each kiln-run
       program with its model linked in (tests/emu/hexagon/stories260k_e2e.py builds them)
@@ -58,11 +63,29 @@ def kernels(a):
               f"{per['neon-i8mm']:,.0f} | {per['neon'] / per['neon-i8mm']:.2f}x |", flush=True)
 
 
+def attention(a):
+    print(f"| KV cache (head_dim {a.head_dim}, context {a.ctx}, {a.tokens} token"
+          f"{'s' if a.tokens > 1 else ''}) | generic C | NEON | generic / NEON |")
+    print("| --- | ---: | ---: | ---: |")
+    for kv in ("f32", "f16", "i8f16"):
+        per = {}
+        for isa in ("generic", "neon"):
+            exe = os.path.join(a.bin_dir, f"ukernel-calls-{isa}")
+            args = [f"attention-{kv}", str(a.head_dim), str(a.ctx), str(a.tokens)]
+            per[isa] = (count([exe, *args, "3"]) - count([exe, *args, "1"])) / 2
+        print(f"| {kv} | {per['generic']:,.0f} | {per['neon']:,.0f} | "
+              f"{per['generic'] / per['neon']:.2f}x |", flush=True)
+
+
 def tokens(a):
+    prompt = "Once upon a time"
+    if a.prompt_file:
+        with open(a.prompt_file, encoding="utf-8") as f:
+            prompt = f.read().strip()
     print("| artifact | instructions per decoded token |")
     print("| --- | ---: |")
     for art in a.artifacts:
-        gen = [a.kiln_run, "generate", art, "-p", "Once upon a time", "--threads", "1"]
+        gen = [a.kiln_run, "generate", art, "-p", prompt, "--threads", "1"]
         c4 = count(gen + ["-n", "4"])
         c12 = count(gen + ["-n", "12"])
         print(f"| {os.path.basename(art)} | {(c12 - c4) / 8:,.0f} |", flush=True)
@@ -91,13 +114,20 @@ def main():
     k.add_argument("--tokens", type=int, default=1)
     k.add_argument("--formats", default="q8_0_r16,q4_0_r16,q4_1_r16,f32,f16,q8_0,q4_0,q3_0",
                    help="comma-separated (ukernel_calls.c's FORMAT names)")
+    at = sub.add_parser("attention")
+    at.add_argument("--bin-dir", required=True)
+    at.add_argument("--head-dim", type=int, default=64)
+    at.add_argument("--ctx", type=int, default=1024)
+    at.add_argument("--tokens", type=int, default=1)
     t = sub.add_parser("tokens")
     t.add_argument("--kiln-run", required=True)
+    t.add_argument("--prompt-file", help="the prompt (default: Once upon a time)")
     t.add_argument("artifacts", nargs="+")
     h = sub.add_parser("hexagon-tokens")
     h.add_argument("pairs", nargs="+", metavar="PROGRAM.elf:A.kiln")
     a = ap.parse_args()
-    {"kernels": kernels, "tokens": tokens, "hexagon-tokens": hexagon_tokens}[a.mode](a)
+    {"kernels": kernels, "attention": attention, "tokens": tokens,
+     "hexagon-tokens": hexagon_tokens}[a.mode](a)
 
 
 if __name__ == "__main__":

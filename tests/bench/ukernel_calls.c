@@ -6,9 +6,15 @@
  *   ukernel-calls FORMAT ROWS IN [N] [CALLS]
  *     FORMAT: q8_0_r16 q4_0_r16 q4_1_r16 (kiln_uk_linear_packed) or f32 f16 q8_0 q4_0 q3_0
  *     (kiln_uk_linear, rows of whole blocks)
+ *   ukernel-calls attention-KV HEAD_DIM CTX [N] [CALLS]
+ *     kiln_uk_attention, 8 query heads on 4 KV heads, KV cache f32, f16 or i8f16 (K int8,
+ *     V f16): the cache's first CTX - N positions filled with random elements (no kernel
+ *     call: the count stays the calls'), then each call N tokens at positions CTX - N ..
+ *     CTX - 1 (a decode step at context CTX when N is 1)
  * Built by the cross build against each kernel library (ukernel-calls-<isa>); it runs on
  * the host too.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +40,89 @@ static int parse_format(const char *s, uint32_t *f) {
   return 0;
 }
 
+/* FNV-1a of the bits of v[0..n) and their sum: bit-exact means bit-exact. */
+static void print_hash(const char *what, const float *v, long n) {
+  double sum = 0;
+  uint64_t hash = 14695981039346656037u;
+  for (long i = 0; i < n; ++i) {
+    sum += v[i];
+    uint32_t bits;
+    memcpy(&bits, &v[i], sizeof bits);
+    for (int k = 0; k < 4; ++k)
+      hash = (hash ^ ((bits >> (8 * k)) & 0xffu)) * 1099511628211u;
+  }
+  printf("%s bits %016llx checksum %.17g\n", what, (unsigned long long)hash, sum);
+}
+
+static float rnd1(void) { return (float)((int32_t)(next() >> 16) - 32768) / 32768.0f; }
+
+static int attention_calls(int argc, char **argv) {
+  const char *kv = argv[1] + strlen("attention-");
+  uint32_t kf, vf;
+  if (!strcmp(kv, "f32"))
+    kf = vf = KILN_UK_KV_F32;
+  else if (!strcmp(kv, "f16"))
+    kf = vf = KILN_UK_KV_F16;
+  else if (!strcmp(kv, "i8f16"))
+    kf = KILN_UK_KV_I8, vf = KILN_UK_KV_F16;
+  else {
+    fprintf(stderr, "error: KV cache '%s' is not f32, f16 or i8f16\n", kv);
+    return 2;
+  }
+  const long d = atol(argv[2]), ctx = atol(argv[3]);
+  const long n = argc > 4 ? atol(argv[4]) : 1, calls = argc > 5 ? atol(argv[5]) : 1;
+  if (d < 1 || d > KILN_UK_ATTENTION_MAX_HEAD_DIM || ctx < 2 || ctx > 65536 || n < 1 ||
+      n >= ctx || calls < 0 || calls > 1000) {
+    fprintf(stderr, "error: need 1 <= HEAD_DIM <= %d, 2 <= CTX <= 65536, 1 <= N < CTX, "
+                    "0 <= CALLS <= 1000\n", KILN_UK_ATTENTION_MAX_HEAD_DIM);
+    return 2;
+  }
+  const int32_t heads = 8, kv_heads = 4;
+  float *q = malloc(sizeof(float) * (size_t)(n * heads * d));
+  float *k = malloc(sizeof(float) * (size_t)(n * kv_heads * d));
+  float *v = malloc(sizeof(float) * (size_t)(n * kv_heads * d));
+  for (long i = 0; i < n * heads * d; ++i)
+    q[i] = rnd1();
+  for (long i = 0; i < n * kv_heads * d; ++i)
+    k[i] = rnd1(), v[i] = rnd1();
+  /* earlier positions: f32 in [-1, 1), f16 of magnitude 2^-6 .. 2^-5, int8 any, with
+   * K scales of 1/127 */
+  const long elems = ctx * kv_heads * d;
+  float *k_scales = malloc(sizeof(float) * (size_t)(ctx * kv_heads));
+  for (long i = 0; i < ctx * kv_heads; ++i)
+    k_scales[i] = 1.0f / 127.0f;
+  uint8_t *caches[2] = {malloc((size_t)elems * 4), malloc((size_t)elems * 4)};
+  const uint32_t fmts[2] = {kf, vf};
+  for (int c = 0; c < 2; ++c)
+    for (long i = 0; i < elems; ++i) {
+      if (fmts[c] == KILN_UK_KV_F32)
+        ((float *)caches[c])[i] = rnd1();
+      else if (fmts[c] == KILN_UK_KV_F16)
+        ((uint16_t *)caches[c])[i] = (uint16_t)(0x2400 | (next() >> 22) | (next() >> 31 << 15));
+      else
+        caches[c][i] = (uint8_t)(next() >> 24);
+    }
+  int32_t *pos = malloc(sizeof(int32_t) * (size_t)n);
+  for (long t = 0; t < n; ++t)
+    pos[t] = (int32_t)(ctx - n + t);
+  float *scores = malloc(sizeof(float) * (size_t)(heads * ctx));
+  float *out = calloc((size_t)(n * heads * d), sizeof(float));
+  const float scale = 1.0f / sqrtf((float)d);
+  for (long c = 0; c < calls; ++c)
+    kiln_uk_attention(NULL, q, k, v, (int32_t)n, pos, heads, kv_heads, (int32_t)d, scale, NULL,
+                      kf, vf, caches[0], k_scales, caches[1], (int32_t)ctx, 0, 0, NULL, NULL,
+                      scores, out);
+  char what[96];
+  snprintf(what, sizeof what, "%s d=%ld ctx=%ld n=%ld calls=%ld", argv[1], d, ctx, n, calls);
+  print_hash(what, out, n * heads * d);
+  free(q), free(k), free(v), free(pos), free(caches[0]), free(caches[1]), free(k_scales);
+  free(scores), free(out);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 4 && !strncmp(argv[1], "attention-", strlen("attention-")))
+    return attention_calls(argc, argv);
   uint32_t format;
   if (argc < 4 || !parse_format(argv[1], &format)) {
     fprintf(stderr, "usage: %s FORMAT ROWS IN [N] [CALLS]\n", argv[0]);
@@ -99,18 +187,9 @@ int main(int argc, char **argv) {
       kiln_uk_linear(NULL, format, x, (int32_t)n, (int32_t)in, w, (int64_t)row_bytes,
                      (int32_t)rows, y);
   }
-  /* the sum for a glance, an FNV-1a hash of y's bits so that bit-exact means bit-exact */
-  double sum = 0;
-  uint64_t hash = 14695981039346656037u;
-  for (long i = 0; i < n * rows; ++i) {
-    sum += y[i];
-    uint32_t bits;
-    memcpy(&bits, &y[i], sizeof bits);
-    for (int k = 0; k < 4; ++k)
-      hash = (hash ^ ((bits >> (8 * k)) & 0xffu)) * 1099511628211u;
-  }
-  printf("%s %ldx%ld n=%ld calls=%ld bits %016llx checksum %.17g\n", argv[1], rows, in, n,
-         calls, (unsigned long long)hash, sum);
+  char what[96];
+  snprintf(what, sizeof what, "%s %ldx%ld n=%ld calls=%ld", argv[1], rows, in, n, calls);
+  print_hash(what, y, n * rows);
   free(src), free(packed_w), free(x), free(y), free(qx);
   return 0;
 }

@@ -12,7 +12,10 @@ Cases:
   kernels-bitexact  every NEON linear kernel, compiled by clang as in an artifact (dotprod,
               and dotprod + i8mm: the usmmla prefill tiles), gives the generic C kernel's
               results bit for bit (a hash of y's bits and its sum printed by
-              tests/bench/ukernel_calls.c), for 1, 4, 5 and 8 tokens and an odd block count
+              tests/bench/ukernel_calls.c), for 1, 4, 5 and 8 tokens and an odd block count;
+              and the NEON attention (every KV cache format, head_dim 64 and 20, 1 and 3
+              tokens at context 300) gives the host x86 kernel's bits (--host-calls: the
+              same driver built for x86-64-v3), so aarch64 and host artifacts attend alike
 """
 import argparse
 import os
@@ -109,6 +112,19 @@ def kernels_bitexact(env):
                 if s != sums[0]:
                     fail(f"{fmt}, {n} tokens: {isa} gives {s}, generic {sums[0]}")
             print(f"ok {fmt} n={n}: {sums[0]}")
+    if not env.a.host_calls:
+        fail("--host-calls (the x86 ukernel-calls driver) is needed for the attention kernels")
+    for kv in ("f32", "f16", "i8f16"):
+        for d in ("64", "20"):
+            for n in ("1", "3"):
+                args = (f"attention-{kv}", d, "300", n)
+                want = " ".join(run([env.a.host_calls, *args]).stdout.decode().split()[-4:])
+                for isa in ("neon", "neon-i8mm"):
+                    p = env.emu_exe(os.path.join(bins, f"ukernel-calls-{isa}"), *args)
+                    got = " ".join(p.stdout.decode().split()[-4:])
+                    if got != want:
+                        fail(f"attention {kv} d={d} n={n}: {isa} gives {got}, x86 {want}")
+                print(f"ok attention {kv} d={d} n={n}: {want}")
 
 
 def main():
@@ -117,6 +133,7 @@ def main():
                                      "kernels-bitexact"])
     for flag in ("--kiln", "--kiln-run", "--cross-kiln-run", "--qemu", "--models", "--work"):
         ap.add_argument(flag, required=True)
+    ap.add_argument("--host-calls", help="tests/bench/ukernel_calls.c built for the host")
     a = ap.parse_args()
     a.models = os.environ.get("KILN_MODELS_DIR", a.models)
     env = Env(a)
