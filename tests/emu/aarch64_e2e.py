@@ -13,7 +13,7 @@ Cases:
               and dotprod + i8mm: the usmmla prefill tiles), gives the generic C kernel's
               results bit for bit (a hash of y's bits and its sum printed by
               tests/bench/ukernel_calls.c), for 1, 4, 5 and 8 tokens and an odd block count;
-              and the NEON attention (every KV cache format, head_dim 64 and 20, 1 and 3
+              and the NEON attention (every KV cache format, head_dim 64, 20 and 8, 1 and 3
               tokens at context 300) gives the host x86 kernel's bits (--host-calls: the
               same driver built for x86-64-v3), so aarch64 and host artifacts attend alike
 """
@@ -115,7 +115,7 @@ def kernels_bitexact(env):
     if not env.a.host_calls:
         fail("--host-calls (the x86 ukernel-calls driver) is needed for the attention kernels")
     for kv in ("f32", "f16", "i8f16"):
-        for d in ("64", "20"):
+        for d in ("64", "20", "8"):
             for n in ("1", "3"):
                 args = (f"attention-{kv}", d, "300", n)
                 want = " ".join(run([env.a.host_calls, *args]).stdout.decode().split()[-4:])

@@ -43,9 +43,10 @@ KILN_UK_INLINE float dot_f32(const float *a, const float *b, int32_t d) {
     lo = vfmaq_f32(lo, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
     hi = vfmaq_f32(hi, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
   }
-  for (; i + 8 <= d; i += 8) {
+  if (i + 8 <= d) { /* at most once after the 16-wide loop */
     lo = vfmaq_f32(lo, vld1q_f32(a + i), vld1q_f32(b + i));
     hi = vfmaq_f32(hi, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+    i += 8;
   }
   float r = hsum8(lo, hi);
   for (; i < d; ++i)
@@ -62,9 +63,10 @@ KILN_UK_INLINE float dot_f16(const float *a, const uint16_t *b, int32_t d) {
     lo = vfmaq_f32(lo, vld1q_f32(a + i + 8), load_f16x4(b + i + 8));
     hi = vfmaq_f32(hi, vld1q_f32(a + i + 12), load_f16x4(b + i + 12));
   }
-  for (; i + 8 <= d; i += 8) {
+  if (i + 8 <= d) { /* at most once after the 16-wide loop */
     lo = vfmaq_f32(lo, vld1q_f32(a + i), load_f16x4(b + i));
     hi = vfmaq_f32(hi, vld1q_f32(a + i + 4), load_f16x4(b + i + 4));
+    i += 8;
   }
   float r = hsum8(lo, hi);
   for (; i < d; ++i)
@@ -84,11 +86,12 @@ KILN_UK_INLINE float dot_i8(const float *a, const int8_t *b, int32_t d) {
     lo = vfmaq_f32(lo, vld1q_f32(a + i + 8), b2);
     hi = vfmaq_f32(hi, vld1q_f32(a + i + 12), b3);
   }
-  for (; i + 8 <= d; i += 8) {
+  if (i + 8 <= d) { /* at most once after the 16-wide loop */
     float32x4_t b0, b1;
     load_i8x8(b + i, &b0, &b1);
     lo = vfmaq_f32(lo, vld1q_f32(a + i), b0);
     hi = vfmaq_f32(hi, vld1q_f32(a + i + 4), b1);
+    i += 8;
   }
   float r = hsum8(lo, hi);
   for (; i < d; ++i)
@@ -101,6 +104,11 @@ KILN_UK_INLINE void axpy_f32(float p, const float *v, float *o, int32_t d) {
   for (; i + 16 <= d; i += 16)
     for (int32_t j = 0; j < 16; j += 4)
       vst1q_f32(o + i + j, vfmaq_n_f32(vld1q_f32(o + i + j), vld1q_f32(v + i + j), p));
+  if (i + 8 <= d) { /* head sizes 8, 24, 40, ...: one pass, no loop */
+    for (int32_t j = 0; j < 8; j += 4)
+      vst1q_f32(o + i + j, vfmaq_n_f32(vld1q_f32(o + i + j), vld1q_f32(v + i + j), p));
+    i += 8;
+  }
   for (; i + 4 <= d; i += 4)
     vst1q_f32(o + i, vfmaq_n_f32(vld1q_f32(o + i), vld1q_f32(v + i), p));
   for (; i < d; ++i)
@@ -112,6 +120,11 @@ KILN_UK_INLINE void axpy_f16(float p, const uint16_t *v, float *o, int32_t d) {
   for (; i + 16 <= d; i += 16)
     for (int32_t j = 0; j < 16; j += 4)
       vst1q_f32(o + i + j, vfmaq_n_f32(vld1q_f32(o + i + j), load_f16x4(v + i + j), p));
+  if (i + 8 <= d) { /* head sizes 8, 24, 40, ...: one pass, no loop */
+    for (int32_t j = 0; j < 8; j += 4)
+      vst1q_f32(o + i + j, vfmaq_n_f32(vld1q_f32(o + i + j), load_f16x4(v + i + j), p));
+    i += 8;
+  }
   for (; i + 4 <= d; i += 4)
     vst1q_f32(o + i, vfmaq_n_f32(vld1q_f32(o + i), load_f16x4(v + i), p));
   for (; i < d; ++i)
