@@ -6,9 +6,10 @@
  * The dynamic loader knows an object by the path it was opened with, and hands back the
  * object already loaded under that path. A memfd closed after dlopen frees its number, so
  * the next artifact's memfd would get the same /proc/self/fd/N and, loaded in the same
- * process, silently run the first artifact's code. The memfd therefore stays open as long
- * as its code is loaded: the handle is {dlopen handle, fd}. (mkstemp's names are random,
- * so temporary files do not meet this.) */
+ * process while the first is still loaded, silently run the first artifact's code. The
+ * memfd therefore stays open as long as its code is loaded: the handle is {dlopen handle,
+ * fd}. (Temporary files get mkstemp's random names, so a repeat is improbable, not
+ * impossible.) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
