@@ -60,8 +60,8 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
                              uint32_t format, std::string &error, RowLayout layout,
                              uint64_t rowAlign) {
   if (const PackedTensor *t = find(name)) {
-    const uint32_t base = kiln_is_packed_r16(t->format) ? kiln_packed_base_type(t->format)
-                                                        : t->format;
+    const uint32_t base = kiln_is_packed(t->format) ? kiln_packed_base_type(t->format)
+                                                    : t->format;
     if (base == format && t->layout == layout)
       return true;
     error = "weight '" + name + "' is read in two formats or layouts (" +
@@ -88,10 +88,10 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
   t.rows = src->numRows();
   t.paddedRowLength = (t.rowLength + block - 1) / block * block;
   t.conversion = conversionOf(src->format, format);
-  if (layout == RowLayout::R16) {
-    if (!kiln_is_packed_r16(format + 1000u)) {
-      error = "weight '" + name + "': the r16 layout needs q4_0, q4_1 or q8_0, not " +
-              kiln_ggml_type_name(format);
+  if (layout == RowLayout::R16 || layout == RowLayout::R32) {
+    if (!kiln_packed_type(format, 16)) {
+      error = "weight '" + name + "': the " + (layout == RowLayout::R16 ? "r16" : "r32") +
+              " layout needs q4_0, q4_1 or q8_0, not " + kiln_ggml_type_name(format);
       return false;
     }
     return addPacked(*src, t, error);
@@ -147,13 +147,14 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
   return true;
 }
 
-// r16: ggml rows of the base format (the source's bytes when it is already that format
-// with whole blocks, else quantised from fp32), then kiln_repack_r16.
+// r16 / r32: ggml rows of the base format (the source's bytes when it is already that
+// format with whole blocks, else quantised from fp32), then kiln_repack_packed.
 bool WeightLayout::addPacked(const WeightView &src, PackedTensor &t, std::string &error) {
   const uint32_t base = t.format;
-  t.format = base + 1000u;
+  const uint32_t groupRows = t.layout == RowLayout::R32 ? 32 : 16;
+  t.format = kiln_packed_type(base, groupRows);
   t.rowStride = kiln_packed_group_bytes(t.format, t.paddedRowLength);
-  const uint64_t groups = (t.rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
+  const uint64_t groups = (t.rows + groupRows - 1) / groupRows;
   t.size = t.rowStride * groups;
   uint64_t rowBytes = 0;
   kiln_ggml_row_bytes(base, t.paddedRowLength, &rowBytes);
@@ -184,9 +185,11 @@ bool WeightLayout::addPacked(const WeightView &src, PackedTensor &t, std::string
     }
     rows = ggml.data();
   }
-  t.offset = reserve(t.size);
-  kiln_status_t st = kiln_repack_r16(t.format, rows, rowBytes, t.rows, t.paddedRowLength,
-                                     bytes_.data() + t.offset);
+  // a group is whole 4 * groupRows-byte chunks: an r32 matrix on a 128-byte boundary keeps
+  // every HVX vector load of it aligned
+  t.offset = reserve(t.size, 4u * groupRows);
+  kiln_status_t st = kiln_repack_packed(t.format, rows, rowBytes, t.rows, t.paddedRowLength,
+                                        bytes_.data() + t.offset);
   if (st != KILN_STATUS_OK) {
     error = "weight '" + t.name + "': repacking failed: " + kiln_status_message(st);
     return false;

@@ -19,15 +19,16 @@ namespace kiln::codegen {
 
 // How a weight's rows are stored (the op attribute kiln.layout; Block without one).
 // Rows: plain rows, the stride a multiple of the row alignment (the target's cache line or
-// vector: kiln.row_align, default 64 bytes).
-enum class RowLayout { Block, Rows, R16 };
+// vector: kiln.row_align, default 64 bytes). R16 / R32: q4_0/q4_1/q8_0 repacked in groups
+// of 16 or 32 rows (kiln/quant_packed.h); an R32 matrix starts on a 128-byte boundary.
+enum class RowLayout { Block, Rows, R16, R32 };
 
 struct PackedTensor {
   std::string name;
   uint32_t format = 0;
   std::vector<uint64_t> shape;   // logical, ggml order
   uint64_t rowLength = 0, paddedRowLength = 0, rows = 0;
-  uint64_t rowStride = 0;        // bytes; r16 formats: bytes per 16-row group
+  uint64_t rowStride = 0;        // bytes; packed formats: bytes per 16- or 32-row group
   uint64_t offset = 0, size = 0; // within the weights section
   uint64_t paddingBytes = 0;     // bytes spent on padding elements
   bool repacked = false;         // copied losslessly from the source

@@ -21,9 +21,12 @@ namespace kiln::codegen {
 
 namespace {
 
-// The layout an op's kiln.layout value names ("r16", "rows64", "block" for q3_0).
+// The layout an op's kiln.layout value names ("r16", "r32", "rows64", "block" for q3_0).
 RowLayout rowLayoutOf(StringRef value) {
-  return value == "r16" ? RowLayout::R16 : value == "block" ? RowLayout::Block : RowLayout::Rows;
+  return value == "r16"     ? RowLayout::R16
+         : value == "r32"   ? RowLayout::R32
+         : value == "block" ? RowLayout::Block
+                            : RowLayout::Rows;
 }
 
 // Plain rows' alignment: kiln.row_align from passes/layout (the target's cache line or
@@ -104,7 +107,7 @@ private:
 
   llvm::DenseMap<Value, uint64_t> offsets;     // scratch offset of each activation
   llvm::DenseMap<Operation *, uint64_t> scores; // attention scratch
-  llvm::DenseMap<Operation *, uint64_t> qacts;  // int8 activations of r16 linears
+  llvm::DenseMap<Operation *, uint64_t> qacts;  // int8 activations of packed (r16/r32) linears
   // KV cache of one layer: K plane, int8 K scales (f32 per token and KV head), V plane,
   // each 64-byte aligned.
   struct KvSlots {
@@ -201,7 +204,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       const std::string wname = op->getAttrOfType<StringAttr>("weight").str();
       if (!out.weights.addWeight(store, wname, fmt(op), error, layout, rowAlignOf(op)))
         return false;
-      if (kiln_is_packed_r16(out.weights.find(wname)->format)) {
+      if (kiln_is_packed(out.weights.find(wname)->format)) {
         // scratch for x quantised to int8, live during the op only
         requests.push_back({uint64_t(opts.maxBatch) *
                                 kiln_packed_act_stride(uint64_t(features(op->getOperand(0)))),
@@ -226,7 +229,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       if (!out.weights.addWeight(store, f.getWeight().str(), fmt(op), error, layout,
                                  rowAlignOf(op)))
         return false;
-      if (kiln_is_packed_r16(out.weights.find(f.getWeight().str())->format)) {
+      if (kiln_is_packed(out.weights.find(f.getWeight().str())->format)) {
         requests.push_back({uint64_t(opts.maxBatch) *
                                 kiln_packed_act_stride(uint64_t(features(f.getInput()))),
                             int64_t(i), int64_t(i)});
@@ -445,7 +448,7 @@ void Lowering::emit(func::FuncOp fn) {
             count, i32c(features(f.getInput())), weightPtr(f.getWeight()),
             i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)), segs[0], segs[1], segs[2],
             segs[3], segs[4], segs[5], residual, i32c(f.getSwiglu() ? 1 : 0)};
-        if (kiln_is_packed_r16(t->format)) {
+        if (kiln_is_packed(t->format)) {
           args.push_back(offsetPtr(scratchBase, qacts.lookup(op)));
           call("kiln_uk_linear_packed_fused", args);
         } else {
@@ -460,7 +463,7 @@ void Lowering::emit(func::FuncOp fn) {
       forTokenPanels(op, [&](Value t0, Value count) {
         Value x = rowsAt(bufferPtr(input), t0, features(input));
         Value y = rowsAt(dstOf(), t0, features(result));
-        if (kiln_is_packed_r16(t->format))
+        if (kiln_is_packed(t->format))
           call("kiln_uk_linear_packed",
                {ctxArg, i32c(t->format), x, count, i32c(features(input)), weightPtr(name),
                 i64c(int64_t(t->rowStride)), i32c(features(result)), y,

@@ -133,6 +133,7 @@ const HostTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
     // HVX loads whole aligned vectors: rows that start on one need no realignment.
     t->rowAlignBytes = unsigned(h.hvxBytes);
     t->prefillCacheKib = kAssumedHexagonL2Kib;
+    t->packRows = unsigned(h.hvxBytes / 4);
   }
   return t;
 }

@@ -27,6 +27,10 @@ struct HostTarget {
   // levels assume 1 MiB, the L2 per core of Zen 4/5 and the smallest of recent Intel cores.
   unsigned prefillCacheKib = 1024;
   std::string prefillCacheFrom = "assumed";
+  // Rows per group of the repacked int4/int8 weights (kiln-assign-layout, --layout packed):
+  // 16 for the x86 and NEON kernels; one 32-bit lane per row of an HVX vector for Hexagon
+  // (the profile's hvx_bytes / 4), so a vrmpy's every lane is a row.
+  unsigned packRows = 16;
 };
 
 // Known targets by name; "host" picks the best one the build machine runs.

@@ -32,7 +32,7 @@ std::string formatKernelCosts(const ChipProfile &chip, const std::vector<PackedM
   std::vector<KernelCost> costs = kernelCostsFor(cpu);
   std::map<uint32_t, uint64_t> blocks; // per format: 16-row groups x 32-element blocks
   for (const PackedMatrix &m : mats)
-    blocks[m.format] += (m.rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS *
+    blocks[m.format] += (m.rows + 15) / 16 *
                         ((m.in + KILN_PACK_BLOCK - 1) / KILN_PACK_BLOCK);
   char line[512];
   std::string s = "NEON r16 kernels, llvm-mca (" + cpu +

@@ -195,7 +195,7 @@ std::string resolveFusion(mlir::ModuleOp module, const CompileOptions &opts) {
   // 1.10-1.18x; on a model that sits in cache (stories260K q4_0: 0.84-0.92x prefill, 0.91-
   // 1.0x decode) and on fp32 weights (0.80-0.92x) they lost, so they stay off there.
   constexpr int64_t kStreamedWeights = int64_t(1) << 24; // elements: ~9 MB at int4
-  bool packed = opts.layout == "r16";
+  bool packed = opts.layout == "r16" || opts.layout == "r32";
   int64_t elements = 0;
   module.walk([&](LinearOp op) {
     auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
@@ -248,11 +248,14 @@ bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned ro
   int64_t packed = 0, rows = 0, block = 0;
   module.walk([&](mlir::Operation *op) {
     if (auto l = op->getAttrOfType<mlir::StringAttr>("kiln.layout"))
-      ++(l.getValue() == "r16" ? packed : l.getValue() == "block" ? block : rows);
+      ++(l.getValue() == "r16" || l.getValue() == "r32" ? packed
+         : l.getValue() == "block"                    ? block
+                                                      : rows);
   });
   applied.push_back({"kiln-assign-layout",
                      "layout=" + layout + ",row-align=" + std::to_string(rowAlign),
-                     "r16_ops=" + std::to_string(packed) + ",rows64_ops=" + std::to_string(rows) +
+                     (layout == "r32" ? "r32_ops=" : "r16_ops=") + std::to_string(packed) +
+                         ",rows64_ops=" + std::to_string(rows) +
                          (block ? ",block_ops=" + std::to_string(block) : "")});
   return true;
 }

@@ -64,7 +64,7 @@ bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &opts,
 bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error);
 
-// The layout pass (passes/layout) for code generation: layout "r16", "rows64" or "none"
+// The layout pass (passes/layout) for code generation: layout "r16", "r32", "rows64" or "none"
 // (not run; rows padded to the format's block only); plain rows aligned to rowAlign bytes
 // (the target's cache line or vector width).
 bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned rowAlign,

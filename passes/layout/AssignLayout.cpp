@@ -1,4 +1,4 @@
-//===- AssignLayout.cpp - per-linear weight layout (r16 repack / 64 B rows) -===//
+//===- AssignLayout.cpp - per-linear weight layout (r16/r32 repack, rows) ---===//
 #include "passes/layout/Passes.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -17,7 +17,7 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-// Block formats the r16 kernels (kiln_uk_linear_packed) compute with.
+// Block formats the packed kernels (kiln_uk_linear_packed) compute with.
 bool packable(StorageFormat f) {
   return f == StorageFormat::q4_0 || f == StorageFormat::q4_1 || f == StorageFormat::q8_0;
 }
@@ -26,9 +26,9 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
   using KilnAssignLayoutBase::KilnAssignLayoutBase;
 
   void runOnOperation() override {
-    if (layout != "r16" && layout != "rows64") {
+    if (layout != "r16" && layout != "r32" && layout != "rows64") {
       getOperation().emitError() << "kiln-assign-layout: unknown layout '" << layout
-                                 << "' (expected r16 or rows64)";
+                                 << "' (expected r16, r32 or rows64)";
       return signalPassFailure();
     }
     if (rowAlign < 64 || rowAlign > 4096 || (rowAlign & (rowAlign - 1))) {
@@ -49,15 +49,16 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
                          << "' is also read by embed, so it keeps the embedding's rows";
         return;
       }
-      // q3_0 has no r16 form, and 64-byte rows would store a 64-wide row (two 14-byte
+      // q3_0 has no packed form, and 64-byte rows would store a 64-wide row (two 14-byte
       // blocks) in 64 bytes, more than q4_0_r16 takes: it keeps rows of whole blocks.
       if (fmt && fmt.getValue() == StorageFormat::q3_0) {
         op->setAttr("kiln.layout", StringAttr::get(&getContext(), "block"));
         ++numBlock;
         return;
       }
-      const bool pack = layout == "r16" && fmt && packable(fmt.getValue());
-      op->setAttr("kiln.layout", StringAttr::get(&getContext(), pack ? "r16" : "rows64"));
+      const bool pack = layout != "rows64" && fmt && packable(fmt.getValue());
+      op->setAttr("kiln.layout",
+                  StringAttr::get(&getContext(), pack ? StringRef(layout) : "rows64"));
       if (!pack)
         op->setAttr("kiln.row_align",
                     IntegerAttr::get(IntegerType::get(&getContext(), 64), uint64_t(rowAlign)));

@@ -11,7 +11,10 @@ def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
     (codegen/common/WeightLayout.cpp) stores the matrix that way and the lowering calls
     the matching kernel:
     - `r16`: q4_0/q4_1/q8_0 matrices repacked in 16-row groups for integer dot products
-      (kiln/quant_packed.h), rows padded to whole 32-blocks and to a multiple of 16;
+      (kiln/quant_packed.h), rows padded to whole 32-blocks and to a multiple of 16; the
+      x86 and NEON kernels' groups;
+    - `r32`: the same in 32-row groups, one row per 32-bit lane of a 128-byte HVX vector
+      (`kiln compile` picks r16 or r32 from the target: HostTarget::packRows);
     - `rows64`: the format's plain rows, each padded to whole blocks and to a multiple of
       `row-align` bytes (`kiln.row_align`: the target's cache line, 64 bytes on every CPU
       kiln targets, or its vector, 128 bytes for Hexagon HVX);
@@ -25,13 +28,14 @@ def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"layout", "layout", "std::string", /*default=*/"\"r16\"",
-           "r16 (repack block formats) or rows64 (plain rows, aligned strides)">,
+           "r16 or r32 (repack block formats in 16- or 32-row groups) or rows64 (plain "
+           "rows, aligned strides)">,
     Option<"rowAlign", "row-align", "unsigned", /*default=*/"64",
            "plain rows' stride alignment in bytes (a power of two, 64..4096), from the "
            "target (cache line or vector width)">,
   ];
   let statistics = [
-    Statistic<"numPacked", "packed", "linear ops given the r16 layout">,
+    Statistic<"numPacked", "packed", "linear ops given the r16 or r32 layout">,
     Statistic<"numRows", "rows64", "linear ops given 64-byte aligned plain rows">,
     Statistic<"numBlock", "block", "q3_0 linear ops given rows of whole blocks">,
   ];

@@ -31,10 +31,10 @@ namespace {
 constexpr int64_t kTokenTile = 8;
 
 // Bytes of one token's activations as the op's kernel reads them: int8 codes and block
-// scales for the r16 kernels, fp32 rows for the others.
+// scales for the packed (r16, r32) kernels, fp32 rows for the others.
 int64_t activationBytes(Operation *op, int64_t in) {
   auto layout = op->getAttrOfType<StringAttr>("kiln.layout");
-  if (layout && layout.getValue() == "r16")
+  if (layout && (layout.getValue() == "r16" || layout.getValue() == "r32"))
     return int64_t(kiln_packed_act_stride(uint64_t(in)));
   return 4 * in;
 }

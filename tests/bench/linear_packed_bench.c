@@ -82,7 +82,7 @@ static void token(worker_t *wk) {
   const int64_t g0 = b->groups * wk->id / b->threads, g1 = b->groups * (wk->id + 1) / b->threads;
   for (int m = 0; m < b->mats; ++m) {
     const uint8_t *w = b->w + m * b->mat_bytes + g0 * b->stride;
-    const int32_t rows = (int32_t)((g1 - g0) * KILN_PACK_ROWS);
+    const int32_t rows = (int32_t)((g1 - g0) * (int64_t)kiln_packed_rows(b->format));
     for (int t0 = 0; t0 < b->tokens; t0 += b->panel) /* as the lowering splits a prefill */
       kiln_uk_linear_packed(NULL, b->format, b->x + (int64_t)t0 * b->in,
                             b->tokens - t0 < b->panel ? b->tokens - t0 : b->panel, b->in, w,
@@ -160,7 +160,8 @@ int main(int argc, char **argv) {
             argv[0]);
     return 2;
   }
-  b.groups = (b.rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
+  const int64_t group_rows = (int64_t)kiln_packed_rows(b.format);
+  b.groups = (b.rows + group_rows - 1) / group_rows;
   b.stride = (int64_t)kiln_packed_group_bytes(b.format, (uint64_t)b.in);
   b.mat_bytes = b.stride * b.groups;
   b.mats = (int)(want / b.mat_bytes) + 1;
@@ -179,7 +180,7 @@ int main(int argc, char **argv) {
   worker_t wk[64];
   for (int i = 0; i < b.threads; ++i) {
     wk[i] = (worker_t){.b = &b, .id = i};
-    wk[i].y = aligned_alloc(64, sizeof(float) * (b.groups + 1) * KILN_PACK_ROWS * b.tokens);
+    wk[i].y = aligned_alloc(64, sizeof(float) * (b.groups + 1) * group_rows * b.tokens);
     wk[i].qx = aligned_alloc(64, kiln_packed_act_stride((uint64_t)b.in) * b.tokens);
   }
   const double gb = (double)total / 1e9;

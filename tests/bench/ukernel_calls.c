@@ -29,7 +29,8 @@ static uint32_t next(void) { return g_seed = g_seed * 1664525u + 1013904223u; }
 static int parse_format(const char *s, uint32_t *f) {
   static const struct { const char *name; uint32_t id; } k[] = {
       {"q8_0_r16", KILN_TYPE_Q8_0_R16}, {"q4_0_r16", KILN_TYPE_Q4_0_R16},
-      {"q4_1_r16", KILN_TYPE_Q4_1_R16}, {"f32", KILN_GGML_TYPE_F32},
+      {"q4_1_r16", KILN_TYPE_Q4_1_R16}, {"q8_0_r32", KILN_TYPE_Q8_0_R32},
+      {"q4_0_r32", KILN_TYPE_Q4_0_R32}, {"f32", KILN_GGML_TYPE_F32},
       {"f16", KILN_GGML_TYPE_F16},      {"q8_0", KILN_GGML_TYPE_Q8_0},
       {"q4_0", KILN_GGML_TYPE_Q4_0},    {"q3_0", KILN_TYPE_Q3_0}};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i)
@@ -136,7 +137,7 @@ int main(int argc, char **argv) {
                     "1 <= N <= 512, 0 <= CALLS <= 1000\n");
     return 2;
   }
-  const int packed = kiln_is_packed_r16(format);
+  const int packed = kiln_is_packed(format);
   const uint32_t base = packed ? kiln_packed_base_type(format) : format;
   /* Random codes with scales of 1/64 (fp16 0x2400) wherever a block format keeps one:
    * any bytes are valid codes, so no quantiser runs (it would dominate the count). */
@@ -166,8 +167,10 @@ int main(int argc, char **argv) {
   uint8_t *packed_w = NULL;
   const uint64_t group_bytes = packed ? kiln_packed_group_bytes(format, (uint64_t)in) : 0;
   if (packed) {
-    packed_w = malloc(group_bytes * (uint64_t)((rows + 15) / 16));
-    if (kiln_repack_r16(format, src, row_bytes, (uint64_t)rows, (uint64_t)in, packed_w) !=
+    const long group_rows = (long)kiln_packed_rows(format);
+    /* 128-byte aligned as the artifact places r32 matrices (HVX loads whole vectors) */
+    packed_w = aligned_alloc(128, (group_bytes * (uint64_t)((rows + group_rows - 1) / group_rows) + 127) / 128 * 128);
+    if (kiln_repack_packed(format, src, row_bytes, (uint64_t)rows, (uint64_t)in, packed_w) !=
         KILN_STATUS_OK) {
       fprintf(stderr, "error: repacking failed\n");
       return 1;

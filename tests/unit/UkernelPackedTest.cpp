@@ -1,9 +1,10 @@
-// Differential tests of kiln_uk_linear_packed (the r16 repacked formats, kiln/quant_packed.h),
+// Differential tests of kiln_uk_linear_packed (the r16 and r32 repacked formats,
+// kiln/quant_packed.h),
 // built into every kernel library's test binary (generic, x86-64-v3, x86-64-v4, v4 + VNNI,
 // v3 + AVX-VNNI, NEON with dotprod and with i8mm).
 //
 // Weights are quantised with runtime-min's ggml quantizers and repacked with
-// kiln_repack_r16. Two references:
+// kiln_repack_packed. Two references:
 // - the same int8-activation math in double, with x quantised here independently (ggml's
 //   q8_0 rule: d = amax/127, round half to even): y = sum_i w_i * d_x(i) * q_i. Bound
 //   4e-6 * sum_i |w_i x^_i|: the integer dots are exact, what is left is float rounding of
@@ -48,9 +49,10 @@ struct PackedWeights {
 
 // Rows of different magnitudes (so scales differ), quantised with ggml's algorithm into
 // zero-padded 32-blocks, then repacked.
-PackedWeights makePacked(std::mt19937 &rng, uint32_t base, int32_t rows, int32_t cols) {
+PackedWeights makePacked(std::mt19937 &rng, uint32_t base, int32_t rows, int32_t cols,
+                         uint32_t groupRows = 16) {
   PackedWeights w;
-  w.packed = base + 1000u;
+  w.packed = kiln_packed_type(base, groupRows);
   const int32_t padded = (cols + 31) / 32 * 32;
   uint64_t rowBytes = 0;
   EXPECT_EQ(kiln_ggml_row_bytes(base, uint64_t(padded), &rowBytes), KILN_STATUS_OK);
@@ -69,8 +71,8 @@ PackedWeights makePacked(std::mt19937 &rng, uint32_t base, int32_t rows, int32_t
     std::copy(dec.begin(), dec.begin() + cols, w.deq.begin() + ptrdiff_t(r) * cols);
   }
   w.groupStride = int64_t(kiln_packed_group_bytes(w.packed, uint64_t(padded)));
-  w.bytes.assign(size_t(w.groupStride) * size_t((rows + 15) / 16), 0xAB);
-  EXPECT_EQ(kiln_repack_r16(w.packed, ggml.data(), rowBytes, uint64_t(rows), uint64_t(padded),
+  w.bytes.assign(size_t(w.groupStride) * size_t((rows + groupRows - 1) / groupRows), 0xAB);
+  EXPECT_EQ(kiln_repack_packed(w.packed, ggml.data(), rowBytes, uint64_t(rows), uint64_t(padded),
                             w.bytes.data()),
             KILN_STATUS_OK);
   return w;
@@ -105,12 +107,13 @@ struct MaxErr {
   }
 };
 
-void checkPacked(uint32_t base, int32_t n, int32_t in, int32_t out, MaxErr &tight,
-                 MaxErr &loose) {
-  SCOPED_TRACE(std::string(kiln_ggml_type_name(base)) + "_r16 n=" + std::to_string(n) +
-               " in=" + std::to_string(in) + " out=" + std::to_string(out));
+void checkPacked(uint32_t base, uint32_t groupRows, int32_t n, int32_t in, int32_t out,
+                 MaxErr &tight, MaxErr &loose) {
+  SCOPED_TRACE(std::string(kiln_ggml_type_name(base)) + "_r" + std::to_string(groupRows) +
+               " n=" + std::to_string(n) + " in=" + std::to_string(in) +
+               " out=" + std::to_string(out));
   std::mt19937 rng(uint32_t(n * 1000003 + in * 1009 + out * 7 + base));
-  const PackedWeights w = makePacked(rng, base, out, in);
+  const PackedWeights w = makePacked(rng, base, out, in, groupRows);
   std::uniform_real_distribution<float> u(-1.5f, 1.5f);
   // NaN after the last token: reading x past `in` would poison a block's scale
   std::vector<float> x(size_t(n) * size_t(in) + 16, std::numeric_limits<float>::quiet_NaN());
@@ -134,7 +137,8 @@ void checkPacked(uint32_t base, int32_t n, int32_t in, int32_t out, MaxErr &tigh
   EXPECT_TRUE(std::memcmp(y1.data(), y2.data(), ny * 4) == 0) << "2 threads changed the result";
   EXPECT_TRUE(std::memcmp(y1.data(), y3.data(), ny * 4) == 0) << "3 threads changed the result";
   const bool large = int64_t(n) * in * out >= KILN_UK_PACKED_PARALLEL_MIN_WORK;
-  EXPECT_EQ(two.calls() > 0, large && out > 16) << "parallel_for use does not follow the work";
+  EXPECT_EQ(two.calls() > 0, large && out > int32_t(groupRows))
+      << "parallel_for use does not follow the work";
 
   std::vector<double> xhat, half;
   for (int32_t t = 0; t < n; ++t) {
@@ -164,12 +168,12 @@ void checkPacked(uint32_t base, int32_t n, int32_t in, int32_t out, MaxErr &tigh
   }
 }
 
-void runShapes(uint32_t base, MaxErr &tight, MaxErr &loose) {
+void runShapes(uint32_t base, MaxErr &tight, MaxErr &loose, uint32_t groupRows = 16) {
   // n: decode; sdot tiles of 2 + 1; (i8mm builds) usmmla tiles of 4 + 2, + 1, and many
   for (int32_t n : {1, 3, 6, 17, 64})
     for (int32_t in : {7, 32, 160, 172, 256, 2048}) // 1, 1, 5 (odd: a half unit), 6, 8, 64 blocks
       for (int32_t out : {1, 5, 64, 512}) {
-        checkPacked(base, n, in, out, tight, loose);
+        checkPacked(base, groupRows, n, in, out, tight, loose);
         if (::testing::Test::HasFatalFailure())
           return;
       }
@@ -191,6 +195,26 @@ TEST_F(UkernelPacked, Q8_0) {
   static MaxErr tight("linear q8_0_r16 vs int8 math (|err| / sum|w x^|)");
   static MaxErr loose("linear q8_0_r16 vs fp32 (|err| / bound)");
   runShapes(KILN_GGML_TYPE_Q8_0, tight, loose);
+}
+
+// The r32 formats (Hexagon's layout): the HVX kernel for q4_0/q8_0, the portable code on
+// every other library.
+TEST_F(UkernelPacked, Q4_0_R32) {
+  static MaxErr tight("linear q4_0_r32 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q4_0_r32 vs fp32 (|err| / bound)");
+  runShapes(KILN_GGML_TYPE_Q4_0, tight, loose, 32);
+}
+
+TEST_F(UkernelPacked, Q4_1_R32) {
+  static MaxErr tight("linear q4_1_r32 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q4_1_r32 vs fp32 (|err| / bound)");
+  runShapes(KILN_GGML_TYPE_Q4_1, tight, loose, 32);
+}
+
+TEST_F(UkernelPacked, Q8_0_R32) {
+  static MaxErr tight("linear q8_0_r32 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q8_0_r32 vs fp32 (|err| / bound)");
+  runShapes(KILN_GGML_TYPE_Q8_0, tight, loose, 32);
 }
 
 // Extreme codes: q8 weights of +-127 against activations of +-127 in every lane (the
@@ -215,7 +239,7 @@ TEST_F(UkernelPacked, ExtremeCodesDoNotSaturate) {
     const uint32_t packed = base + 1000u;
     const uint64_t gs = kiln_packed_group_bytes(packed, uint64_t(in));
     std::vector<uint8_t> bytes(gs);
-    ASSERT_EQ(kiln_repack_r16(packed, ggml.data(), rowBytes, rows, uint64_t(in), bytes.data()),
+    ASSERT_EQ(kiln_repack_packed(packed, ggml.data(), rowBytes, rows, uint64_t(in), bytes.data()),
               KILN_STATUS_OK);
     std::vector<float> x(static_cast<size_t>(in));
     for (int32_t i = 0; i < in; ++i)
@@ -239,12 +263,14 @@ TEST_F(UkernelPacked, ExtremeCodesDoNotSaturate) {
 // rows of the last group are zero.
 TEST_F(UkernelPacked, RepackIsLossless) {
   std::mt19937 rng(11);
+  for (uint32_t groupRows : {16u, 32u})
   for (uint32_t base : {uint32_t(KILN_GGML_TYPE_Q4_0), uint32_t(KILN_GGML_TYPE_Q4_1),
                         uint32_t(KILN_GGML_TYPE_Q8_0)}) {
-    const int32_t rows = 21, in = 96;
-    const PackedWeights w = makePacked(rng, base, rows, in);
+    const int32_t rows = 21 + int32_t(groupRows), in = 96;
+    const PackedWeights w = makePacked(rng, base, rows, in, groupRows);
     std::vector<float> dec(static_cast<size_t>(in));
-    for (int32_t r = 0; r < 32; ++r) {
+    const int32_t stored = (rows + int32_t(groupRows) - 1) / int32_t(groupRows) * int32_t(groupRows);
+    for (int32_t r = 0; r < stored; ++r) { // the padding rows of the last group too
       ASSERT_EQ(kiln_dequantize_packed_row(w.packed, w.bytes.data(), uint64_t(r), uint64_t(in),
                                            dec.data()),
                 KILN_STATUS_OK);
@@ -252,12 +278,14 @@ TEST_F(UkernelPacked, RepackIsLossless) {
         ASSERT_EQ(dec[size_t(i)], r < rows ? w.deq[size_t(r * in + i)] : 0.0f)
             << kiln_ggml_type_name(base) << " row " << r << " element " << i;
     }
-    EXPECT_EQ(kiln_repack_r16(w.packed, w.bytes.data(), 1, 1, 33, dec.data()),
+    EXPECT_EQ(kiln_repack_packed(w.packed, w.bytes.data(), 1, 1, 33, dec.data()),
               KILN_STATUS_INVALID_ARGUMENT);
-    EXPECT_EQ(kiln_repack_r16(KILN_GGML_TYPE_Q4_0, w.bytes.data(), 1, 1, 32, dec.data()),
+    EXPECT_EQ(kiln_repack_packed(KILN_GGML_TYPE_Q4_0, w.bytes.data(), 1, 1, 32, dec.data()),
               KILN_STATUS_INVALID_ARGUMENT);
-    EXPECT_STREQ(kiln_format_name(w.packed),
-                 (std::string(kiln_ggml_type_name(base)) + "_r16").c_str());
+    EXPECT_STREQ(kiln_format_name(w.packed), (std::string(kiln_ggml_type_name(base)) + "_r" +
+                                              std::to_string(groupRows))
+                                                 .c_str());
+    EXPECT_EQ(kiln_packed_base_type(w.packed), base);
   }
 }
 
@@ -268,11 +296,12 @@ namespace {
 // kiln_uk_linear_packed_fused: each store mode against kiln_uk_linear_packed's z put through
 // the same float steps (segments and residual bit-exact; SwiGLU's silu within 1e-6), with
 // 1 and 3 threads, decode and a prefill tile.
-void packedFusedCase(uint32_t base, int32_t n, int32_t in, int32_t rows) {
-  SCOPED_TRACE(std::string(kiln_ggml_type_name(base)) + "_r16 fused n=" + std::to_string(n) +
-               " in=" + std::to_string(in) + " rows=" + std::to_string(rows));
+void packedFusedCase(uint32_t base, int32_t n, int32_t in, int32_t rows, uint32_t groupRows) {
+  SCOPED_TRACE(std::string(kiln_ggml_type_name(base)) + "_r" + std::to_string(groupRows) +
+               " fused n=" + std::to_string(n) + " in=" + std::to_string(in) +
+               " rows=" + std::to_string(rows));
   std::mt19937 rng(uint32_t(n * 7919 + in * 31 + rows + base));
-  const PackedWeights w = makePacked(rng, base, rows, in);
+  const PackedWeights w = makePacked(rng, base, rows, in, groupRows);
   std::uniform_real_distribution<float> u(-1.5f, 1.5f);
   std::vector<float> x(size_t(n) * size_t(in)), res(size_t(n) * size_t(rows));
   for (float &v : x)
@@ -322,11 +351,12 @@ void packedFusedCase(uint32_t base, int32_t n, int32_t in, int32_t rows) {
 }
 
 TEST_F(UkernelPacked, FusedStoreSegmentsResidualSwiGlu) {
-  for (uint32_t base : {KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1, KILN_GGML_TYPE_Q8_0})
-    for (int32_t n : {1, 3, 17})
-      for (int32_t in : {32, 172})
-        for (int32_t rows : {40, 344})
-          ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, n, in, rows));
+  for (uint32_t groupRows : {16u, 32u})
+    for (uint32_t base : {KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1, KILN_GGML_TYPE_Q8_0})
+      for (int32_t n : {1, 3, 17})
+        for (int32_t in : {32, 172})
+          for (int32_t rows : {40, 344})
+            ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, n, in, rows, groupRows));
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 /* kiln micro-kernels: the entry points of kiln_uk_linear_packed (internal), shared by
- * generic/linear_packed.c and x86/linear_packed.c. Each includes this file last, after
- * defining its packed_groups(a, format, g0, g1): the ISA-specific loop over 16-row groups.
+ * every linear_packed.c. Each includes this file last, after defining its
+ * packed_groups(a, format, g0, g1): the ISA-specific loop over 16-row (r16) groups, and
+ * optionally packed_groups_r32 for 32-row groups (default: the portable C code).
  */
 #ifndef KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
 #define KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
@@ -10,6 +11,9 @@
 #ifndef packed_after_quantize
 #define packed_after_quantize(a) ((void)(a))
 #endif
+#ifndef packed_groups_r32
+#define packed_groups_r32 packed_generic_groups
+#endif
 
 static void packed_task(void *arg, int32_t task, int32_t n_tasks) {
   const packed_args_t *a = (const packed_args_t *)arg;
@@ -18,6 +22,9 @@ static void packed_task(void *arg, int32_t task, int32_t n_tasks) {
   switch (a->format) {
   case KILN_TYPE_Q4_0_R16: packed_groups(a, KILN_TYPE_Q4_0_R16, g0, g1); break;
   case KILN_TYPE_Q4_1_R16: packed_groups(a, KILN_TYPE_Q4_1_R16, g0, g1); break;
+  case KILN_TYPE_Q4_0_R32: packed_groups_r32(a, KILN_TYPE_Q4_0_R32, g0, g1); break;
+  case KILN_TYPE_Q4_1_R32: packed_groups_r32(a, KILN_TYPE_Q4_1_R32, g0, g1); break;
+  case KILN_TYPE_Q8_0_R32: packed_groups_r32(a, KILN_TYPE_Q8_0_R32, g0, g1); break;
   default: packed_groups(a, KILN_TYPE_Q8_0_R16, g0, g1); break;
   }
 }

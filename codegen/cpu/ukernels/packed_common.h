@@ -96,7 +96,7 @@ static void packed_quantize_task(void *arg, int32_t task, int32_t n_tasks) {
  * of 2^16). */
 #define KILN_UK_PACKED_PARALLEL_MIN_WORK ((int64_t)1 << 22)
 
-/* Tasks over 16-row groups: one per thread once the product is large enough. */
+/* Tasks over row groups: one per thread once the product is large enough. */
 KILN_UK_INLINE int32_t packed_task_count(const kiln_exec_ctx_t *ctx, const packed_args_t *a) {
   const int64_t work = (int64_t)a->n * a->in * a->out_features;
   return kiln_uk_task_count(ctx, work, KILN_UK_PACKED_PARALLEL_MIN_WORK, a->groups);
@@ -117,7 +117,8 @@ KILN_UK_INLINE int32_t packed_prepare(const kiln_exec_ctx_t *ctx, packed_args_t 
   a->w = w;
   a->group_stride = group_stride;
   a->out_features = out_features;
-  a->groups = (out_features + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
+  a->groups = (out_features + (int32_t)kiln_packed_rows(format) - 1) /
+              (int32_t)kiln_packed_rows(format);
   a->y = y;
   a->qx = qscratch;
   a->qx_stride = (int64_t)kiln_packed_act_stride((uint64_t)in);
@@ -181,6 +182,72 @@ KILN_UK_INLINE void packed_set_epilogue(packed_args_t *a, float *y0, int32_t w0,
   a->ep.residual = residual;
   a->ep.swiglu = swiglu;
   a->mode = KILN_UK_STORE_MODE(&a->ep);
+}
+
+/* The portable C product, for every packed format (r16 and r32): generic/linear_packed.c
+ * runs it for everything, the ISA files for the formats they have no vector path for.
+ * Per group, token and block the R integer dot products are exact int32 sums of u8 weight
+ * codes times s8 activations, then corrected for the codes' offset (q4_0: -8 * s, q8_0's
+ * +128 bias: -128 * s) and scaled in float once: y += isum * (d_w * d_x) (+ m_w * d_x * s
+ * for q4_1). `format` is a constant in each caller, so R and the chunk size are too. */
+#define PACKED_MAX_ROWS 32
+
+KILN_UK_INLINE void packed_generic_group_token(const packed_args_t *a, uint32_t format,
+                                               int64_t g, int32_t t) {
+  const int32_t R = (int32_t)kiln_packed_rows(format), chunk = 4 * R;
+  const uint32_t base = kiln_packed_base_type(format);
+  const uint8_t *grp = a->w + g * a->group_stride;
+  const qact_t xq = packed_qact(a, t);
+  float acc[PACKED_MAX_ROWS];
+  for (int32_t r = 0; r < R; ++r)
+    acc[r] = 0.0f;
+  for (int32_t b = 0; b < a->nb; ++b) {
+    const uint8_t *codes = grp + kiln_packed_codes_offset(format, (uint64_t)b);
+    const uint8_t *scales = grp + kiln_packed_scales_offset(format, (uint64_t)b);
+    const uint8_t *mins = grp + kiln_packed_mins_offset(format, (uint64_t)b); /* q4_1 */
+    const int8_t *xb = xq.q + b * KILN_PACK_BLOCK;
+    int32_t isum[PACKED_MAX_ROWS];
+    for (int32_t r = 0; r < R; ++r)
+      isum[r] = 0;
+    if (base == KILN_GGML_TYPE_Q8_0) {
+      for (int32_t k = 0; k < 8; ++k)
+        for (int32_t r = 0; r < R; ++r)
+          for (int32_t j = 0; j < 4; ++j)
+            isum[r] += (int32_t)codes[k * chunk + r * 4 + j] * xb[4 * k + j];
+    } else {
+      for (int32_t k = 0; k < 4; ++k)
+        for (int32_t r = 0; r < R; ++r)
+          for (int32_t j = 0; j < 4; ++j) {
+            const int32_t c = codes[k * chunk + r * 4 + j];
+            isum[r] += (c & 15) * xb[4 * k + j] + (c >> 4) * xb[16 + 4 * k + j];
+          }
+    }
+    const int32_t offset = base == KILN_GGML_TYPE_Q8_0   ? 128 * xq.s[b]
+                           : base == KILN_GGML_TYPE_Q4_0 ? 8 * xq.s[b]
+                                                         : 0;
+    for (int32_t r = 0; r < R; ++r) {
+      const float dw = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(scales + r * 2));
+      acc[r] += (float)(isum[r] - offset) * (dw * xq.d[b]);
+      if (base == KILN_GGML_TYPE_Q4_1)
+        acc[r] += kiln_uk_fp16_to_fp32(kiln_uk_load_u16(mins + r * 2)) * xq.ds[b];
+    }
+  }
+  const int64_t r0 = g * R;
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)R, a->out_features - r0);
+  if (a->mode == KILN_UK_STORE_PLAIN) {
+    float *y = a->y + (int64_t)t * a->out_features + r0;
+    for (int32_t r = 0; r < count; ++r)
+      y[r] = acc[r];
+  } else {
+    packed_store_fused(a, t, r0, acc, count);
+  }
+}
+
+KILN_UK_INLINE void packed_generic_groups(const packed_args_t *a, uint32_t format, int64_t g0,
+                                          int64_t g1) {
+  for (int64_t g = g0; g < g1; ++g)
+    for (int32_t t = 0; t < a->n; ++t)
+      packed_generic_group_token(a, format, g, t);
 }
 
 #endif /* KILN_CODEGEN_CPU_UKERNELS_PACKED_COMMON_H_ */

@@ -100,7 +100,8 @@ struct CompileOptions {
   // the linear fusions where the weights run on the r16 integer kernels, RoPE only
   // elsewhere (pipelines::resolveFusion; docs/fusion.md).
   std::string fusion = "auto";
-  std::string layout = "r16";    // r16 | rows64 | none (passes/layout)
+  // packed (r16, or r32 for HVX: HostTarget::packRows) | r16 | r32 | rows64 | none
+  std::string layout = "packed";
   // --l2-kib: the per-core cache prefill panels are sized to; unset: the target's
   // (HostTarget::prefillCacheKib), 0: no panels
   std::optional<uint32_t> l2Kib;

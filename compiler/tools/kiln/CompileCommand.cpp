@@ -120,12 +120,14 @@ int runCompile(const CompileOptions &opts) {
   PrecisionFlags prec = opts.prec;
   if (prec.precision.empty())
     prec.precision = "uniform:" + (opts.weights.empty() ? std::string("f32") : opts.weights);
+  // packed: the row groups the target's kernels read (16, or 32 for HVX's 128-byte vectors)
+  const std::string layout =
+      opts.layout != "packed" ? opts.layout : target->packRows == 32 ? "r32" : "r16";
   FusionFlags fusion;
   fusion.fusion = opts.fusion;
-  fusion.layout = opts.layout;
+  fusion.layout = layout;
   if (!runPasses(s, opts.slim, prec, applied, error, fusion) ||
-      !pipelines::runLayoutPass(module, opts.layout, target->rowAlignBytes, false, applied,
-                                error))
+      !pipelines::runLayoutPass(module, layout, target->rowAlignBytes, false, applied, error))
     return fail(error);
   // kiln-prune-context (--max-ctx) records the cap on the module; --ctx sizes the same
   // tables without the pass. Both given must agree.

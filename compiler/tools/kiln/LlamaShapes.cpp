@@ -14,8 +14,7 @@ uint64_t stored(uint32_t format, uint64_t rowLength, uint64_t rows, bool linear)
   const uint64_t padded = (rowLength + block - 1) / block * block;
   const uint64_t rowBytes = padded / block * kiln_ggml_block_bytes(format);
   if (linear && kiln_is_packed_r16(format + 1000u))
-    return (rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS *
-           kiln_packed_group_bytes(format + 1000u, padded);
+    return (rows + 15) / 16 * kiln_packed_group_bytes(format + 1000u, padded);
   if (linear)
     return (rowBytes + 63) / 64 * 64 * rows;
   return rowBytes * rows;

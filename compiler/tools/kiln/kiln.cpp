@@ -176,12 +176,14 @@ int main(int argc, char **argv) {
       ->check(kvFormatCheck());
   compileCmd->add_option("--fusion", cmp.fusion,
                          "fusions: all, none, auto (the linear fusions when every linear "
-                         "is q4_0/q4_1/q8_0 on --layout r16, else rope), or a comma list of "
+                         "is q4_0/q4_1/q8_0 on a packed layout, else rope), or a comma list of "
                          "qkv, swiglu, norm, residual, rope (default: auto)");
   compileCmd->add_option("--layout", cmp.layout,
-                         "weight layout: r16 (repacked int8/int4 for integer dot products), "
-                         "rows64 (plain rows, 64-byte stride) or none (block padding only)")
-      ->check(CLI::IsMember({"r16", "rows64", "none"}));
+                         "weight layout: packed (int8/int4 repacked for integer dot "
+                         "products in the target's row groups: r16, or r32 for HVX), r16, "
+                         "r32, rows64 (plain rows, aligned stride) or none (block padding "
+                         "only) (default: packed)")
+      ->check(CLI::IsMember({"packed", "r16", "r32", "rows64", "none"}));
   compileCmd->add_option("--l2-kib", cmp.l2Kib,
                          "per-core cache (KiB) a prefill's activations are split into "
                          "token panels to fit; default: the chip profile's L2 (kiln "

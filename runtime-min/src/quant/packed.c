@@ -1,4 +1,4 @@
-/* kiln runtime-min: the r16 repacked formats (layout in kiln/quant_packed.h). Moves bits
+/* kiln runtime-min: the r16 and r32 repacked formats (layout in kiln/quant_packed.h). Moves bits
  * only, so packing ggml blocks is lossless and unpacking gives them back exactly. */
 #include <string.h>
 
@@ -11,6 +11,9 @@ const char *kiln_packed_type_name(uint32_t type) {
   case KILN_TYPE_Q4_0_R16: return "q4_0_r16";
   case KILN_TYPE_Q4_1_R16: return "q4_1_r16";
   case KILN_TYPE_Q8_0_R16: return "q8_0_r16";
+  case KILN_TYPE_Q4_0_R32: return "q4_0_r32";
+  case KILN_TYPE_Q4_1_R32: return "q4_1_r32";
+  case KILN_TYPE_Q8_0_R32: return "q8_0_r32";
   default: return NULL;
   }
 }
@@ -21,10 +24,10 @@ const char *kiln_format_name(uint32_t type) {
 }
 
 static int valid_args(uint32_t type, uint64_t row_length) {
-  return kiln_is_packed_r16(type) && row_length > 0 && row_length % KILN_PACK_BLOCK == 0;
+  return kiln_is_packed(type) && row_length > 0 && row_length % KILN_PACK_BLOCK == 0;
 }
 
-kiln_status_t kiln_repack_r16(uint32_t type, const void *src, uint64_t src_row_stride,
+kiln_status_t kiln_repack_packed(uint32_t type, const void *src, uint64_t src_row_stride,
                               uint64_t rows, uint64_t row_length, void *dst) {
   if (!valid_args(type, row_length) || !src || !dst)
     return KILN_STATUS_INVALID_ARGUMENT;
@@ -32,11 +35,12 @@ kiln_status_t kiln_repack_r16(uint32_t type, const void *src, uint64_t src_row_s
   const uint64_t bb = kiln_ggml_block_bytes(base);
   const uint64_t gbytes = kiln_packed_group_bytes(type, row_length);
   const uint64_t nb = row_length / KILN_PACK_BLOCK;
-  const uint64_t groups = (rows + KILN_PACK_ROWS - 1) / KILN_PACK_ROWS;
+  const uint64_t R = kiln_packed_rows(type), chunk = 4u * R;
+  const uint64_t groups = (rows + R - 1) / R;
   memset(dst, 0, groups * gbytes); /* padding rows: d = m = 0, so every value is 0 */
   for (uint64_t r = 0; r < rows; ++r) {
-    uint8_t *g = (uint8_t *)dst + (r / KILN_PACK_ROWS) * gbytes;
-    const uint64_t lane = r % KILN_PACK_ROWS;
+    uint8_t *g = (uint8_t *)dst + (r / R) * gbytes;
+    const uint64_t lane = r % R;
     for (uint64_t b = 0; b < nb; ++b) {
       const uint8_t *blk = (const uint8_t *)src + r * src_row_stride + b * bb;
       uint8_t *codes = g + kiln_packed_codes_offset(type, b);
@@ -44,7 +48,7 @@ kiln_status_t kiln_repack_r16(uint32_t type, const void *src, uint64_t src_row_s
       if (base == KILN_GGML_TYPE_Q8_0) {
         for (int k = 0; k < 8; ++k)
           for (int j = 0; j < 4; ++j)
-            codes[k * 64 + lane * 4 + j] = (uint8_t)(blk[2 + 4 * k + j] ^ 0x80u);
+            codes[k * chunk + lane * 4 + j] = (uint8_t)(blk[2 + 4 * k + j] ^ 0x80u);
         continue;
       }
       const uint8_t *qs = blk + (base == KILN_GGML_TYPE_Q4_0 ? 2 : 4);
@@ -53,7 +57,7 @@ kiln_status_t kiln_repack_r16(uint32_t type, const void *src, uint64_t src_row_s
       /* ggml's qs[e] holds element e (low nibble) and e + 16 (high): byte j of chunk k
        * is qs[4k + j] unchanged */
       for (int k = 0; k < 4; ++k)
-        memcpy(codes + k * 64 + lane * 4, qs + 4 * k, 4);
+        memcpy(codes + k * chunk + lane * 4, qs + 4 * k, 4);
     }
   }
   return KILN_STATUS_OK;
@@ -65,9 +69,9 @@ kiln_status_t kiln_dequantize_packed_row(uint32_t type, const void *packed, uint
     return KILN_STATUS_INVALID_ARGUMENT;
   const uint32_t base = kiln_packed_base_type(type);
   const uint64_t nb = row_length / KILN_PACK_BLOCK;
-  const uint8_t *g =
-      (const uint8_t *)packed + (row / KILN_PACK_ROWS) * kiln_packed_group_bytes(type, row_length);
-  const uint64_t lane = row % KILN_PACK_ROWS;
+  const uint64_t R = kiln_packed_rows(type), chunk = 4u * R;
+  const uint8_t *g = (const uint8_t *)packed + (row / R) * kiln_packed_group_bytes(type, row_length);
+  const uint64_t lane = row % R;
   /* rebuild the ggml block and decode it with the reference decoder */
   for (uint64_t b = 0; b < nb; ++b) {
     const uint8_t *codes = g + kiln_packed_codes_offset(type, b);
@@ -76,13 +80,13 @@ kiln_status_t kiln_dequantize_packed_row(uint32_t type, const void *packed, uint
     if (base == KILN_GGML_TYPE_Q8_0) {
       for (int k = 0; k < 8; ++k)
         for (int j = 0; j < 4; ++j)
-          blk[2 + 4 * k + j] = (uint8_t)(codes[k * 64 + lane * 4 + j] ^ 0x80u);
+          blk[2 + 4 * k + j] = (uint8_t)(codes[k * chunk + lane * 4 + j] ^ 0x80u);
     } else {
       uint8_t *qs = blk + (base == KILN_GGML_TYPE_Q4_0 ? 2 : 4);
       if (base == KILN_GGML_TYPE_Q4_1)
         memcpy(blk + 2, g + kiln_packed_mins_offset(type, b) + lane * 2u, 2);
       for (int k = 0; k < 4; ++k)
-        memcpy(qs + 4 * k, codes + k * 64 + lane * 4, 4);
+        memcpy(qs + 4 * k, codes + k * chunk + lane * 4, 4);
     }
     kiln_status_t st = kiln_dequantize(base, blk, dst + b * KILN_PACK_BLOCK, KILN_PACK_BLOCK);
     if (st != KILN_STATUS_OK)

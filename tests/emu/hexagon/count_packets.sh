@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Executed Hexagon packets per call of the q8_0 and q4_0 linear micro-kernels (ggml rows:
-# kiln_uk_linear; r16 repacked: kiln_uk_linear_packed), generic C against HVX, counted exactly from qemu's exec log: with -singlestep every translation
+# kiln_uk_linear; r16/r32 repacked: kiln_uk_linear_packed), generic C against HVX, counted exactly from qemu's exec log: with -singlestep every translation
 # block is one packet, and -d nochain,exec logs one "Trace" line per block executed.
 # Each (kernel, format) runs packets.elf twice, with CALLS_0 and CALLS_1 calls, and
 # prints (packets_1 - packets_0) / (CALLS_1 - CALLS_0): setup and exit cancel.
@@ -8,7 +8,7 @@
 #   count_packets.sh [OUT IN [N_TOKENS]]     (default 2048 2048 1)
 # Environment: PACKETS_ELF (default build/tests/emu/hexagon/packets.elf, built by the
 # kiln_emu_hexagon target), QEMU (qemu-hexagon-static), CALLS_0/CALLS_1 (0 and 1),
-# KERNELS ("generic hvx"), FORMATS ("q8_0 q4_0 q8_0_r16 q4_0_r16").
+# KERNELS ("generic hvx"), FORMATS ("q8_0 q4_0 q8_0_r16 q4_0_r16 q8_0_r32 q4_0_r32").
 # Speed: qemu logs about 0.2 M packets/s here; the generic q8_0 kernel at 2048 x 2048 is
 # ~19 M packets per call (about 2 minutes), the whole default run about 12 minutes.
 set -euo pipefail
@@ -53,7 +53,7 @@ packets() {
 
 blocks=$(( (in + 31) / 32 ))
 printf '%-8s %-9s %-20s %14s %18s\n' kernel format shape packets/call "per (row, block)"
-for f in ${FORMATS:-q8_0 q4_0 q8_0_r16 q4_0_r16}; do
+for f in ${FORMATS:-q8_0 q4_0 q8_0_r16 q4_0_r16 q8_0_r32 q4_0_r32}; do
   for k in ${KERNELS:-generic hvx}; do
     p0=$(packets "$f" "$k" "$c0")
     p1=$(packets "$f" "$k" "$c1")

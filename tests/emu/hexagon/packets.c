@@ -1,8 +1,8 @@
 /* Runs one linear micro-kernel `calls` times on random weights, for counting executed
  * Hexagon packets under qemu-hexagon-static (count_packets.sh runs it with two call counts
  * and divides the difference, so setup cost cancels).
- *   packets <q8_0|q4_0|q8_0_r16|q4_0_r16> <generic|hvx> <out> <in> <n_tokens> <calls>
- * ggml formats call kiln_uk_linear, the r16 ones kiln_uk_linear_packed. The generic
+ *   packets <q8_0|q4_0|q8_0_r16|q4_0_r16|q8_0_r32|q4_0_r32> <generic|hvx> <out> <in> <n_tokens> <calls>
+ * ggml formats call kiln_uk_linear, the r16/r32 ones kiln_uk_linear_packed. The generic
  * kernels are linked renamed (gen_kiln_uk_linear, gen_kiln_uk_linear_packed). */
 #include "common.h"
 #include "fs.h"
@@ -33,7 +33,7 @@ int kiln_fs_main(int argc, char **argv) {
   int32_t out, in, n, calls;
   if (argc != 7 || !parse_int(argv[3], &out) || !parse_int(argv[4], &in) ||
       !parse_int(argv[5], &n) || !parse_int(argv[6], &calls) || out < 1 || in < 1 || n < 1) {
-    kiln_fs_puts(2, "usage: packets <q8_0|q4_0|q8_0_r16|q4_0_r16> <generic|hvx> <out> <in> "
+    kiln_fs_puts(2, "usage: packets <q8_0|q4_0|q8_0_r16|q4_0_r16|q8_0_r32|q4_0_r32> <generic|hvx> <out> <in> "
                     "<n_tokens> <calls>\n");
     return 2;
   }
@@ -47,8 +47,14 @@ int kiln_fs_main(int argc, char **argv) {
     f = KILN_TYPE_Q8_0_R16, bb = 0;
   } else if (!strcmp(argv[1], "q4_0_r16")) {
     f = KILN_TYPE_Q4_0_R16, bb = 0;
+  } else if (!strcmp(argv[1], "q8_0_r32")) {
+    f = KILN_TYPE_Q8_0_R32, bb = 0;
+  } else if (!strcmp(argv[1], "q4_0_r32")) {
+    f = KILN_TYPE_Q4_0_R32, bb = 0;
   } else {
-    kiln_fs_printf("packets: unknown format '%s' (q8_0, q4_0, q8_0_r16, q4_0_r16)\n", argv[1]);
+    kiln_fs_printf("packets: unknown format '%s' (q8_0, q4_0, q8_0_r16, q4_0_r16, q8_0_r32, "
+                   "q4_0_r32)\n",
+                   argv[1]);
     return 2;
   }
   const int hvx = !strcmp(argv[2], "hvx");
@@ -57,10 +63,11 @@ int kiln_fs_main(int argc, char **argv) {
     return 2;
   }
   const int packed = bb == 0;
-  /* ggml: row stride; r16: group stride (and rs * out below is the whole matrix) */
+  /* ggml: row stride; packed: group stride (and rs * units below is the whole matrix) */
   const int64_t rs = packed ? (int64_t)kiln_packed_group_bytes(f, (uint64_t)in)
                             : (int64_t)bb * ((in + 31) / 32);
-  const int32_t units = packed ? (out + 15) / 16 : out; /* rows of rs bytes */
+  const int32_t R = packed ? (int32_t)kiln_packed_rows(f) : 1;
+  const int32_t units = (out + R - 1) / R; /* rows or groups of rs bytes */
   uint8_t *w = kiln_fs_aligned_alloc(128, (size_t)(rs * units + 4));
   uint8_t *qs =
       kiln_fs_aligned_alloc(64, (size_t)n * kiln_packed_act_stride((uint64_t)in));
@@ -80,7 +87,7 @@ int kiln_fs_main(int argc, char **argv) {
   const int32_t nb = (in + 31) / 32;
   for (int64_t u = 0; u < units; ++u)
     for (int32_t b = 0; b < (packed ? nb : (int32_t)(rs / bb)); ++b)
-      for (int32_t r = 0; r < (packed ? 16 : 1); ++r) {
+      for (int32_t r = 0; r < R; ++r) {
         s ^= s << 13, s ^= s >> 17, s ^= s << 5;
         const int64_t at = packed ? u * rs + (int64_t)kiln_packed_scales_offset(f, (uint64_t)b) + 2 * r
                                   : u * rs + b * bb;

@@ -298,42 +298,44 @@ static void check_linear(uint32_t f, int32_t n, int32_t in, int32_t out, int gen
   guarded_free(&gw);
 }
 
-/* ggml rows -> the r16 layout (kiln/quant_packed.h), written here from the layout's
- * description rather than with kiln_repack_r16, so the test also checks the reading. */
-static void repack_r16(uint32_t ptype, const uint8_t *src, int64_t rs, int32_t rows, int32_t in,
-                       uint8_t *dst, int64_t gstride) {
-  const int32_t nb = (in + 31) / 32, groups = (rows + 15) / 16;
+/* ggml rows -> the r16 / r32 layout (kiln/quant_packed.h), written here from the layout's
+ * description rather than with kiln_repack_packed, so the test also checks the reading. */
+static void repack_rows(uint32_t ptype, const uint8_t *src, int64_t rs, int32_t rows, int32_t in,
+                        uint8_t *dst, int64_t gstride) {
+  const int32_t R = (int32_t)kiln_packed_rows(ptype), chunk = 4 * R;
+  const int32_t nb = (in + 31) / 32, groups = (rows + R - 1) / R;
   const uint32_t base = kiln_packed_base_type(ptype);
   const int32_t bb = (int32_t)row_bytes(base, 32);
   for (int64_t i = 0; i < groups * gstride; ++i)
     dst[i] = 0;
   for (int32_t g = 0; g < groups; ++g)
     for (int32_t b = 0; b < nb; ++b)
-      for (int32_t r = 0; r < 16 && g * 16 + r < rows; ++r) {
-        const uint8_t *blk = src + (int64_t)(g * 16 + r) * rs + (int64_t)b * bb;
+      for (int32_t r = 0; r < R && g * R + r < rows; ++r) {
+        const uint8_t *blk = src + (int64_t)(g * R + r) * rs + (int64_t)b * bb;
         uint8_t *grp = dst + g * gstride;
         uint8_t *sc = grp + kiln_packed_scales_offset(ptype, (uint64_t)b) + 2 * r;
         sc[0] = blk[0], sc[1] = blk[1];
-        if (ptype == KILN_TYPE_Q4_1_R16) {
+        if (base == KILN_GGML_TYPE_Q4_1) {
           uint8_t *mn = grp + kiln_packed_mins_offset(ptype, (uint64_t)b) + 2 * r;
           mn[0] = blk[2], mn[1] = blk[3];
         }
         uint8_t *codes = grp + kiln_packed_codes_offset(ptype, (uint64_t)b);
-        if (ptype == KILN_TYPE_Q8_0_R16) {
+        if (base == KILN_GGML_TYPE_Q8_0) {
           for (int32_t e = 0; e < 32; ++e)
-            codes[(e / 4) * 64 + 4 * r + e % 4] = (uint8_t)(blk[2 + e] ^ 0x80);
+            codes[(e / 4) * chunk + 4 * r + e % 4] = (uint8_t)(blk[2 + e] ^ 0x80);
         } else {
-          const uint8_t *qs = blk + (ptype == KILN_TYPE_Q4_1_R16 ? 4 : 2);
+          const uint8_t *qs = blk + (base == KILN_GGML_TYPE_Q4_1 ? 4 : 2);
           for (int32_t e = 0; e < 16; ++e)
-            codes[(e / 4) * 64 + 4 * r + e % 4] = qs[e];
+            codes[(e / 4) * chunk + 4 * r + e % 4] = qs[e];
         }
       }
 }
 
 /* kiln_uk_linear_packed (HVX) against the generic packed kernel and the HVX ggml-layout
  * kernel (the same int8 math: equal up to float rounding), bit-equal to the generic kernel
- * for q4_1_r16 (its fallback), bit-equal with 1 and 3 tasks, and the fused store modes
- * equal to the plain result through the same float steps. */
+ * for q4_1 (its fallback), bit-equal with 1 and 3 tasks, the r32 layout bit-equal to r16
+ * (the same float steps per row and block), and the fused store modes equal to the plain
+ * result through the same float steps. */
 static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
   const uint32_t base = kiln_packed_base_type(ptype);
   const int64_t rs = row_bytes(base, in);
@@ -341,10 +343,11 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
   for (int32_t r = 0; r < out; ++r)
     fill_row(base, in, src + r * rs);
   const int64_t gstride = (int64_t)kiln_packed_group_bytes(ptype, (uint64_t)in);
-  const int32_t groups = (out + 15) / 16;
+  const int32_t R = (int32_t)kiln_packed_rows(ptype), groups = (out + R - 1) / R;
   guarded_t gw;
-  uint8_t *w = guarded_alloc(&gw, (size_t)(gstride * groups)); /* ends at the guard */
-  repack_r16(ptype, src, rs, out, in, w, gstride);
+  /* ends at the guard (a page boundary), so an r32 matrix starts 128-byte aligned */
+  uint8_t *w = guarded_alloc(&gw, (size_t)(gstride * groups));
+  repack_rows(ptype, src, rs, out, in, w, gstride);
   float *x = kiln_fs_malloc(sizeof(float) * ((size_t)n * in + 16));
   for (int64_t i = 0; i < (int64_t)n * in; ++i)
     x[i] = rndf(1.5f);
@@ -360,10 +363,21 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
   gen_kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, yg, qs);
   ++checks;
   if (!bit_equal(y1, y3, (int64_t)ny))
-    FAIL("%d_r16 n=%d in=%d out=%d: 3 tasks changed the result\n", (int)base, n, in, out);
-  if (ptype == KILN_TYPE_Q4_1_R16) {
+    FAIL("%s_r%d n=%d in=%d out=%d: 3 tasks changed the result\n", fname(base), R, n, in, out);
+  if (R == 32) { /* the same weights in 16-row groups */
+    const uint32_t p16 = kiln_packed_type(base, 16);
+    const int64_t gs16 = (int64_t)kiln_packed_group_bytes(p16, (uint64_t)in);
+    uint8_t *w16 = kiln_fs_aligned_alloc(128, (size_t)(gs16 * ((out + 15) / 16)));
+    repack_rows(p16, src, rs, out, in, w16, gs16);
+    float *y16 = kiln_fs_malloc(4 * ny);
+    kiln_uk_linear_packed(0, p16, x, n, in, w16, gs16, out, y16, qs);
+    if (!bit_equal(y1, y16, (int64_t)ny))
+      FAIL("%s_r32 n=%d in=%d out=%d: differs from the r16 layout\n", fname(base), n, in, out);
+    kiln_fs_free(w16), kiln_fs_free(y16);
+  }
+  if (base == KILN_GGML_TYPE_Q4_1) {
     if (!bit_equal(y1, yg, (int64_t)ny))
-      FAIL("q4_1_r16 n=%d in=%d out=%d: fallback differs from generic\n", n, in, out);
+      FAIL("q4_1_r%d n=%d in=%d out=%d: fallback differs from generic\n", R, n, in, out);
   } else {
     kiln_uk_linear(0, base, x, n, in, src, rs, out, yl);
     for (int32_t t = 0; t < n; ++t)
@@ -377,8 +391,9 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
         const double got = y1[t * out + o];
         const double eg = dabs(got - yg[t * out + o]), el = dabs(got - yl[t * out + o]);
         if (!(eg <= 1e-5 * mag + 1e-30) || !(el <= 1e-5 * mag + 1e-30))
-          FAIL("%s_r16 n=%d in=%d out=%d y[%d,%d] = %.6f, generic packed %.6f, hvx linear %.6f\n",
-               fname(base), n, in, out, t, o, got, yg[t * out + o], yl[t * out + o]);
+          FAIL("%s_r%d n=%d in=%d out=%d y[%d,%d] = %.6f, generic packed %.6f, hvx linear "
+               "%.6f\n",
+               fname(base), R, n, in, out, t, o, got, yg[t * out + o], yl[t * out + o]);
         if (eg / (mag + 1e-30) > max_errp)
           max_errp = eg / (mag + 1e-30);
       }
@@ -391,7 +406,7 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
                                 s0, 0, qs);
     for (int64_t i = 0; i < (int64_t)ny; ++i)
       if (kiln_uk_f32_bits(s0[i]) != kiln_uk_f32_bits(y1[i] + res[i]))
-        FAIL("r16 residual differs at %d\n", (int)i);
+        FAIL("r%d residual differs at %d\n", R, (int)i);
     const int32_t rows = out & ~1;
     kiln_uk_linear_packed_fused(&three, ptype, x, n, in, w, gstride, rows, s0, rows / 2, 0, 0, 0,
                                 0, 0, 1, qs);
@@ -400,7 +415,7 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
         const float g = y1[t * out + 2 * j], u = y1[t * out + 2 * j + 1];
         const float want = (g / (1.0f + kiln_uk_expf(-g))) * u;
         if (kiln_uk_f32_bits(s0[t * (rows / 2) + j]) != kiln_uk_f32_bits(want))
-          FAIL("r16 swiglu differs at [%d,%d]\n", t, j);
+          FAIL("r%d swiglu differs at [%d,%d]\n", R, t, j);
       }
     kiln_fs_free(s0), kiln_fs_free(res);
   }
@@ -432,15 +447,16 @@ int kiln_fs_main(int argc, char **argv) {
     check_linear(others[fi], 1, 100, 13, 1);
     check_linear(others[fi], 3, 64, 8, 1);
   }
-  static const uint32_t pk[] = {KILN_TYPE_Q8_0_R16, KILN_TYPE_Q4_0_R16, KILN_TYPE_Q4_1_R16};
+  static const uint32_t pk[] = {KILN_TYPE_Q8_0_R16, KILN_TYPE_Q4_0_R16, KILN_TYPE_Q4_1_R16,
+                                KILN_TYPE_Q8_0_R32, KILN_TYPE_Q4_0_R32, KILN_TYPE_Q4_1_R32};
   static const int32_t pins[] = {32, 64, 96, 100, 256, 1000};
   static const int32_t pouts[] = {1, 16, 21, 48};
-  for (int32_t fi = 0; fi < 3; ++fi)
+  for (int32_t fi = 0; fi < 6; ++fi)
     for (uint32_t a = 0; a < 2; ++a)
       for (uint32_t b = 0; b < sizeof pins / sizeof pins[0]; ++b)
         for (uint32_t c = 0; c < sizeof pouts / sizeof pouts[0]; ++c)
           check_packed(pk[fi], a ? 3 : 1, pins[b], pouts[c]);
-  kiln_fs_printf("ukernel_diff: r16 max |y - generic packed| / sum|xw| = %.3f e-6\n",
+  kiln_fs_printf("ukernel_diff: r16/r32 max |y - generic packed| / sum|xw| = %.3f e-6\n",
                  max_errp * 1e6);
   kiln_fs_printf("ukernel_diff: %d cases, %d failures; max |y - int8 math| / sum|xw| = %.3f e-6, "
                  "max |y - generic fp32| / activation bound = %.4f\n",

@@ -1,7 +1,16 @@
-/* kiln micro-kernels, Hexagon HVX (128-byte vectors, v67 and later): linear over the r16
- * repacked formats (kiln/quant_packed.h). Overrides generic/linear_packed.c: q4_0_r16 and
- * q8_0_r16 run on HVX; q4_1_r16 runs the generic C code, included below.
+/* kiln micro-kernels, Hexagon HVX (128-byte vectors, v67 and later): linear over the
+ * repacked formats (kiln/quant_packed.h). Overrides generic/linear_packed.c: q4_0 and q8_0
+ * in 32-row groups (r32, the layout kiln compile gives HVX targets) and in 16-row groups
+ * (r16) run on HVX; q4_1 runs the portable C code (packed_generic_groups).
  *
+ * r32: a block's code chunk is one aligned 128-byte vector whose word lane r is 4
+ * consecutive weights of row r, so one vrmpy with the chunk's 4 activation bytes as the
+ * scalar operand gives all 32 rows' partial sums; the block's 32 fp16 scales are half of
+ * the unit's 128-byte header, put in lane order by one vzxt + vshuff per unit. Every lane
+ * of every vrmpy is useful, and no vmux, vdeal or realigning valign is needed (r32 matrices
+ * start on a 128-byte boundary and every chunk and header is 128 bytes).
+ *
+ * r16 (below the r32 code; what --layout r16 gives a Hexagon target):
  * x is quantised by packed_prepare (packed_common.h, the same int8 blocks on every ISA).
  * A block's codes are 64-byte chunks whose word lane r is 4 consecutive weights of row r,
  * so one 128-byte vector holds chunks k (lanes 0-15) and k + 1 (lanes 16-31), and
@@ -21,12 +30,118 @@
  */
 #include "hvx_common.h"
 
-/* The generic kernel, renamed: q4_1_r16 (and its entry points are not emitted). */
-#define packed_groups generic_packed_groups
-#define KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
-#include "generic/linear_packed.c"
-#undef packed_groups
-#undef KILN_CODEGEN_CPU_UKERNELS_LINEAR_PACKED_ENTRY_H_
+#include "packed_common.h"
+#include "ukernel_abi.h"
+
+#define ROWS 16    /* r16 groups */
+#define R32_ROWS 32
+
+/* Results of rows r0.. of token t: y, or the fused store step. */
+KILN_UK_INLINE void hvxp_store(const packed_args_t *a, int32_t t, int64_t r0, const float *acc,
+                               int32_t rows) {
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)rows, a->out_features - r0);
+  if (a->mode == KILN_UK_STORE_PLAIN) {
+    float *y = a->y + (int64_t)t * a->out_features + r0;
+    for (int32_t r = 0; r < count; ++r)
+      y[r] = acc[r];
+  } else {
+    packed_store_fused(a, t, r0, acc, count);
+  }
+}
+
+typedef float hvxp_f2_t __attribute__((vector_size(8))); /* two floats, one 64-bit load */
+
+/* Block b's 32 row sums (int32, exact): 8 vrmpy for q8_0, 8 for q4_0's two nibble halves. */
+KILN_UK_INLINE HVX_Vector hvxp_r32_block(const uint8_t *grp, uint32_t format, const qact_t *xq,
+                                         int32_t b) {
+  const HVX_Vector *codes =
+      (const HVX_Vector *)(grp + kiln_packed_codes_offset(format, (uint64_t)b));
+  const int32_t *xw = (const int32_t *)(xq->q + b * KILN_PACK_BLOCK);
+  if (format == KILN_TYPE_Q8_0_R32) {
+    HVX_Vector isum = Q6_V_vsplat_R(-128 * xq->s[b]);
+    for (int32_t k = 0; k < 8; ++k)
+      isum = Q6_Vw_vrmpyacc_VwVubRb(isum, codes[k], xw[k]);
+    return isum;
+  }
+  const HVX_Vector low4 = Q6_Vb_vsplat_R(0x0f);
+  HVX_Vector lo = Q6_V_vsplat_R(-8 * xq->s[b]), hi = Q6_V_vzero();
+  for (int32_t k = 0; k < 4; ++k) { /* high nibbles are element + 16 */
+    const HVX_Vector c = codes[k];
+    lo = Q6_Vw_vrmpyacc_VwVubRb(lo, Q6_V_vand_VV(c, low4), xw[k]);
+    hi = Q6_Vw_vrmpyacc_VwVubRb(hi, Q6_V_vand_VV(Q6_Vuh_vlsr_VuhR(c, 4), low4), xw[4 + k]);
+  }
+  return Q6_Vw_vadd_VwVw(lo, hi);
+}
+
+/* The unit header of blocks b, b + 1 (b even): 64 fp16 scales -> words in order, block b
+ * in the low vector, b + 1 in the high one. */
+KILN_UK_INLINE HVX_VectorPair hvxp_r32_scales(const uint8_t *grp, uint32_t format, int32_t b) {
+  const HVX_Vector hv = *(const HVX_Vector *)(grp + kiln_packed_scales_offset(format, (uint64_t)b));
+  const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hv);
+  return Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4);
+}
+
+#define R32_CHUNK 32 /* blocks per pass (even: whole units): 4 KiB of scaled sums on the stack */
+
+/* y for r32 group g and token t, in two passes per chunk of blocks: the vector pass turns
+ * every block's sums into scaled floats (independent blocks, so the compiler can overlap
+ * them), then the scalar pass accumulates two rows at a time over the chunk's blocks with
+ * the accumulators in registers (32 of them across the block loop would not fit in
+ * Hexagon's 32 registers). Per (row, block) the float steps are the r16 path's:
+ * hvx_scaled_sums of the same int32 sum and scale, then acc += p * d_x in block order, so
+ * both layouts give the same results bit for bit. */
+KILN_UK_INLINE void hvxp_r32_group_token(const packed_args_t *a, uint32_t format, int64_t g,
+                                         int32_t t) {
+  const uint8_t *grp = a->w + g * a->group_stride;
+  const qact_t xq = packed_qact(a, t);
+  float acc[R32_ROWS];
+  for (int32_t r = 0; r < R32_ROWS; ++r)
+    acc[r] = 0.0f;
+  union {
+    HVX_Vector v[R32_CHUNK];
+    float f[R32_CHUNK][R32_ROWS];
+  } p;
+  for (int32_t b0 = 0; b0 < a->nb; b0 += R32_CHUNK) {
+    const int32_t nc = KILN_UK_MIN(R32_CHUNK, a->nb - b0);
+    /* a unit (two blocks) per iteration, with no branch inside: the two blocks' serial
+     * hvx_scaled_sums chains then share packets (with the second behind a branch the
+     * compiler scheduled them one after the other: 78 packets per unit for q8_0) */
+    int32_t i = 0;
+    for (; i + 1 < nc; i += 2) {
+      const HVX_VectorPair h = hvxp_r32_scales(grp, format, b0 + i);
+      const HVX_Vector s0 = hvxp_r32_block(grp, format, &xq, b0 + i);
+      const HVX_Vector s1 = hvxp_r32_block(grp, format, &xq, b0 + i + 1);
+      p.v[i] = hvx_scaled_sums(s0, Q6_V_lo_W(h));
+      p.v[i + 1] = hvx_scaled_sums(s1, Q6_V_hi_W(h));
+    }
+    if (i < nc) /* an odd last block: a unit of one */
+      p.v[i] = hvx_scaled_sums(hvxp_r32_block(grp, format, &xq, b0 + i),
+                               Q6_V_lo_W(hvxp_r32_scales(grp, format, b0 + i)));
+    const float *d = xq.d + b0;
+    for (int32_t r = 0; r < R32_ROWS; r += 2) {
+      float a0 = acc[r], a1 = acc[r + 1];
+      for (int32_t i = 0; i < nc; ++i) {
+        const hvxp_f2_t v = *(const hvxp_f2_t *)&p.f[i][r];
+        a0 += v[0] * d[i];
+        a1 += v[1] * d[i];
+      }
+      acc[r] = a0, acc[r + 1] = a1;
+    }
+  }
+  hvxp_store(a, t, g * R32_ROWS, acc, R32_ROWS);
+}
+
+KILN_UK_INLINE void hvxp_groups_r32(const packed_args_t *a, uint32_t format, int64_t g0,
+                                    int64_t g1) {
+  if (format == KILN_TYPE_Q4_1_R32) {
+    packed_generic_groups(a, format, g0, g1);
+    return;
+  }
+  for (int64_t g = g0; g < g1; ++g)
+    for (int32_t t = 0; t < a->n; ++t)
+      hvxp_r32_group_token(a, format, g, t);
+}
+#define packed_groups_r32 hvxp_groups_r32
 
 /* Block b's 16 dot products in lanes 0-15 (the low half + the high half of the result):
  * codes at `codes`, the token's x codes of the block as 8 words. */
@@ -55,9 +170,7 @@ KILN_UK_INLINE HVX_Vector hvxp_block(uint32_t format, const uint8_t *codes, cons
   return Q6_V_vmux_QVV(Q6_Q_vsetq_R(64), lo, hi);
 }
 
-typedef float hvxp_f2_t __attribute__((vector_size(8))); /* two floats, one 64-bit load */
-
-/* y for group g and token t. */
+/* y for r16 group g and token t. */
 KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, int64_t g,
                                      int32_t t) {
   const uint8_t *grp = a->w + g * a->group_stride;
@@ -104,18 +217,13 @@ KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, in
         acc[r + 1] += v[1] * d1;
       }
   }
-  const int64_t r0 = g * ROWS;
-  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)ROWS, a->out_features - r0);
-  if (a->mode == KILN_UK_STORE_PLAIN)
-    packed_store(a->y + (int64_t)t * a->out_features + r0, acc, count);
-  else
-    packed_store_fused(a, t, r0, acc, count);
+  hvxp_store(a, t, g * ROWS, acc, ROWS);
 }
 
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                   int64_t g1) {
   if (format == KILN_TYPE_Q4_1_R16) {
-    generic_packed_groups(a, format, g0, g1);
+    packed_generic_groups(a, format, g0, g1);
     return;
   }
   for (int64_t g = g0; g < g1; ++g)

@@ -1,7 +1,7 @@
 /* kiln micro-kernels, aarch64 NEON: linear over the r16 repacked formats (q4_0_r16,
  * q4_1_r16, q8_0_r16; kiln/quant_packed.h). Overrides generic/linear_packed.c; same
  * arithmetic, same float operations (so the same results, bit for bit, as the generic file
- * compiled by clang for aarch64).
+ * compiled by clang for aarch64). The r32 formats (Hexagon's) run packed_generic_groups.
  *
  * One 32-bit lane of a 64-byte code chunk is 4 weights of one row, so `sdot` by element
  * (vdotq_laneq_s32: 4 activation bytes of one lane against every lane's 4 weights)
@@ -37,6 +37,8 @@
 
 #include "packed_common.h"
 #include "ukernel_abi.h"
+
+#define GROUP_ROWS 16 /* r16 groups */
 
 #if !defined(__ARM_FEATURE_DOTPROD)
 #error "neon/linear_packed.c needs the dot-product extension (-march=armv8.2-a+dotprod)"
@@ -74,9 +76,9 @@ KILN_UK_INLINE float32x4_t halves4(const uint8_t *p) {
 /* The one place a tile's results reach y: the group's 16 rows for one token. */
 KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t t,
                                  const float32x4_t acc[Q]) {
-  const int64_t r0 = g * KILN_PACK_ROWS;
-  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)KILN_PACK_ROWS, a->out_features - r0);
-  float v[KILN_PACK_ROWS];
+  const int64_t r0 = g * GROUP_ROWS;
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)GROUP_ROWS, a->out_features - r0);
+  float v[GROUP_ROWS];
   for (int32_t q = 0; q < Q; ++q)
     vst1q_f32(v + 4 * q, acc[q]);
   if (a->mode != KILN_UK_STORE_PLAIN) {
@@ -84,7 +86,7 @@ KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t t,
     return;
   }
   float *y = a->y + (int64_t)t * a->out_features + r0;
-  if (count == KILN_PACK_ROWS) {
+  if (count == GROUP_ROWS) {
     for (int32_t q = 0; q < Q; ++q)
       vst1q_f32(y + 4 * q, acc[q]);
     return;
@@ -327,8 +329,11 @@ KILN_UK_INLINE void mm_tile(const packed_args_t *a, uint32_t format, int64_t g, 
  * usmmla's activation operands: token t's 32 bytes become [t 0-7 | t+1 0-7 | t 8-15 |
  * t+1 8-15], token t + 1's the same for elements 16-31. Once per call (O(n * in)) instead
  * of once per group. The scales and sums stay per token; tokens past the last whole tile
- * stay as they are for the sdot tiles. */
+ * stay as they are for the sdot tiles. r32 matrices (the portable code) read the codes as
+ * quantised. */
 static void mm_interleave(const packed_args_t *a) {
+  if (!kiln_is_packed_r16(a->format))
+    return;
   for (int32_t t = 0; t < a->n / MT * MT; t += 2) {
     int8_t *p = (int8_t *)a->qx + (int64_t)t * a->qx_stride;
     int8_t *q = p + a->qx_stride;

@@ -1,5 +1,6 @@
 /* kiln micro-kernels, x86: linear over the r16 repacked formats (q4_0_r16, q4_1_r16,
- * q8_0_r16; kiln/quant_packed.h). Overrides generic/linear_packed.c; same arithmetic.
+ * q8_0_r16; kiln/quant_packed.h). Overrides generic/linear_packed.c; same arithmetic. The
+ * r32 formats (Hexagon's) run packed_generic_groups.
  *
  * One 32-bit lane of a 64-byte code chunk is 4 weights of one row, so a u8 x s8 dot
  * product with 4 activation bytes broadcast to every lane accumulates 16 rows (AVX-512:
@@ -120,7 +121,8 @@ KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
 }
 #endif
 
-#define LANES (KILN_PACK_ROWS / HALVES) /* rows per register */
+#define GROUP_ROWS 16 /* r16 groups; r32 (HVX's layout) runs the portable code */
+#define LANES (GROUP_ROWS / HALVES) /* rows per register */
 /* Token loops fully unrolled, so the accumulators live in registers (clang otherwise keeps
  * acc[t] on the stack: 17 -> 40+ GMAC/s for a 64-token prefill tile once unrolled). */
 #if defined(__clang__)
@@ -138,7 +140,7 @@ KILN_UK_INLINE vi_t bcast4(const int8_t *p) { return VI_SET1(*(const uk_ui32_t *
 /* The one place a tile's results reach y: half h of the group's rows for one token. */
 KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t h, int32_t t,
                                  vf_t acc) {
-  const int64_t r0 = g * KILN_PACK_ROWS + (int64_t)h * LANES;
+  const int64_t r0 = g * GROUP_ROWS + (int64_t)h * LANES;
   const int32_t count = (int32_t)KILN_UK_MIN((int64_t)LANES, a->out_features - r0);
   if (a->mode == KILN_UK_STORE_PLAIN) {
     vf_store_rows(a->y + (int64_t)t * a->out_features + r0, acc, count);
