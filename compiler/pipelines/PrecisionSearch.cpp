@@ -127,8 +127,9 @@ void setUnit(const Unit &u, uint32_t format) {
     precision::setFormat(op, format);
 }
 
-bool collectUnits(ModuleOp module, const WeightStore &store, std::vector<Unit> &units,
-                  uint64_t &fixedBytes, uint64_t &fixedElements, std::string &error) {
+bool collectUnits(ModuleOp module, const WeightStore &store, const PrecisionRequest &req,
+                  std::vector<Unit> &units, uint64_t &fixedBytes, uint64_t &fixedElements,
+                  std::string &error) {
   std::map<std::string, size_t> index;
   fixedBytes = fixedElements = 0;
   for (const precision::WeightRead &r : precision::weightReads(module)) {
@@ -157,7 +158,8 @@ bool collectUnits(ModuleOp module, const WeightStore &store, std::vector<Unit> &
       if (r.kind != "rms_norm" || precision::normFormat(f)) {
         u.formats.push_back(f);
         u.bytes.push_back(precision::storedBytes(f, u.rowLength, u.rows,
-                                                 r.kind == "linear" || r.kind == "logits"));
+                                                 r.kind == "linear" || r.kind == "logits",
+                                                 req.packRows, req.rowAlign));
       }
     units.push_back(std::move(u));
     // A linear's bias is stored f32 whatever the format: a fixed cost of the budget.
@@ -194,7 +196,7 @@ bool resolveAuto(ModuleOp module, const WeightStore &store, const PrecisionReque
   OwningOpRef<ModuleOp> ref(module.clone());
   std::vector<Unit> units;
   uint64_t fixedBytes, fixedElements;
-  if (!collectUnits(*ref, store, units, fixedBytes, fixedElements, error))
+  if (!collectUnits(*ref, store, req, units, fixedBytes, fixedElements, error))
     return false;
   uint64_t elements = fixedElements, minBytes = fixedBytes;
   for (const Unit &u : units) {

@@ -36,6 +36,10 @@ struct PrecisionRequest {
   std::string maxWeightBytes; // --max-weight-bytes as given; "" when not
   const Calibration *calib = nullptr;
   std::function<void(const std::string &)> log; // progress lines; may be empty
+  // How kiln compile's layout will store linear weights, so the budget counts the bytes it
+  // writes (precision::storedBytes): rows per packed group (0: rows64) and row alignment.
+  uint32_t packRows = 16;
+  uint64_t rowAlign = 64;
 };
 
 // Checks the request (one-line error for a bad one) and fills the precision fields of

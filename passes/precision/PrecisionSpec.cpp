@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/quant.h"
+#include "kiln/quant_packed.h"
 
 namespace kiln::precision {
 
@@ -160,16 +161,18 @@ std::string printMap(const std::map<std::string, uint32_t> &map) {
   return s;
 }
 
-uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows, bool linearLayout) {
+uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows, bool linearLayout,
+                     uint32_t packRows, uint64_t rowAlign) {
   const uint64_t block = kiln_ggml_block_elems(format);
   if (block == 0)
     return 0;
-  uint64_t rowBytes = (rowLength + block - 1) / block * kiln_ggml_block_bytes(format);
-  if (linearLayout && block == 1)
-    rowBytes = (rowBytes + 63) / 64 * 64; // rows64
-  else if (linearLayout && format != KILN_TYPE_Q3_0)
-    rows = (rows + 15) / 16 * 16; // r16 groups; q3_0 keeps block rows (kiln-assign-layout)
-  return rowBytes * rows;
+  const uint64_t padded = (rowLength + block - 1) / block * block;
+  const uint64_t rowBytes = padded / block * kiln_ggml_block_bytes(format);
+  if (!linearLayout || format == KILN_TYPE_Q3_0) // q3_0 keeps block rows (kiln-assign-layout)
+    return rowBytes * rows;
+  if (const uint32_t packed = packRows ? kiln_packed_type(format, packRows) : 0)
+    return (rows + packRows - 1) / packRows * kiln_packed_group_bytes(packed, padded);
+  return (rowBytes + rowAlign - 1) / rowAlign * rowAlign * rows; // rows64
 }
 
 } // namespace kiln::precision

@@ -49,11 +49,13 @@ std::string printMap(const std::map<std::string, uint32_t> &map);
 
 // Bytes of `rows` rows of `rowLength` elements in `format`, each row padded with zeros to
 // a whole block (codegen/common/WeightLayout); 0 for an unknown format. `linearLayout`:
-// the weight of a linear/logits, which kiln-assign-layout's default stores in 16-row
-// groups (q4_0/q4_1/q8_0, r16), 64-byte rows (f32/f16) or block rows (q3_0): counted with
-// that padding, so a budget holds whatever --layout (none only stores less).
+// the weight of a linear/logits, which kiln-assign-layout stores in groups of `packRows`
+// rows (q4_0/q4_1/q8_0: 16, or 32 for HVX targets; 0: the rows64 layout), rows whose stride
+// is a multiple of `rowAlign` (f32/f16, and every format under rows64) or block rows (q3_0):
+// counted with that padding, as WeightLayout stores it (--layout none only stores less).
 uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows,
-                     bool linearLayout = false);
+                     bool linearLayout = false, uint32_t packRows = 16,
+                     uint64_t rowAlign = 64);
 
 } // namespace kiln::precision
 

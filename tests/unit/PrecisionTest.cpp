@@ -12,6 +12,7 @@
 #include "compiler/pipelines/PrecisionKnapsack.h"
 #include "compiler/weights/WeightStore.h"
 #include "kiln/quant.h"
+#include "kiln/quant_packed.h"
 #include "passes/precision/PrecisionSpec.h"
 
 namespace {
@@ -138,6 +139,9 @@ TEST(PrecisionSpec, RulesAndClasses) {
   EXPECT_EQ(p::storedBytes(KILN_TYPE_Q3_0, 172, 5), 420u);
   EXPECT_EQ(p::storedBytes(KILN_TYPE_Q3_0, 172, 5, /*linearLayout=*/true), 420u);
   EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_Q4_0, 172, 5, /*linearLayout=*/true), 16u * 6 * 18);
+  // HVX targets: 32-row groups; rows64: every row rounded up to the target's alignment
+  EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_Q4_0, 172, 5, true, 32, 128), 32u * 6 * 18);
+  EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_Q4_0, 172, 5, true, 0, 128), 128u * 5);
   uint32_t id = 0;
   ASSERT_TRUE(p::parseFormat("int3", id));
   EXPECT_EQ(id, KILN_TYPE_Q3_0);
@@ -152,6 +156,43 @@ TEST(PrecisionSpec, RulesAndClasses) {
   std::map<std::string, uint32_t> m;
   ASSERT_TRUE(p::parseMap("a.weight=int8,b=f16", m, error)) << error;
   EXPECT_EQ(p::printMap(m), "a.weight=q8_0,b=f16");
+}
+
+// The budget's byte count is what the weight layout stores, in every layout kiln compile
+// uses (r16, r32 for HVX, rows64 at 64 and 128 bytes), for odd and even block counts and
+// ragged last groups: a --max-weight-bytes budget holds for the artifact.
+TEST(PrecisionSpec, StoredBytesIsWhatTheLayoutStores) {
+  namespace p = kiln::precision;
+  using kiln::codegen::RowLayout;
+  struct Case {
+    RowLayout layout;
+    uint32_t packRows;
+    uint64_t rowAlign;
+  };
+  const Case cases[] = {{RowLayout::R16, 16, 64},
+                        {RowLayout::R32, 32, 64},
+                        {RowLayout::Rows, 0, 64},
+                        {RowLayout::Rows, 0, 128}};
+  for (uint64_t rowLen : {32u, 96u, 172u, 2048u})
+    for (uint64_t rows : {1u, 5u, 40u, 64u})
+      for (uint32_t format : {uint32_t(KILN_GGML_TYPE_F32), uint32_t(KILN_GGML_TYPE_F16),
+                              uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
+                              uint32_t(KILN_GGML_TYPE_Q4_1)})
+        for (const Case &c : cases) {
+          SCOPED_TRACE(std::string(kiln_ggml_type_name(format)) + " " + std::to_string(rowLen) +
+                       " x " + std::to_string(rows) + " pack " + std::to_string(c.packRows) +
+                       " align " + std::to_string(c.rowAlign));
+          kiln::WeightStore store;
+          store.addOwnedF32("w", {rowLen, rows}, std::vector<float>(rowLen * rows, 0.25f));
+          // f32/f16 have no packed form: the layout pass gives them rows64
+          const bool packable = kiln_packed_type(format, 16) != 0;
+          const RowLayout layout = c.packRows && !packable ? RowLayout::Rows : c.layout;
+          kiln::codegen::WeightLayout wl;
+          std::string error;
+          ASSERT_TRUE(wl.addWeight(store, "w", format, error, layout, c.rowAlign)) << error;
+          EXPECT_EQ(p::storedBytes(format, rowLen, rows, true, c.packRows, c.rowAlign),
+                    wl.find("w")->size);
+        }
 }
 
 // What the reference executor reads for a weight stored in a format equals the layout's

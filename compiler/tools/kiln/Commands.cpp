@@ -141,6 +141,9 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     preq.maxWeightBytes = prec.maxWeightBytes;
     preq.calib = f.calib.empty() ? nullptr : &calib;
     preq.log = req.log;
+    // the bytes kiln compile's layout will store; r16's padding without one (eval, ppl)
+    preq.packRows = fusion.layout == "r32" ? 32 : fusion.layout == "rows64" ? 0 : 16;
+    preq.rowAlign = fusion.rowAlign;
     pipelines::CompileOptions rest;
     if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error) ||
         !pipelines::runPrecisionPasses(module, rest, records, error))

@@ -41,6 +41,7 @@ struct PrecisionFlags {
 struct FusionFlags {
   std::string fusion = "none"; // pipelines::parseFusion: all | none | auto | comma list
   std::string layout = "none"; // the codegen layout, which --fusion auto reads
+  unsigned rowAlign = 64;      // the target's plain-row alignment (kiln compile)
 };
 
 struct ImportOptions {

@@ -126,6 +126,7 @@ int runCompile(const CompileOptions &opts) {
   FusionFlags fusion;
   fusion.fusion = opts.fusion;
   fusion.layout = layout;
+  fusion.rowAlign = target->rowAlignBytes;
   if (!runPasses(s, opts.slim, prec, applied, error, fusion) ||
       !pipelines::runLayoutPass(module, layout, target->rowAlignBytes, false, applied, error))
     return fail(error);
