@@ -173,6 +173,20 @@ packed_store_fused(const packed_args_t *a, int64_t t, int64_t r0, const float *v
     kiln_uk_linear_store(e, a->mode, t, r0 + j, v[j]);
 }
 
+/* A group's `rows` results for rows r0.. of token t (fewer at the matrix's end): y, or the
+ * fused store step. */
+KILN_UK_INLINE void packed_store_rows(const packed_args_t *a, int64_t t, int64_t r0,
+                                      const float *acc, int32_t rows) {
+  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)rows, a->out_features - r0);
+  if (a->mode == KILN_UK_STORE_PLAIN) {
+    float *y = a->y + t * a->out_features + r0;
+    for (int32_t r = 0; r < count; ++r)
+      y[r] = acc[r];
+  } else {
+    packed_store_fused(a, t, r0, acc, count);
+  }
+}
+
 /* kiln_uk_linear_packed_fused's arguments on top of packed_prepare's. */
 KILN_UK_INLINE void packed_set_epilogue(packed_args_t *a, float *y0, int32_t w0, float *y1,
                                         int32_t w1, float *y2, int32_t w2,
@@ -232,15 +246,7 @@ KILN_UK_INLINE void packed_generic_group_token(const packed_args_t *a, uint32_t 
         acc[r] += kiln_uk_fp16_to_fp32(kiln_uk_load_u16(mins + r * 2)) * xq.ds[b];
     }
   }
-  const int64_t r0 = g * R;
-  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)R, a->out_features - r0);
-  if (a->mode == KILN_UK_STORE_PLAIN) {
-    float *y = a->y + (int64_t)t * a->out_features + r0;
-    for (int32_t r = 0; r < count; ++r)
-      y[r] = acc[r];
-  } else {
-    packed_store_fused(a, t, r0, acc, count);
-  }
+  packed_store_rows(a, t, g * R, acc, R);
 }
 
 KILN_UK_INLINE void packed_generic_groups(const packed_args_t *a, uint32_t format, int64_t g0,

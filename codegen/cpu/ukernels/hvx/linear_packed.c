@@ -36,19 +36,6 @@
 #define ROWS 16    /* r16 groups */
 #define R32_ROWS 32
 
-/* Results of rows r0.. of token t: y, or the fused store step. */
-KILN_UK_INLINE void hvxp_store(const packed_args_t *a, int32_t t, int64_t r0, const float *acc,
-                               int32_t rows) {
-  const int32_t count = (int32_t)KILN_UK_MIN((int64_t)rows, a->out_features - r0);
-  if (a->mode == KILN_UK_STORE_PLAIN) {
-    float *y = a->y + (int64_t)t * a->out_features + r0;
-    for (int32_t r = 0; r < count; ++r)
-      y[r] = acc[r];
-  } else {
-    packed_store_fused(a, t, r0, acc, count);
-  }
-}
-
 typedef float hvxp_f2_t __attribute__((vector_size(8))); /* two floats, one 64-bit load */
 
 /* Block b's 32 row sums (int32, exact): 8 vrmpy for q8_0, 8 for q4_0's two nibble halves. */
@@ -128,7 +115,7 @@ KILN_UK_INLINE void hvxp_r32_group_token(const packed_args_t *a, uint32_t format
       acc[r] = a0, acc[r + 1] = a1;
     }
   }
-  hvxp_store(a, t, g * R32_ROWS, acc, R32_ROWS);
+  packed_store_rows(a, t, g * R32_ROWS, acc, R32_ROWS);
 }
 
 KILN_UK_INLINE void hvxp_groups_r32(const packed_args_t *a, uint32_t format, int64_t g0,
@@ -217,7 +204,7 @@ KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, in
         acc[r + 1] += v[1] * d1;
       }
   }
-  hvxp_store(a, t, g * ROWS, acc, ROWS);
+  packed_store_rows(a, t, g * ROWS, acc, ROWS);
 }
 
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
