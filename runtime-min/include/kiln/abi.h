@@ -27,7 +27,8 @@ typedef void (*kiln_parallel_for_fn_t)(void *pool, kiln_task_fn_t fn, void *arg,
 typedef struct kiln_exec_ctx_s {
   uint32_t abi_version;           /* KILN_ABI_VERSION */
   uint32_t n_threads;             /* threads parallel_for may use (>= 1) */
-  const uint8_t *weights;         /* weights section base, 64-byte aligned */
+  const uint8_t *weights;         /* weights section base: page aligned (the section is mapped
+                                     at a page; HVX loads of r32 matrices need 128 bytes) */
   uint8_t *scratch;               /* MemoryPlan.scratch_bytes, 64-byte aligned */
   uint8_t *kv;                    /* MemoryPlan.kv_bytes, 64-byte aligned */
   kiln_parallel_for_fn_t parallel_for; /* never NULL (a serial loop for 1 thread) */
