@@ -118,18 +118,6 @@ KILN_UK_INLINE void hvxp_r32_group_token(const packed_args_t *a, uint32_t format
   packed_store_rows(a, t, g * R32_ROWS, acc, R32_ROWS);
 }
 
-KILN_UK_INLINE void hvxp_groups_r32(const packed_args_t *a, uint32_t format, int64_t g0,
-                                    int64_t g1) {
-  if (format == KILN_TYPE_Q4_1_R32) {
-    packed_generic_groups(a, format, g0, g1);
-    return;
-  }
-  for (int64_t g = g0; g < g1; ++g)
-    for (int32_t t = 0; t < a->n; ++t)
-      hvxp_r32_group_token(a, format, g, t);
-}
-#define packed_groups_r32 hvxp_groups_r32
-
 /* Block b's 16 dot products in lanes 0-15 (the low half + the high half of the result):
  * codes at `codes`, the token's x codes of the block as 8 words. */
 KILN_UK_INLINE HVX_Vector hvxp_block(uint32_t format, const uint8_t *codes, const int32_t *xw,
@@ -207,15 +195,21 @@ KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, in
   packed_store_rows(a, t, g * ROWS, acc, ROWS);
 }
 
+/* Both group sizes (`format` is a constant in each caller): q4_1 runs the portable code. */
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                   int64_t g1) {
-  if (format == KILN_TYPE_Q4_1_R16) {
+  if (kiln_packed_base_type(format) == KILN_GGML_TYPE_Q4_1) {
     packed_generic_groups(a, format, g0, g1);
     return;
   }
   for (int64_t g = g0; g < g1; ++g)
-    for (int32_t t = 0; t < a->n; ++t)
-      hvxp_group_token(a, format, g, t);
+    for (int32_t t = 0; t < a->n; ++t) {
+      if (kiln_is_packed_r32(format))
+        hvxp_r32_group_token(a, format, g, t);
+      else
+        hvxp_group_token(a, format, g, t);
+    }
 }
+#define packed_groups_r32 packed_groups
 
 #include "linear_packed_entry.h"
