@@ -4,9 +4,11 @@
  *
  * A "token" multiplies one activation vector with M matrices of ROWS x IN weights (M chosen
  * so they fill ~1 GiB, far past the last-level cache, as a decode step streams a model).
- * With T threads each thread takes its share of every matrix's 16-row groups; `sync` mode
- * also waits on a barrier after every matrix, as the runtime's parallel_for does, so the
- * two modes differ by the cost of the hand-offs. Median of 7 tokens.
+ * With T threads each thread takes one fixed share of every matrix's 16-row groups; `sync`
+ * mode also waits on a barrier after every matrix, as the runtime's parallel_for does, so
+ * the two modes differ by the cost of the hand-offs. (The runtime's kernels cut a linear
+ * into 8 tasks per thread taken from a shared counter; this bench keeps one fixed share,
+ * the kernel's own speed.) Median of 7 tokens.
  *
  * Not built by CMake; link it with a native kernel library of the build:
  *   gcc -O2 -march=native -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \

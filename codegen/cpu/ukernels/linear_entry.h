@@ -43,7 +43,8 @@ void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const flo
                      {{y0, y1, y2}, {w0, w1, w2}, residual, swiglu}};
   const int64_t work = (int64_t)n * in * rows;
   const int32_t n_tasks = kiln_uk_task_count(ctx, work, KILN_UK_LINEAR_PARALLEL_MIN_WORK,
-                                             swiglu ? rows / 2 : rows);
+                                             swiglu ? rows / 2 : rows,
+                                             KILN_UK_LINEAR_TASKS_PER_THREAD);
   kiln_uk_parallel(ctx, linear_task, &a, n_tasks);
 }
 

@@ -96,10 +96,11 @@ static void packed_quantize_task(void *arg, int32_t task, int32_t n_tasks) {
  * of 2^16). */
 #define KILN_UK_PACKED_PARALLEL_MIN_WORK ((int64_t)1 << 22)
 
-/* Tasks over row groups: one per thread once the product is large enough. */
+/* Tasks over row groups once the product is large enough. */
 KILN_UK_INLINE int32_t packed_task_count(const kiln_exec_ctx_t *ctx, const packed_args_t *a) {
   const int64_t work = (int64_t)a->n * a->in * a->out_features;
-  return kiln_uk_task_count(ctx, work, KILN_UK_PACKED_PARALLEL_MIN_WORK, a->groups);
+  return kiln_uk_task_count(ctx, work, KILN_UK_PACKED_PARALLEL_MIN_WORK, a->groups,
+                            KILN_UK_LINEAR_TASKS_PER_THREAD);
 }
 
 /* Fills the arguments and quantises x: serially for a decode step (a few microseconds),

@@ -235,6 +235,6 @@ void kiln_uk_attention(const kiln_exec_ctx_t *ctx, const float *q, const float *
                         v_cache,   max_ctx,     rotary_dims, rotate_half, cos_table, sin_table,
                         scores,    out};
   const int32_t n_tasks =
-      kiln_uk_task_count(ctx, work, KILN_UK_ATTENTION_PARALLEL_MIN_WORK, heads);
+      kiln_uk_task_count(ctx, work, KILN_UK_ATTENTION_PARALLEL_MIN_WORK, heads, 1);
   kiln_uk_parallel(ctx, attention_task, &a, n_tasks);
 }
