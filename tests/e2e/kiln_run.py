@@ -149,8 +149,8 @@ def main():
         p = run([a.kiln_run, "bench", art, "-p", "32", "-n", "32", "-r", "3", "--threads", "2"])
         out = p.stdout.decode()
         print(out)
-        for key in ("prefill", "decode", "TTFT", "effective", "weights/token", "KV/token",
-                    "peak memory"):
+        for key in ("prefill", "decode", "TTFT", "effective", "read bandwidth", "of bandwidth",
+                    "weights/token", "KV/token", "peak memory"):
             if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
                 fail(f"bench output lacks '{key}'")
     print("PASS")

@@ -1,6 +1,7 @@
 /* Memory read bandwidth, measured in the same process as the benchmark it is compared
- * with: n threads each stream their slice of a buffer several times larger than the last
- * level cache, with wide loads, and the best of a few passes counts. The result is the
+ * with, right after each of its repetitions: n threads each stream their slice of a buffer
+ * several times larger than the last level cache, with wide loads, and the best of a few
+ * passes counts. The result is the
  * roofline decode is judged against (tok/s <= bandwidth / weight bytes per token). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,7 +68,33 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-double run_read_bandwidth_gbs(uint32_t n_threads, size_t bytes) {
+struct run_probe_s {
+  uint64_t *buf;
+  size_t bytes;
+};
+
+run_probe_t *run_probe_open(size_t bytes) {
+  run_probe_t *p = malloc(sizeof *p);
+  if (!p)
+    return NULL;
+  p->bytes = bytes / 128 * 128;
+  p->buf = aligned_alloc(64, p->bytes);
+  if (!p->buf) {
+    free(p);
+    return NULL;
+  }
+  memset(p->buf, 0x5a, p->bytes); /* touch every page before timing */
+  return p;
+}
+
+void run_probe_close(run_probe_t *p) {
+  if (!p)
+    return;
+  free(p->buf);
+  free(p);
+}
+
+double run_probe_gbs(run_probe_t *probe, uint32_t n_threads) {
   if (n_threads < 1)
     n_threads = 1;
   if (n_threads > 64)
@@ -75,11 +102,8 @@ double run_read_bandwidth_gbs(uint32_t n_threads, size_t bytes) {
 #ifdef KILN_NO_THREADS
   n_threads = 1;
 #endif
-  uint64_t *buf = aligned_alloc(64, bytes);
-  if (!buf)
-    return 0.0;
-  memset(buf, 0x5a, bytes); /* touch every page before timing */
-  const size_t words = bytes / 8, per = words / n_threads / 16 * 16;
+  uint64_t *buf = probe->buf;
+  const size_t words = probe->bytes / 8, per = words / n_threads / 16 * 16;
   slice_t slices[64];
 #ifndef KILN_NO_THREADS
   pthread_t tids[64];
@@ -105,6 +129,5 @@ double run_read_bandwidth_gbs(uint32_t n_threads, size_t bytes) {
   }
   volatile uint64_t keep = slices[0].sink; /* the loads must not be optimised away */
   (void)keep;
-  free(buf);
   return best;
 }

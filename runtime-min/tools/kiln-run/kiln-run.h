@@ -41,7 +41,13 @@ int run_tokenize(const kiln_artifact_t *a, const char *text, size_t len, int add
 int run_generate(const run_options_t *o);
 int run_ppl(const run_options_t *o);
 int run_bench(const run_options_t *o);
-/* Best-of-5 streaming read bandwidth over `bytes` with n threads, GB/s (bandwidth.c). */
-double run_read_bandwidth_gbs(uint32_t n_threads, size_t bytes);
+/* The streaming-read probe (bandwidth.c): a buffer of `bytes`, every page touched once at
+ * open, so each measurement after that is cheap enough to run next to every repetition
+ * of a benchmark. NULL when out of memory. */
+typedef struct run_probe_s run_probe_t;
+run_probe_t *run_probe_open(size_t bytes);
+/* Best-of-5 streaming read bandwidth over the probe's buffer with n threads, GB/s. */
+double run_probe_gbs(run_probe_t *probe, uint32_t n_threads);
+void run_probe_close(run_probe_t *probe);
 
 #endif /* KILN_TOOLS_KILN_RUN_H_ */
