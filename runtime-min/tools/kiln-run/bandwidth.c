@@ -1,8 +1,8 @@
 /* Memory read bandwidth, measured in the same process as the benchmark it is compared
  * with, right after each of its repetitions: n threads each stream their slice of a buffer
  * several times larger than the last level cache, with wide loads, and the best of a few
- * passes counts. The result is the
- * roofline decode is judged against (tok/s <= bandwidth / weight bytes per token). */
+ * passes counts. The result is the roofline decode is judged against
+ * (tok/s <= bandwidth / weight bytes per token). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
