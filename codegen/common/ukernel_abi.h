@@ -60,7 +60,12 @@ void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const flo
  * multiplied with integer dot products; block scales are applied in float. */
 void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
                            int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
-                           int32_t out_features, float *y, uint8_t *qscratch);
+                           int32_t out_features, float *y, uint8_t *qscratch,
+                           int32_t shard_groups);
+
+/* shard_groups (both entries): row groups per weight shard (kiln-size-weight-shards); a
+ * kernel that prefetches (HVX: l2fetch) fetches the next shard as it starts each one. 0: no
+ * shards. Results do not depend on it. */
 
 /* kiln_uk_linear_packed with kiln_uk_linear_fused's store step (output segments, residual,
  * SwiGLU; rows = w0 + w1 + w2, or 2 * w0 with swiglu): a kiln.fused_linear whose stacked
@@ -69,7 +74,7 @@ void kiln_uk_linear_packed_fused(const kiln_exec_ctx_t *ctx, uint32_t format, co
                                  int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
                                  int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1,
                                  float *y2, int32_t w2, const float *residual, int32_t swiglu,
-                                 uint8_t *qscratch);
+                                 uint8_t *qscratch, int32_t shard_groups);
 
 /* In place: rotates the first rotary_dims elements of every head_dim-wide head of token t
  * by the angles of position positions[t]. cos_table/sin_table are [max_ctx, rotary_dims/2]

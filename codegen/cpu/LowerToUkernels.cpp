@@ -68,6 +68,12 @@ private:
   void emit(func::FuncOp fn);
   LLVM::LLVMFuncOp declare(StringRef name, Type result, ArrayRef<Type> args);
   Value i32c(int64_t v) { return b.create<LLVM::ConstantOp>(loc, b.getI32Type(), v); }
+  // kiln.shard_groups (kiln-size-weight-shards) as the packed kernels' last argument, 0
+  // where the target has no shards.
+  Value shardGroups(Operation *op) {
+    auto a = op->getAttrOfType<IntegerAttr>("kiln.shard_groups");
+    return i32c(a ? a.getInt() : 0);
+  }
   Value i64c(int64_t v) { return b.create<LLVM::ConstantOp>(loc, b.getI64Type(), v); }
   Value f32c(float v) {
     return b.create<LLVM::ConstantOp>(loc, b.getF32Type(), b.getF32FloatAttr(v));
@@ -353,9 +359,9 @@ void Lowering::emit(func::FuncOp fn) {
            ptrTy, i32});
   declare("kiln_uk_linear_packed_fused", voidTy,
           {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy, i32, ptrTy, i32,
-           ptrTy, i32, ptrTy});
+           ptrTy, i32, ptrTy, i32});
   declare("kiln_uk_linear_packed", voidTy,
-          {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, ptrTy});
+          {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, ptrTy, i32});
   declare("kiln_uk_rope", voidTy, {ptrTy, i32, i32, i32, i32, i32, ptrTy, ptrTy, ptrTy});
   declare("kiln_uk_attention", voidTy,
           {ptrTy, ptrTy, ptrTy, ptrTy, i32, ptrTy, i32, i32, i32, f32, ptrTy, i32, i32, ptrTy,
@@ -450,6 +456,7 @@ void Lowering::emit(func::FuncOp fn) {
             segs[3], segs[4], segs[5], residual, i32c(f.getSwiglu() ? 1 : 0)};
         if (kiln_is_packed(t->format)) {
           args.push_back(offsetPtr(scratchBase, qacts.lookup(op)));
+          args.push_back(shardGroups(op));
           call("kiln_uk_linear_packed_fused", args);
         } else {
           call("kiln_uk_linear_fused", args);
@@ -467,7 +474,7 @@ void Lowering::emit(func::FuncOp fn) {
           call("kiln_uk_linear_packed",
                {ctxArg, i32c(t->format), x, count, i32c(features(input)), weightPtr(name),
                 i64c(int64_t(t->rowStride)), i32c(features(result)), y,
-                offsetPtr(scratchBase, qacts.lookup(op))});
+                offsetPtr(scratchBase, qacts.lookup(op)), shardGroups(op)});
         else
           call("kiln_uk_linear", {ctxArg, i32c(t->format), x, count, i32c(features(input)),
                                   weightPtr(name), i64c(int64_t(t->rowStride)),

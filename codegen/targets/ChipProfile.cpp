@@ -50,6 +50,7 @@ template <> struct MappingTraits<HexagonEngine> {
     io.mapRequired("llvm_cpu", h.llvmCpu);
     io.mapRequired("hvx_bytes", h.hvxBytes);
     io.mapOptional("vtcm_kib", h.vtcmKib);
+    io.mapOptional("l2_kib", h.l2Kib);
   }
 };
 
@@ -101,6 +102,7 @@ const std::vector<std::string> &numericFields() {
   static const std::vector<std::string> f = {
       "cpu.vector_bits", "cpu.cache_line_bytes", "cpu.l3_kib",       "cpu.clusters.count",
       "cpu.clusters.max_ghz", "cpu.clusters.l2_kib", "hexagon.hvx_bytes", "hexagon.vtcm_kib",
+      "hexagon.l2_kib",
       "memory.mts",      "memory.bus_bits",      "memory.bandwidth_gbs"};
   return f;
 }
@@ -255,6 +257,8 @@ std::string validate(const ChipProfile &p) {
       return "hexagon.vtcm_kib: a soc profile gives the VTCM size";
     if (h->vtcmKib && *h->vtcmKib <= 0)
       return "hexagon.vtcm_kib: must be positive, got " + std::to_string(*h->vtcmKib);
+    if (h->l2Kib && (*h->l2Kib < 64 || *h->l2Kib > (1 << 20)))
+      return "hexagon.l2_kib: must be in 64..1048576, got " + std::to_string(*h->l2Kib);
   }
   if (soc && !p.memory)
     return "memory: a soc profile describes its DRAM";

@@ -39,6 +39,7 @@ struct HexagonEngine {
   std::string llvmCpu;              // hexagonv73: the newest LLVM 19 knows
   int64_t hvxBytes = 0;             // HVX vector length
   std::optional<int64_t> vtcmKib;   // tightly coupled vector memory; required on a SoC
+  std::optional<int64_t> l2Kib;     // the DSP's L2 (weight shards, prefill panels); optional
 };
 
 struct DramSystem {

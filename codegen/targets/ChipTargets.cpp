@@ -36,7 +36,9 @@ std::mutex madeMutex;
 
 // Prefill panels' cache when the profile gives no L2 (the target's prefillCacheFrom says
 // "assumed"): Arm's big cores are usually built with 512 KiB of L2 (Cortex-X4 TRM: 512 KiB
-// to 2 MiB; Cortex-A720: 256 or 512 KiB); the Hexagon profiles carry no L2 at all.
+// to 2 MiB; Cortex-A720: 256 or 512 KiB). Qualcomm does not publish the Hexagon DSPs' L2
+// size, so no built-in profile gives hexagon.l2_kib and 512 KiB is assumed for both the
+// prefill panels and the weight shards.
 constexpr unsigned kAssumedArmL2Kib = 512;
 constexpr unsigned kAssumedHexagonL2Kib = 512;
 
@@ -120,7 +122,8 @@ const HostTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
   }
   std::lock_guard<std::mutex> lock(madeMutex);
   bool fresh;
-  HostTarget *t = &madeTarget(p.name + ":hvx:" + h.llvmCpu, fresh);
+  HostTarget *t = &madeTarget(
+      p.name + ":hvx:" + h.llvmCpu + ":l2=" + std::to_string(h.l2Kib ? *h.l2Kib : 0), fresh);
   if (fresh) {
     t->name = p.name + ":hvx";
     // Bare ELF, as the freestanding runtime layer is built: no OS ABI differences apply.
@@ -132,7 +135,10 @@ const HostTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
     t->bitcodeSize = size;
     // HVX loads whole aligned vectors: rows that start on one need no realignment.
     t->rowAlignBytes = unsigned(h.hvxBytes);
-    t->prefillCacheKib = kAssumedHexagonL2Kib;
+    t->prefillCacheKib = h.l2Kib ? unsigned(*h.l2Kib) : kAssumedHexagonL2Kib;
+    t->prefillCacheFrom = h.l2Kib ? "profile" : "assumed";
+    t->shardCacheKib = t->prefillCacheKib;
+    t->shardCacheFrom = t->prefillCacheFrom;
     t->packRows = unsigned(h.hvxBytes / 4);
   }
   return t;

@@ -27,6 +27,12 @@ struct HostTarget {
   // levels assume 1 MiB, the L2 per core of Zen 4/5 and the smallest of recent Intel cores.
   unsigned prefillCacheKib = 1024;
   std::string prefillCacheFrom = "assumed";
+  // L2 the decode weight shards are sized to (kiln-size-weight-shards), for kernels that
+  // prefetch each next shard themselves (HVX: l2fetch); 0 where the hardware's stream
+  // prefetchers follow the weights (x86, Arm: software prefetch measured no gain, see
+  // codegen/cpu/ukernels/x86/linear_packed.c).
+  unsigned shardCacheKib = 0;
+  std::string shardCacheFrom = "assumed";
   // Rows per group of the repacked int4/int8 weights (kiln-assign-layout, --layout packed):
   // 16 for the x86 and NEON kernels; one 32-bit lane per row of an HVX vector for Hexagon
   // (the profile's hvx_bytes / 4), so a vrmpy's every lane is a row.

@@ -287,4 +287,28 @@ bool runPrefillPanelPass(mlir::ModuleOp module, unsigned cacheKib, const std::st
   return true;
 }
 
+bool runWeightShardPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
+                        std::vector<AppliedPass> &applied, std::string &error) {
+  if (cacheKib == 0)
+    return true;
+  mlir::PassManager pm(module.getContext());
+  KilnSizeWeightShardsOptions o;
+  o.cacheKib = cacheKib;
+  pm.addPass(createKilnSizeWeightShards(o));
+  if (!run(pm, module, false, error))
+    return false;
+  int64_t ops = 0, smallest = 0;
+  module.walk([&](mlir::Operation *op) {
+    if (auto s = op->getAttrOfType<mlir::IntegerAttr>("kiln.shard_groups")) {
+      ++ops;
+      smallest = smallest ? std::min<int64_t>(smallest, s.getInt()) : s.getInt();
+    }
+  });
+  applied.push_back({"kiln-size-weight-shards",
+                     "cache-kib=" + std::to_string(cacheKib) + ",from=" + from,
+                     "sharded_ops=" + std::to_string(ops) +
+                         (ops ? ",smallest_shard_groups=" + std::to_string(smallest) : "")});
+  return true;
+}
+
 } // namespace kiln::pipelines

@@ -77,6 +77,12 @@ bool runPrefillPanelPass(mlir::ModuleOp module, unsigned cacheKib, const std::st
                          unsigned maxBatch, std::vector<AppliedPass> &applied,
                          std::string &error);
 
+// kiln-size-weight-shards (passes/layout) after the layout pass: packed matrices read in
+// shards of a quarter of cacheKib, each prefetched as the one before it starts (Hexagon's
+// l2fetch); cacheKib 0 (targets whose hardware prefetches the stream) skips it.
+bool runWeightShardPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
+                        std::vector<AppliedPass> &applied, std::string &error);
+
 } // namespace kiln::pipelines
 
 #endif // KILN_COMPILER_PIPELINES_COMPILEPIPELINE_H

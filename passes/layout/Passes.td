@@ -65,4 +65,28 @@ def KilnSizePrefillPanels : Pass<"kiln-size-prefill-panels", "mlir::ModuleOp"> {
   ];
 }
 
+def KilnSizeWeightShards : Pass<"kiln-size-weight-shards", "mlir::ModuleOp"> {
+  let summary = "split packed weight matrices into shards that fit the DSP's L2, for prefetch";
+  let description = [{
+    Sets `kiln.shard_groups` (row groups per shard) on every linear, fused linear and logits
+    op with the r16 or r32 layout: a quarter of `cache-kib` (the target's L2, from the chip
+    profile) in whole groups of `kiln_packed_group_bytes(format, in)` bytes, at least one
+    group and at most the matrix. A quarter: the shard being read and the next one, which
+    the kernel prefetches as it starts each shard, take half; the other half is left to the
+    activations, the outputs and the rest of the step. When all packed matrices together
+    fit in half the cache they stay there between tokens and no op gets a shard. Only
+    targets without a stream
+    prefetcher the kernels can rely on run it (Hexagon HVX, whose kernels issue l2fetch);
+    results are unchanged. Runs after kiln-assign-layout (it reads `kiln.layout`).
+  }];
+  let options = [
+    Option<"cacheKib", "cache-kib", "unsigned", /*default=*/"512",
+           "the L2 the shards are sized to, KiB (64..1048576)">,
+  ];
+  let statistics = [
+    Statistic<"numSharded", "sharded", "linear ops given a shard size">,
+    Statistic<"numShards", "shards", "shards in all sharded ops (one decode step's prefetches)">,
+  ];
+}
+
 #endif // KILN_PASSES_LAYOUT_PASSES_TD

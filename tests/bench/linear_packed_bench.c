@@ -88,7 +88,7 @@ static void token(worker_t *wk) {
     for (int t0 = 0; t0 < b->tokens; t0 += b->panel) /* as the lowering splits a prefill */
       kiln_uk_linear_packed(NULL, b->format, b->x + (int64_t)t0 * b->in,
                             b->tokens - t0 < b->panel ? b->tokens - t0 : b->panel, b->in, w,
-                            b->stride, rows, wk->y + (int64_t)t0 * rows, wk->qx);
+                            b->stride, rows, wk->y + (int64_t)t0 * rows, wk->qx, 0);
     if (b->sync)
       barrier(b);
   }

@@ -185,7 +185,7 @@ int main(int argc, char **argv) {
   for (long c = 0; c < calls; ++c) {
     if (packed)
       kiln_uk_linear_packed(NULL, format, x, (int32_t)n, (int32_t)in, w, (int64_t)group_bytes,
-                            (int32_t)rows, y, qx);
+                            (int32_t)rows, y, qx, 0);
     else
       kiln_uk_linear(NULL, format, x, (int32_t)n, (int32_t)in, w, (int64_t)row_bytes,
                      (int32_t)rows, y);

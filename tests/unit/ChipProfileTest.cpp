@@ -30,6 +30,7 @@ hexagon:
   llvm_cpu: hexagonv73
   hvx_bytes: 128          # [brief]
   vtcm_kib: 8192          # [brief]
+  l2_kib: 1024            # [brief]
 memory:
   type: LPDDR5X
   mts: 9600               # [brief]
@@ -74,6 +75,7 @@ TEST(ChipProfile, GoodProfileReadsEveryField) {
   EXPECT_FALSE(p->cpu->clusters[1].l2Kib.has_value());
   EXPECT_DOUBLE_EQ(p->cpu->clusters[1].maxGhz, 2.0);
   EXPECT_EQ(p->hexagon->vtcmKib, 8192);
+  EXPECT_EQ(p->hexagon->l2Kib, 1024);
   EXPECT_DOUBLE_EQ(p->memory->bandwidthGbs, 76.8);
   EXPECT_TRUE(p->isEstimated("hexagon.vtcm_kib"));
   EXPECT_FALSE(p->isEstimated("memory.mts"));
@@ -89,6 +91,7 @@ TEST(ChipProfile, RoundTripThroughTheWriter) {
   ASSERT_TRUE(q) << error << "\n" << written;
   EXPECT_EQ(writeChipProfile(*q), written);
   EXPECT_EQ(q->cpu->clusters[0].l2Kib, 2048);
+  EXPECT_EQ(q->hexagon->l2Kib, 1024);
   EXPECT_EQ(q->sources.size(), 2u);
   EXPECT_EQ(q->estimated[0].field, "hexagon.vtcm_kib");
 }
@@ -150,6 +153,7 @@ TEST(ChipProfile, ValueChecksNameTheirField) {
   expectField(replaced("llvm_cpu: hexagonv73", "llvm_cpu: hexagonv75"), "hexagon.llvm_cpu:");
   expectField(replaced("hvx_bytes: 128", "hvx_bytes: 96"), "hexagon.hvx_bytes:");
   expectField(replaced("  vtcm_kib: 8192          # [brief]\n", ""), "hexagon.vtcm_kib:");
+  expectField(replaced("l2_kib: 1024", "l2_kib: 32"), "hexagon.l2_kib: must be in 64..1048576");
   expectField(replaced("count: 4,", "count: 0,"), "cpu.clusters.count:");
   expectField(replaced("max_ghz: 2.0", "max_ghz: 0"), "cpu.clusters.max_ghz:");
   expectField(replaced("role: prime", "role: turbo"), "cpu.clusters.role:");
@@ -165,7 +169,7 @@ TEST(ChipProfile, ValueChecksNameTheirField) {
 
 TEST(ChipProfile, YamlErrorsCarryLineAndField) {
   std::string e = errorOf(replaced("mts: 9600", "mts: fast"));
-  EXPECT_EQ(e.rfind("bad.yaml:21:8: memory.mts: invalid number", 0), 0u) << e;
+  EXPECT_EQ(e.rfind("bad.yaml:22:8: memory.mts: invalid number", 0), 0u) << e;
   // A misspelt key: the real one is missing (YAML I/O stops there), an extra one unknown.
   e = errorOf(replaced("  bus_bits:", "  bus_width:"));
   EXPECT_NE(e.find("memory: missing required key 'bus_bits'"), std::string::npos) << e;
@@ -178,10 +182,10 @@ TEST(ChipProfile, YamlErrorsCarryLineAndField) {
 
 TEST(ChipProfile, EveryNumberNeedsAKnownSource) {
   EXPECT_EQ(errorOf(replaced("bus_bits: 64            # [brief]", "bus_bits: 64")),
-            "bad.yaml:22: 'bus_bits: 64': a number without a source (add a comment with "
+            "bad.yaml:23: 'bus_bits: 64': a number without a source (add a comment with "
             "[source-id])");
   EXPECT_EQ(errorOf(replaced("bus_bits: 64            # [brief]", "bus_bits: 64 # [jedec]")),
-            "bad.yaml:22: 'bus_bits: 64': source tag [jedec] names no entry of sources");
+            "bad.yaml:23: 'bus_bits: 64': source tag [jedec] names no entry of sources");
   std::string error;
   // The rule is the loader's: the reader alone accepts the same text.
   EXPECT_TRUE(parseChipProfile(replaced("bus_bits: 64            # [brief]", "bus_bits: 64"),
@@ -220,4 +224,29 @@ TEST(ChipTargets, ProfileFeaturesPickTheKernelVariant) {
   EXPECT_EQ(chipCpuTarget(*old, error), nullptr);
   EXPECT_EQ(error, "kiln's aarch64 micro-kernels need neon and dotprod (Armv8.2-A+dotprod or "
                    "later); profile 'test-soc' lists only: neon,fp16");
+}
+
+// <chip>:hvx targets size prefill panels and decode weight shards (kiln-size-weight-shards,
+// whose kernels prefetch with l2fetch) to the profile's hexagon.l2_kib, else to an assumed
+// 512 KiB; the cpu engine's hardware prefetchers need no shards.
+TEST(ChipTargets, HexagonL2SizesShards) {
+  std::string error;
+  std::optional<ChipProfile> p = loadChipProfile(kGood, "good.yaml", error);
+  ASSERT_TRUE(p) << error;
+  const HostTarget *t = chipHvxTarget(*p, error);
+  ASSERT_NE(t, nullptr) << error;
+  EXPECT_EQ(t->shardCacheKib, 1024u);
+  EXPECT_EQ(t->shardCacheFrom, "profile");
+  EXPECT_EQ(t->prefillCacheKib, 1024u);
+  const HostTarget *cpu = chipCpuTarget(*p, error);
+  ASSERT_NE(cpu, nullptr) << error;
+  EXPECT_EQ(cpu->shardCacheKib, 0u);
+
+  std::optional<ChipProfile> q =
+      loadChipProfile(replaced("  l2_kib: 1024            # [brief]\n", ""), "nol2.yaml", error);
+  ASSERT_TRUE(q) << error;
+  const HostTarget *u = chipHvxTarget(*q, error);
+  ASSERT_NE(u, nullptr) << error;
+  EXPECT_EQ(u->shardCacheKib, 512u);
+  EXPECT_EQ(u->shardCacheFrom, "assumed");
 }

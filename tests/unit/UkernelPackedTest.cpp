@@ -126,11 +126,11 @@ void checkPacked(uint32_t base, uint32_t groupRows, int32_t n, int32_t in, int32
   const size_t ny = size_t(n) * size_t(out);
   std::vector<float> y1(ny + 8, -7.0f), y2(ny + 8, -8.0f), y3(ny + 8, -9.0f);
   kiln_uk_linear_packed(&serial.ctx, w.packed, x.data(), n, in, w.bytes.data(), w.groupStride,
-                        out, y1.data(), qs);
+                        out, y1.data(), qs, 0);
   kiln_uk_linear_packed(&two.ctx, w.packed, x.data(), n, in, w.bytes.data(), w.groupStride, out,
-                        y2.data(), qs);
+                        y2.data(), qs, 0);
   kiln_uk_linear_packed(&three.ctx, w.packed, x.data(), n, in, w.bytes.data(), w.groupStride,
-                        out, y3.data(), qs);
+                        out, y3.data(), qs, 0);
   for (size_t i = ny; i < ny + 8; ++i)
     ASSERT_EQ(y1[i], -7.0f) << "wrote past y's " << ny << " floats";
   y1.resize(ny), y2.resize(ny), y3.resize(ny);
@@ -248,7 +248,7 @@ TEST_F(UkernelPacked, ExtremeCodesDoNotSaturate) {
     std::vector<float> y(static_cast<size_t>(rows));
     Ctx serial(1);
     kiln_uk_linear_packed(&serial.ctx, packed, x.data(), 1, in, bytes.data(), int64_t(gs), rows,
-                          y.data(), qs.data());
+                          y.data(), qs.data(), 0);
     for (int32_t r = 0; r < rows; ++r) {
       double want = 0;
       for (int32_t i = 0; i < in; ++i)
@@ -313,14 +313,14 @@ void packedFusedCase(uint32_t base, int32_t n, int32_t in, int32_t rows, uint32_
   Ctx serial(1), three(3);
   std::vector<float> z(size_t(n) * size_t(rows));
   kiln_uk_linear_packed(&serial.ctx, w.packed, x.data(), n, in, w.bytes.data(), w.groupStride,
-                        rows, z.data(), qs);
+                        rows, z.data(), qs, 0);
   for (Ctx *c : {&serial, &three}) {
     // three segments: widths 16, rows - 24, 8 (a boundary inside a 16-row group)
     const int32_t w0 = 16, w2 = 8, w1 = rows - w0 - w2;
     std::vector<float> s0(size_t(n) * w0), s1(size_t(n) * w1), s2(size_t(n) * w2);
     kiln_uk_linear_packed_fused(&c->ctx, w.packed, x.data(), n, in, w.bytes.data(),
                                 w.groupStride, rows, s0.data(), w0, s1.data(), w1, s2.data(),
-                                w2, nullptr, 0, qs);
+                                w2, nullptr, 0, qs, 0);
     for (int32_t t = 0; t < n; ++t)
       for (int32_t r = 0; r < rows; ++r) {
         const float got = r < w0        ? s0[size_t(t) * w0 + r]
@@ -332,14 +332,14 @@ void packedFusedCase(uint32_t base, int32_t n, int32_t in, int32_t rows, uint32_
     std::vector<float> y = res;
     kiln_uk_linear_packed_fused(&c->ctx, w.packed, x.data(), n, in, w.bytes.data(),
                                 w.groupStride, rows, y.data(), rows, nullptr, 0, nullptr, 0,
-                                y.data(), 0, qs);
+                                y.data(), 0, qs, 0);
     for (size_t i = 0; i < y.size(); ++i)
       ASSERT_EQ(y[i], z[i] + res[i]) << "residual store " << i;
     // SwiGLU over interleaved gate/up rows
     std::vector<float> g(size_t(n) * (rows / 2));
     kiln_uk_linear_packed_fused(&c->ctx, w.packed, x.data(), n, in, w.bytes.data(),
                                 w.groupStride, rows, g.data(), rows / 2, nullptr, 0, nullptr, 0,
-                                nullptr, 1, qs);
+                                nullptr, 1, qs, 0);
     for (int32_t t = 0; t < n; ++t)
       for (int32_t j = 0; j < rows / 2; ++j) {
         const float gate = z[size_t(t) * rows + 2 * j], up = z[size_t(t) * rows + 2 * j + 1];

@@ -31,12 +31,14 @@ static void packed_task(void *arg, int32_t task, int32_t n_tasks) {
 
 void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
                            int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
-                           int32_t out_features, float *y, uint8_t *qscratch) {
+                           int32_t out_features, float *y, uint8_t *qscratch,
+                           int32_t shard_groups) {
   if (n <= 0 || out_features <= 0)
     return;
   packed_args_t a;
   const int32_t tasks =
       packed_prepare(ctx, &a, format, x, n, in, w, group_stride, out_features, y, qscratch);
+  a.shard_groups = shard_groups;
   packed_after_quantize(&a);
   kiln_uk_parallel(ctx, packed_task, &a, tasks);
 }
@@ -45,13 +47,14 @@ void kiln_uk_linear_packed_fused(const kiln_exec_ctx_t *ctx, uint32_t format, co
                                  int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
                                  int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1,
                                  float *y2, int32_t w2, const float *residual, int32_t swiglu,
-                                 uint8_t *qscratch) {
+                                 uint8_t *qscratch, int32_t shard_groups) {
   if (n <= 0 || rows <= 0)
     return;
   packed_args_t a;
   const int32_t tasks =
       packed_prepare(ctx, &a, format, x, n, in, w, group_stride, rows, y0, qscratch);
   packed_set_epilogue(&a, y0, w0, y1, w1, y2, w2, residual, swiglu);
+  a.shard_groups = shard_groups;
   packed_after_quantize(&a);
   kiln_uk_parallel(ctx, packed_task, &a, tasks);
 }

@@ -27,6 +27,7 @@ typedef struct packed_args_s {
   /* the fused store step (kiln_uk_linear_packed_fused); PLAIN: y [n, out_features] */
   kiln_uk_epilogue_t ep;
   int32_t mode;
+  int32_t shard_groups; /* groups per prefetched weight shard, 0: none (ukernel_abi.h) */
 } packed_args_t;
 
 /* A token's quantised activations. */
@@ -124,6 +125,7 @@ KILN_UK_INLINE int32_t packed_prepare(const kiln_exec_ctx_t *ctx, packed_args_t 
   a->qx = qscratch;
   a->qx_stride = (int64_t)kiln_packed_act_stride((uint64_t)in);
   a->mode = KILN_UK_STORE_PLAIN;
+  a->shard_groups = 0;
   const int32_t tasks = packed_task_count(ctx, a);
   kiln_uk_parallel(ctx, packed_quantize_task, a, n >= 8 && tasks > 1 ? KILN_UK_MIN(tasks, n) : 1);
   return tasks;

@@ -147,7 +147,9 @@ int runCompile(const CompileOptions &opts) {
                 "for no panels");
   if (!pipelines::runPrefillPanelPass(
           module, opts.l2Kib ? *opts.l2Kib : target->prefillCacheKib,
-          opts.l2Kib ? "flag" : target->prefillCacheFrom, maxBatch, applied, error))
+          opts.l2Kib ? "flag" : target->prefillCacheFrom, maxBatch, applied, error) ||
+      !pipelines::runWeightShardPass(module, target->shardCacheKib, target->shardCacheFrom,
+                                     applied, error))
     return fail(error);
   if (opts.emit == "kiln") {
     std::error_code ec;

@@ -65,6 +65,9 @@ std::string engineLine(const ChipProfile &p, const std::string &engine) {
     std::string vtcm = h.vtcmKib ? ", VTCM " + std::to_string(*h.vtcmKib) + " KiB" +
                                        (p.isEstimated("hexagon.vtcm_kib") ? " (est.)" : "")
                                  : "";
+    if (h.l2Kib)
+      vtcm += ", L2 " + std::to_string(*h.l2Kib) + " KiB" +
+              (p.isEstimated("hexagon.l2_kib") ? " (est.)" : "");
     std::snprintf(buf, sizeof buf, "Hexagon %s (LLVM %s), HVX %lld-byte%s, %s",
                   h.version.c_str(), h.llvmCpu.c_str(), (long long)h.hvxBytes, vtcm.c_str(),
                   memoryLine(p).c_str());

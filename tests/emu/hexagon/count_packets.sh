@@ -8,7 +8,8 @@
 #   count_packets.sh [OUT IN [N_TOKENS]]     (default 2048 2048 1)
 # Environment: PACKETS_ELF (default build/tests/emu/hexagon/packets.elf, built by the
 # kiln_emu_hexagon target), QEMU (qemu-hexagon-static), CALLS_0/CALLS_1 (0 and 1),
-# KERNELS ("generic hvx"), FORMATS ("q8_0 q4_0 q8_0_r16 q4_0_r16 q8_0_r32 q4_0_r32").
+# KERNELS ("generic hvx"), FORMATS ("q8_0 q4_0 q8_0_r16 q4_0_r16 q8_0_r32 q4_0_r32"),
+# SHARD (row groups per l2fetch'd weight shard of the packed formats, default 0: none).
 # Speed: qemu logs about 0.2 M packets/s here; the generic q8_0 kernel at 2048 x 2048 is
 # ~19 M packets per call (about 2 minutes), the whole default run about 12 minutes.
 set -euo pipefail
@@ -20,6 +21,7 @@ in=${2:-2048}
 n=${3:-1}
 c0=${CALLS_0:-0}
 c1=${CALLS_1:-1}
+shard=${SHARD:-0}
 
 if [[ ! -f $elf ]]; then
   echo "count_packets.sh: $elf not found (build the kiln_emu_hexagon target, or set PACKETS_ELF)" >&2
@@ -29,7 +31,7 @@ if ! command -v "$qemu" >/dev/null; then
   echo "count_packets.sh: $qemu not found (scripts/install-deps.sh installs qemu-user-static)" >&2
   exit 2
 fi
-for v in "$out" "$in" "$n" "$c0" "$c1"; do
+for v in "$out" "$in" "$n" "$c0" "$c1" "$shard"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "count_packets.sh: '$v' is not a number" >&2; exit 2; }
 done
 (( c1 > c0 )) || { echo "count_packets.sh: CALLS_1 must exceed CALLS_0" >&2; exit 2; }
@@ -41,7 +43,7 @@ trap 'rm -rf "$tmp"' EXIT
 packets() {
   local count
   count=$({ "$qemu" -cpu v67 -singlestep -d nochain,exec -D /dev/fd/3 \
-              "$elf" "$1" "$2" "$out" "$in" "$n" "$3" >"$tmp/stdout" 2>"$tmp/stderr"
+              "$elf" "$1" "$2" "$out" "$in" "$n" "$3" "$shard" >"$tmp/stdout" 2>"$tmp/stderr"
             echo $? >"$tmp/rc"; } 3>&1 | grep -c '^Trace' || true)
   if [[ $(cat "$tmp/rc") != 0 ]]; then
     echo "count_packets.sh: $elf $1 $2 failed:" >&2

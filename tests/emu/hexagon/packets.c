@@ -2,7 +2,9 @@
  * Hexagon packets under qemu-hexagon-static (count_packets.sh runs it with two call counts
  * and divides the difference, so setup cost cancels).
  *   packets <q8_0|q4_0|q8_0_r16|q4_0_r16|q8_0_r32|q4_0_r32> <generic|hvx> <out> <in> <n_tokens> <calls>
- * ggml formats call kiln_uk_linear, the r16/r32 ones kiln_uk_linear_packed. The generic
+ *           [shard_groups]
+ * ggml formats call kiln_uk_linear, the r16/r32 ones kiln_uk_linear_packed (with
+ * shard_groups, default 0: the l2fetch per weight shard the compiler asks for). The generic
  * kernels are linked renamed (gen_kiln_uk_linear, gen_kiln_uk_linear_packed). */
 #include "common.h"
 #include "fs.h"
@@ -14,7 +16,8 @@ void gen_kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float
                         float *y);
 void gen_kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
                                int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
-                               int32_t out_features, float *y, uint8_t *qscratch);
+                               int32_t out_features, float *y, uint8_t *qscratch,
+                               int32_t shard_groups);
 
 static int parse_int(const char *s, int32_t *out) {
   int64_t v = 0;
@@ -30,11 +33,12 @@ static int parse_int(const char *s, int32_t *out) {
 }
 
 int kiln_fs_main(int argc, char **argv) {
-  int32_t out, in, n, calls;
-  if (argc != 7 || !parse_int(argv[3], &out) || !parse_int(argv[4], &in) ||
-      !parse_int(argv[5], &n) || !parse_int(argv[6], &calls) || out < 1 || in < 1 || n < 1) {
+  int32_t out, in, n, calls, shard = 0;
+  if ((argc != 7 && argc != 8) || !parse_int(argv[3], &out) || !parse_int(argv[4], &in) ||
+      !parse_int(argv[5], &n) || !parse_int(argv[6], &calls) || out < 1 || in < 1 || n < 1 ||
+      (argc == 8 && !parse_int(argv[7], &shard))) {
     kiln_fs_puts(2, "usage: packets <q8_0|q4_0|q8_0_r16|q4_0_r16|q8_0_r32|q4_0_r32> <generic|hvx> <out> <in> "
-                    "<n_tokens> <calls>\n");
+                    "<n_tokens> <calls> [shard_groups]\n");
     return 2;
   }
   uint32_t f;
@@ -100,9 +104,9 @@ int kiln_fs_main(int argc, char **argv) {
   float check = 0.0f;
   for (int32_t c = 0; c < calls; ++c) {
     if (packed && hvx)
-      kiln_uk_linear_packed(0, f, x, n, in, w, rs, out, y, qs);
+      kiln_uk_linear_packed(0, f, x, n, in, w, rs, out, y, qs, shard);
     else if (packed)
-      gen_kiln_uk_linear_packed(0, f, x, n, in, w, rs, out, y, qs);
+      gen_kiln_uk_linear_packed(0, f, x, n, in, w, rs, out, y, qs, shard);
     else if (hvx)
       kiln_uk_linear(0, f, x, n, in, w, rs, out, y);
     else

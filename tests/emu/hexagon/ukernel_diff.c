@@ -25,7 +25,8 @@ void gen_kiln_uk_linear(const kiln_exec_ctx_t *ctx, uint32_t format, const float
 
 void gen_kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const float *x,
                                int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
-                               int32_t out_features, float *y, uint8_t *qscratch);
+                               int32_t out_features, float *y, uint8_t *qscratch,
+                               int32_t shard_groups);
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
 static uint32_t rnd32(void) {
@@ -333,9 +334,10 @@ static void repack_rows(uint32_t ptype, const uint8_t *src, int64_t rs, int32_t 
 
 /* kiln_uk_linear_packed (HVX) against the generic packed kernel and the HVX ggml-layout
  * kernel (the same int8 math: equal up to float rounding), bit-equal to the generic kernel
- * for q4_1 (its fallback), bit-equal with 1 and 3 tasks, the r32 layout bit-equal to r16
- * (the same float steps per row and block), and the fused store modes equal to the plain
- * result through the same float steps. */
+ * for q4_1 (its fallback), bit-equal with 1 and 3 tasks and with weight shards of 1 and 3
+ * groups (qemu runs l2fetch as a no-op: this checks that the shards cover every group
+ * once), the r32 layout bit-equal to r16 (the same float steps per row and block), and the
+ * fused store modes equal to the plain result through the same float steps. */
 static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
   const uint32_t base = kiln_packed_base_type(ptype);
   const int64_t rs = row_bytes(base, in);
@@ -358,19 +360,25 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
   float *y1 = kiln_fs_malloc(4 * ny), *y3 = kiln_fs_malloc(4 * ny), *yg = kiln_fs_malloc(4 * ny),
         *yl = kiln_fs_malloc(4 * ny);
   kiln_exec_ctx_t three = {0, 3, 0, 0, 0, serial_for, 0};
-  kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, y1, qs);
-  kiln_uk_linear_packed(&three, ptype, x, n, in, w, gstride, out, y3, qs);
-  gen_kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, yg, qs);
+  kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, y1, qs, 0);
+  kiln_uk_linear_packed(&three, ptype, x, n, in, w, gstride, out, y3, qs, 0);
+  gen_kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, yg, qs, 0);
   ++checks;
   if (!bit_equal(y1, y3, (int64_t)ny))
     FAIL("%s_r%d n=%d in=%d out=%d: 3 tasks changed the result\n", fname(base), R, n, in, out);
+  for (int32_t shard = 1; shard <= 3; shard += 2) { /* an l2fetch per shard: no change */
+    kiln_uk_linear_packed(&three, ptype, x, n, in, w, gstride, out, y3, qs, shard);
+    if (!bit_equal(y1, y3, (int64_t)ny))
+      FAIL("%s_r%d n=%d in=%d out=%d: shards of %d groups changed the result\n", fname(base), R,
+           n, in, out, shard);
+  }
   if (R == 32) { /* the same weights in 16-row groups */
     const uint32_t p16 = kiln_packed_type(base, 16);
     const int64_t gs16 = (int64_t)kiln_packed_group_bytes(p16, (uint64_t)in);
     uint8_t *w16 = kiln_fs_aligned_alloc(128, (size_t)(gs16 * ((out + 15) / 16)));
     repack_rows(p16, src, rs, out, in, w16, gs16);
     float *y16 = kiln_fs_malloc(4 * ny);
-    kiln_uk_linear_packed(0, p16, x, n, in, w16, gs16, out, y16, qs);
+    kiln_uk_linear_packed(0, p16, x, n, in, w16, gs16, out, y16, qs, 0);
     if (!bit_equal(y1, y16, (int64_t)ny))
       FAIL("%s_r32 n=%d in=%d out=%d: differs from the r16 layout\n", fname(base), n, in, out);
     kiln_fs_free(w16), kiln_fs_free(y16);
@@ -403,13 +411,13 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
     for (int64_t i = 0; i < (int64_t)ny; ++i)
       s0[i] = res[i] = rndf(2.0f);
     kiln_uk_linear_packed_fused(&three, ptype, x, n, in, w, gstride, out, s0, out, 0, 0, 0, 0,
-                                s0, 0, qs);
+                                s0, 0, qs, 0);
     for (int64_t i = 0; i < (int64_t)ny; ++i)
       if (kiln_uk_f32_bits(s0[i]) != kiln_uk_f32_bits(y1[i] + res[i]))
         FAIL("r%d residual differs at %d\n", R, (int)i);
     const int32_t rows = out & ~1;
     kiln_uk_linear_packed_fused(&three, ptype, x, n, in, w, gstride, rows, s0, rows / 2, 0, 0, 0,
-                                0, 0, 1, qs);
+                                0, 0, 1, qs, 0);
     for (int32_t t = 0; t < n; ++t)
       for (int32_t j = 0; j < rows / 2; ++j) {
         const float g = y1[t * out + 2 * j], u = y1[t * out + 2 * j + 1];

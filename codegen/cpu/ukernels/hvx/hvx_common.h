@@ -17,6 +17,20 @@ KILN_UK_INLINE HVX_Vector hvx_load_safe(const uint8_t *a, const uint8_t *last) {
   return Q6_V_valign_VVR(hi, lo, (int32_t)(uintptr_t)a);
 }
 
+/* Starts bringing [p, p + bytes) into L2 in the background: one l2fetch box of rows of
+ * HVX_FETCH_ROW bytes (the box's 16-bit width, stride and height fields; a hint that never
+ * faults). A hardware thread has one l2fetch active: a new one replaces it. qemu executes
+ * l2fetch as a no-op, so under emulation only its packets are seen. */
+#define HVX_FETCH_ROW 8192
+KILN_UK_INLINE void hvx_l2fetch(const uint8_t *p, int64_t bytes) {
+  if (bytes <= 0)
+    return;
+  const int64_t rows = KILN_UK_MIN((bytes + HVX_FETCH_ROW - 1) / HVX_FETCH_ROW, 65535);
+  const uint64_t box =
+      ((uint64_t)HVX_FETCH_ROW << 32) | ((uint64_t)HVX_FETCH_ROW << 16) | (uint64_t)rows;
+  Q6_l2fetch_AP((void *)p, (long long)box);
+}
+
 /* (row, block) dot products times their fp16 block scales, as float bits, 32 lanes at a
  * time (HVX before v68 has no float): p = isum * m_w exactly in int32 (|isum| < 2^19, the
  * half's significand m_w < 2^11), rounded once to 24 bits (to nearest, ties to even), and

@@ -195,9 +195,8 @@ KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, in
   packed_store_rows(a, t, g * ROWS, acc, ROWS);
 }
 
-/* Both group sizes (`format` is a constant in each caller): q4_1 runs the portable code. */
-KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
-                                  int64_t g1) {
+/* Groups g0..g1 (`format` is a constant in each caller): q4_1 runs the portable code. */
+KILN_UK_INLINE void hvxp_groups(const packed_args_t *a, uint32_t format, int64_t g0, int64_t g1) {
   if (kiln_packed_base_type(format) == KILN_GGML_TYPE_Q4_1) {
     packed_generic_groups(a, format, g0, g1);
     return;
@@ -209,6 +208,26 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
       else
         hvxp_group_token(a, format, g, t);
     }
+}
+
+/* The task's groups in weight shards of a->shard_groups (kiln-size-weight-shards): the first
+ * shard starts the fetch of itself and the next, each later one that of the shard after
+ * it, so a shard's weights are on their way to L2 a shard's compute ahead (one l2fetch is
+ * active per hardware thread: the previous box is done by then, or is cut short). Groups
+ * are contiguous, group_stride bytes each. */
+KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
+                                  int64_t g1) {
+  if (a->shard_groups <= 0) {
+    hvxp_groups(a, format, g0, g1);
+    return;
+  }
+  const int64_t shard = a->shard_groups;
+  for (int64_t s0 = g0; s0 < g1; s0 += shard) {
+    const int64_t s1 = KILN_UK_MIN(s0 + shard, g1);
+    const int64_t f0 = s0 == g0 ? s0 : s1, f1 = KILN_UK_MIN(s1 + shard, g1);
+    hvx_l2fetch(a->w + f0 * a->group_stride, (f1 - f0) * a->group_stride);
+    hvxp_groups(a, format, s0, s1);
+  }
 }
 #define packed_groups_r32 packed_groups
 
