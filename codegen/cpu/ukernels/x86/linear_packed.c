@@ -166,6 +166,14 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
     acc[t] = VF_ZERO();
   }
   const vi_t low4 = VI_SET1_8(15), high4 = VI_SET1_8((char)0xf0);
+  /* Decode keeps two dot-product chains per block (low and high nibbles), and with VNNI
+   * multiplies the high nibbles in place (16 c): one AND per chunk, one shift of the sum.
+   * A prefill tile keeps one chain per token - its T chains interleave, enough to hide
+   * vpdpbusd's latency - on high nibbles shifted down once per block for all T tokens:
+   * with two chains and the shift per token, 8 tokens' partial sums did not fit the 32
+   * registers and an accumulator was spilled every block. The int32 sums are exact either
+   * way, so the results are the same bits. */
+  const int32_t one_chain = T > 2;
   /* the weights' units in stream order: the header line, then each block's codes */
   const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
   const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
@@ -191,30 +199,38 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
         /* vpdpbusd does not saturate, so with VNNI the high nibbles are multiplied in
          * place (16 c): one AND instead of a shift and an AND per chunk, and one shift of
          * the exact, 16-divisible int32 sum per block */
-        wv[4 + k] = Q8_BIAS ? VI_AND(raw, high4) : VI_AND(VI_SRL4(raw), low4);
+        wv[4 + k] = Q8_BIAS && !one_chain ? VI_AND(raw, high4) : VI_AND(VI_SRL4(raw), low4);
       }
     }
     UNROLL
     for (int32_t t = 0; t < T; ++t) {
       const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
-      vi_t s0 = VI_ZERO(), s1 = VI_ZERO();
-      if (format == KILN_TYPE_Q8_0_R16) {
-        for (int32_t k = 0; k < 4; ++k) {
-          s0 = DOT_Q8(s0, wv[k], bcast4(xb + 4 * k));
-          s1 = DOT_Q8(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
-        }
-      } else {
-        for (int32_t k = 0; k < 4; ++k) {
-          s0 = DOT_Q4(s0, wv[k], bcast4(xb + 4 * k));
-          s1 = DOT_Q4(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
-        }
-      }
-      vi_t s = VI_ADD(s0, Q8_BIAS && format != KILN_TYPE_Q8_0_R16 ? VI_SRA4_32(s1) : s1);
       const int32_t offset = format == KILN_TYPE_Q8_0_R16   ? Q8_BIAS * xq[t].s[b]
                              : format == KILN_TYPE_Q4_0_R16 ? 8 * xq[t].s[b]
                                                             : 0;
-      if (format != KILN_TYPE_Q4_1_R16)
-        s = VI_SUB(s, VI_SET1(offset));
+      vi_t s;
+      if (one_chain) { /* chunk j (j < 4: low nibbles) times x[4j, 4j + 4) */
+        s = format != KILN_TYPE_Q4_1_R16 ? VI_SET1(-offset) : VI_ZERO();
+        for (int32_t j = 0; j < 8; ++j)
+          s = format == KILN_TYPE_Q8_0_R16 ? DOT_Q8(s, wv[j], bcast4(xb + 4 * j))
+                                           : DOT_Q4(s, wv[j], bcast4(xb + 4 * j));
+      } else {
+        vi_t s0 = VI_ZERO(), s1 = VI_ZERO();
+        if (format == KILN_TYPE_Q8_0_R16) {
+          for (int32_t k = 0; k < 4; ++k) {
+            s0 = DOT_Q8(s0, wv[k], bcast4(xb + 4 * k));
+            s1 = DOT_Q8(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
+          }
+        } else {
+          for (int32_t k = 0; k < 4; ++k) {
+            s0 = DOT_Q4(s0, wv[k], bcast4(xb + 4 * k));
+            s1 = DOT_Q4(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
+          }
+        }
+        s = VI_ADD(s0, Q8_BIAS && format != KILN_TYPE_Q8_0_R16 ? VI_SRA4_32(s1) : s1);
+        if (format != KILN_TYPE_Q4_1_R16)
+          s = VI_SUB(s, VI_SET1(offset));
+      }
       acc[t] = VF_FMA(VF_FROM_I(s), VF_MUL(dw, VF_SET1(xq[t].d[b])), acc[t]);
       if (format == KILN_TYPE_Q4_1_R16)
         acc[t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[t]); /* mins */
