@@ -14,8 +14,9 @@
  *   |w| * sign(x, w) (at most 2 * 128 * 127 < 32767), as ggml does, and needs no
  *   correction.
  * Decode (one token) keeps two int32 chains per block (low and high nibbles); prefill runs
- * register tiles of 16 rows x TT tokens, the decoded weight chunks reused by every token of
- * the tile and a group's codes (in * 9/16 bytes for q4) re-read from L1/L2 per tile.
+ * register tiles of 16 rows x TT tokens, one chain per token, the decoded weight chunks
+ * reused by every token of the tile and a group's codes (in * 9/16 bytes for q4) re-read
+ * from L1/L2 per tile.
  *
  * No software prefetch: the weights are one forward stream (kiln/quant_packed.h), which
  * the hardware prefetchers follow. tests/bench/linear_packed_bench.c (1 thread, TinyLlama
