@@ -29,8 +29,8 @@ struct HostTarget {
   std::string prefillCacheFrom = "assumed";
   // L2 the decode weight shards are sized to (kiln-size-weight-shards), for kernels that
   // prefetch each next shard themselves (HVX: l2fetch); 0 where the hardware's stream
-  // prefetchers follow the weights (x86, Arm: software prefetch measured no gain, see
-  // codegen/cpu/ukernels/x86/linear_packed.c).
+  // prefetchers follow the weights (x86 and Arm cores; on x86 software prefetch measured
+  // no gain, codegen/cpu/ukernels/x86/linear_packed.c).
   unsigned shardCacheKib = 0;
   std::string shardCacheFrom = "assumed";
   // Rows per group of the repacked int4/int8 weights (kiln-assign-layout, --layout packed):

@@ -75,9 +75,9 @@ def KilnSizeWeightShards : Pass<"kiln-size-weight-shards", "mlir::ModuleOp"> {
     the kernel prefetches as it starts each shard, take half; the other half is left to the
     activations, the outputs and the rest of the step. When all packed matrices together
     fit in half the cache they stay there between tokens and no op gets a shard. Only
-    targets without a stream
-    prefetcher the kernels can rely on run it (Hexagon HVX, whose kernels issue l2fetch);
-    results are unchanged. Runs after kiln-assign-layout (it reads `kiln.layout`).
+    targets without a stream prefetcher the kernels can rely on run it (Hexagon HVX, whose
+    kernels issue l2fetch); results are unchanged. Runs after kiln-assign-layout (it reads
+    `kiln.layout`).
   }];
   let options = [
     Option<"cacheKib", "cache-kib", "unsigned", /*default=*/"512",
