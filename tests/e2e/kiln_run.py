@@ -150,7 +150,7 @@ def main():
         out = p.stdout.decode()
         print(out)
         for key in ("prefill", "decode", "TTFT", "effective", "read bandwidth", "of bandwidth",
-                    "weights/token", "KV/token", "peak memory"):
+                    "weights/token", "KV/token", "peak memory", "cpu stolen", "cpu others"):
             if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
                 fail(f"bench output lacks '{key}'")
     print("PASS")

@@ -49,5 +49,17 @@ run_probe_t *run_probe_open(size_t bytes);
 /* Best-of-5 streaming read bandwidth over the probe's buffer with n threads, GB/s. */
 double run_probe_gbs(run_probe_t *probe, uint32_t n_threads);
 void run_probe_close(run_probe_t *probe);
+/* The machine's CPU time so far (cpu_share.c, Linux /proc; valid 0 elsewhere), in clock
+ * ticks: all CPUs' total, busy (user, nice, system, irq, softirq), stolen by the
+ * hypervisor, and this process's own. */
+typedef struct {
+  uint64_t total, busy, steal, self;
+  int valid;
+} run_cpu_sample_t;
+void run_cpu_sample(run_cpu_sample_t *out);
+/* Between two samples: the share of all CPU time stolen, and used by other processes, in
+ * percent. 0 when either sample is invalid or this process used no tick in between. */
+int run_cpu_share(const run_cpu_sample_t *before, const run_cpu_sample_t *after,
+                  double *steal_pct, double *others_pct);
 
 #endif /* KILN_TOOLS_KILN_RUN_H_ */

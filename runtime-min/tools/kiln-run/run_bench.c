@@ -94,6 +94,8 @@ int run_bench(const run_options_t *o) {
   run_probe_t *probe = NULL;
   if (!rc && n && !(probe = run_probe_open((size_t)512 << 20)))
     rc = run_fail("out of memory for the 512 MiB read-bandwidth probe");
+  run_cpu_sample_t cpu0, cpu1;
+  run_cpu_sample(&cpu0);
   for (uint32_t r = 0; !rc && r < o->reps; ++r) {
     rc = one_rep(s, prompt, p, n, ser, r);
     if (!rc && probe) {
@@ -102,6 +104,7 @@ int run_bench(const run_options_t *o) {
     }
   }
   run_probe_close(probe);
+  run_cpu_sample(&cpu1);
   if (!rc) {
     kiln_session_stats(s, &st);
     printf("kiln-run bench: %s (%s), prompt %u, generate %u, %u repetitions, %u threads\n",
@@ -126,6 +129,14 @@ int run_bench(const run_options_t *o) {
     printf("%-18s %12llu bytes   (%s)\n", "KV/token", (unsigned long long)info.kv_bytes_per_token,
            kv_format_name(info.kv_k_format, info.kv_v_format));
     printf("%-18s %12.2f MiB\n", "peak memory", (double)st.peak_memory_bytes / (1 << 20));
+    double steal, others;
+    if (run_cpu_share(&cpu0, &cpu1, &steal, &others)) {
+      /* the cores the run did not have: a low "of bandwidth" with a high share here was
+       * the machine, not the code */
+      printf("%-18s %12.1f %%      (of all CPUs' time during the repetitions: taken by the "
+             "hypervisor)\n", "cpu stolen", steal);
+      printf("%-18s %12.1f %%      (used by other processes)\n", "cpu others", others);
+    }
   }
   free(prompt);
   free(vals);
