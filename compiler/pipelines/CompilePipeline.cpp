@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <utility>
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -260,6 +261,21 @@ bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned ro
   return true;
 }
 
+namespace {
+// Ops carrying the integer attribute `name` (a sizing pass's output) and its smallest
+// value, for the provenance.
+std::pair<int64_t, int64_t> countIntAttr(mlir::ModuleOp module, llvm::StringRef name) {
+  int64_t ops = 0, smallest = 0;
+  module.walk([&](mlir::Operation *op) {
+    if (auto a = op->getAttrOfType<mlir::IntegerAttr>(name)) {
+      ++ops;
+      smallest = smallest ? std::min<int64_t>(smallest, a.getInt()) : a.getInt();
+    }
+  });
+  return {ops, smallest};
+}
+} // namespace
+
 bool runPrefillPanelPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
                          unsigned maxBatch, std::vector<AppliedPass> &applied,
                          std::string &error) {
@@ -272,13 +288,7 @@ bool runPrefillPanelPass(mlir::ModuleOp module, unsigned cacheKib, const std::st
   pm.addPass(createKilnSizePrefillPanels(o));
   if (!run(pm, module, false, error))
     return false;
-  int64_t ops = 0, smallest = 0;
-  module.walk([&](mlir::Operation *op) {
-    if (auto p = op->getAttrOfType<mlir::IntegerAttr>("kiln.token_panel")) {
-      ++ops;
-      smallest = smallest ? std::min<int64_t>(smallest, p.getInt()) : p.getInt();
-    }
-  });
+  const auto [ops, smallest] = countIntAttr(module, "kiln.token_panel");
   applied.push_back({"kiln-size-prefill-panels",
                      "cache-kib=" + std::to_string(cacheKib) + ",from=" + from +
                          ",max-batch=" + std::to_string(maxBatch),
@@ -297,13 +307,7 @@ bool runWeightShardPass(mlir::ModuleOp module, unsigned cacheKib, const std::str
   pm.addPass(createKilnSizeWeightShards(o));
   if (!run(pm, module, false, error))
     return false;
-  int64_t ops = 0, smallest = 0;
-  module.walk([&](mlir::Operation *op) {
-    if (auto s = op->getAttrOfType<mlir::IntegerAttr>("kiln.shard_groups")) {
-      ++ops;
-      smallest = smallest ? std::min<int64_t>(smallest, s.getInt()) : s.getInt();
-    }
-  });
+  const auto [ops, smallest] = countIntAttr(module, "kiln.shard_groups");
   applied.push_back({"kiln-size-weight-shards",
                      "cache-kib=" + std::to_string(cacheKib) + ",from=" + from,
                      "sharded_ops=" + std::to_string(ops) +

@@ -37,8 +37,8 @@ void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const fl
     return;
   packed_args_t a;
   const int32_t tasks =
-      packed_prepare(ctx, &a, format, x, n, in, w, group_stride, out_features, y, qscratch);
-  a.shard_groups = shard_groups;
+      packed_prepare(ctx, &a, format, x, n, in, w, group_stride, out_features, y, qscratch,
+                     shard_groups);
   packed_after_quantize(&a);
   kiln_uk_parallel(ctx, packed_task, &a, tasks);
 }
@@ -52,9 +52,9 @@ void kiln_uk_linear_packed_fused(const kiln_exec_ctx_t *ctx, uint32_t format, co
     return;
   packed_args_t a;
   const int32_t tasks =
-      packed_prepare(ctx, &a, format, x, n, in, w, group_stride, rows, y0, qscratch);
+      packed_prepare(ctx, &a, format, x, n, in, w, group_stride, rows, y0, qscratch,
+                     shard_groups);
   packed_set_epilogue(&a, y0, w0, y1, w1, y2, w2, residual, swiglu);
-  a.shard_groups = shard_groups;
   packed_after_quantize(&a);
   kiln_uk_parallel(ctx, packed_task, &a, tasks);
 }

@@ -110,7 +110,8 @@ KILN_UK_INLINE int32_t packed_task_count(const kiln_exec_ctx_t *ctx, const packe
 KILN_UK_INLINE int32_t packed_prepare(const kiln_exec_ctx_t *ctx, packed_args_t *a,
                                       uint32_t format, const float *x, int32_t n, int32_t in,
                                       const uint8_t *w, int64_t group_stride,
-                                      int32_t out_features, float *y, uint8_t *qscratch) {
+                                      int32_t out_features, float *y, uint8_t *qscratch,
+                                      int32_t shard_groups) {
   a->format = format;
   a->x = x;
   a->n = n;
@@ -125,7 +126,7 @@ KILN_UK_INLINE int32_t packed_prepare(const kiln_exec_ctx_t *ctx, packed_args_t 
   a->qx = qscratch;
   a->qx_stride = (int64_t)kiln_packed_act_stride((uint64_t)in);
   a->mode = KILN_UK_STORE_PLAIN;
-  a->shard_groups = 0;
+  a->shard_groups = shard_groups;
   const int32_t tasks = packed_task_count(ctx, a);
   kiln_uk_parallel(ctx, packed_quantize_task, a, n >= 8 && tasks > 1 ? KILN_UK_MIN(tasks, n) : 1);
   return tasks;

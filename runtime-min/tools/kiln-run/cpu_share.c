@@ -1,10 +1,8 @@
 /* Where the machine's CPU time went while a benchmark ran, from Linux's /proc/stat and
  * /proc/self/stat (clock ticks): the share the hypervisor took from this VM's CPUs (steal)
- * and the share other processes used. A decode measured against the same run's read
- * bandwidth still slows down when its cores are taken away, and the read probe less so
- * (issue 4's int4 decode measured 62-67% of the read one day and 84-93% another, with the
- * same code): these two numbers say whether a run had its cores. Without /proc (another OS,
- * the freestanding build) or without this process's own ticks, nothing is printed. */
+ * and the share other processes used, so a slow run on a shared machine says whether it
+ * had its cores. Without /proc (another OS, the freestanding build) or without this
+ * process's own ticks, nothing is printed. */
 #include <stdio.h>
 #include <string.h>
 
