@@ -7,12 +7,14 @@ The models directory is $KILN_MODELS_DIR, else --models (CMake passes ../shared/
 A missing model file is a failure with a message, never a skip.
 
 Cases:
-  generate-f32   `kiln-run generate` prints exactly the text `kiln eval` prints
+  generate-f32   `kiln-run generate` prints exactly the text `kiln eval` prints, with the
+                 weights mapped and read into 2 MiB pages; a bad `--weights` is refused
   ppl-f32        `kiln-run ppl --ctx 256` equals `kiln ppl --ctx 256` within 0.1%
   ppl-q8_0       a q8_0 artifact's PPL is within 0.5% of the f32 reference PPL
   embed-example  tests/e2e/embed_example.c (the program in docs/runtime-api.md, checked to be
                  the same text) prints what `kiln-run generate -n 16` prints
-  bench          `kiln-run bench` runs and reports every number
+  bench          `kiln-run bench` runs and reports every number, with the weights mapped
+                 and read into 2 MiB pages
   fusion         artifacts compiled with `--fusion all` and `--fusion none` print
                  exactly the text `kiln eval` prints; `kiln inspect` lists each fusion and
                  its count; a bad `--fusion` is refused with one line
@@ -83,10 +85,19 @@ def main():
     if a.case == "generate-f32":
         art = compile_model(a, gguf, "f32")
         want = run([a.kiln, "eval", gguf, "--prompt", PROMPT, "-n", "64"]).stdout
-        got = run([a.kiln_run, "generate", art, "-p", PROMPT, "-n", "64", "--threads", "2"]).stdout
-        if got != want:
-            fail(f"kiln-run text differs from kiln eval's:\n got: {got!r}\nwant: {want!r}")
-        print(f"kiln-run generate matches kiln eval ({len(got)} bytes)")
+        for weights in ("map", "huge"):
+            got = run([a.kiln_run, "generate", art, "-p", PROMPT, "-n", "64", "--threads", "2",
+                       "--weights", weights]).stdout
+            if got != want:
+                fail(f"kiln-run --weights {weights}: text differs from kiln eval's:\n"
+                     f" got: {got!r}\nwant: {want!r}")
+            print(f"kiln-run generate --weights {weights} matches kiln eval ({len(got)} bytes)")
+        p = subprocess.run([a.kiln_run, "generate", art, "-p", PROMPT, "--weights", "paged"],
+                           capture_output=True)
+        err = p.stderr.decode()
+        if p.returncode == 0 or err.strip().count("\n") != 0 or "'map' or 'huge'" not in err:
+            fail(f"--weights paged: exit {p.returncode}, stderr {err!r}")
+        print(f"bad flag refused: {err.strip()}")
     elif a.case in ("generate-kv-split", "generate-no-fuse"):
         # int8 K / f16 V cache (the reference rounds the same way), or RoPE left unfused
         kv = ["--kv", "k=int8,v=f16"] if a.case == "generate-kv-split" else []
@@ -146,13 +157,19 @@ def main():
         print(f"bad flag refused: {err.strip()}")
     else:
         art = compile_model(a, gguf, "q8_0")
-        p = run([a.kiln_run, "bench", art, "-p", "32", "-n", "32", "-r", "3", "--threads", "2"])
-        out = p.stdout.decode()
-        print(out)
-        for key in ("prefill", "decode", "TTFT", "effective", "read bandwidth", "of bandwidth",
-                    "weights/token", "KV/token", "peak memory", "cpu stolen", "cpu others"):
-            if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
-                fail(f"bench output lacks '{key}'")
+        for weights in ("map", "huge"):
+            p = run([a.kiln_run, "bench", art, "-p", "32", "-n", "32", "-r", "3", "--threads", "2",
+                     "--weights", weights])
+            out = p.stdout.decode()
+            print(out)
+            for key in ("prefill", "decode", "TTFT", "effective", "read bandwidth",
+                        "of bandwidth", "weights/token", "KV/token", "peak memory", "cpu stolen",
+                        "cpu others", "in 2 MiB pages"):
+                if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
+                    fail(f"bench --weights {weights} output lacks '{key}'")
+            holder = "copy" if weights == "huge" else "file mapping"
+            if not re.search(rf"^in 2 MiB pages .*the [0-9.]+ MiB {holder} that holds", out, re.M):
+                fail(f"bench --weights {weights} does not say the weights are in a {holder}")
     print("PASS")
 
 

@@ -3,6 +3,8 @@
 // (this file also runs under ASan/UBSan, see CMakeLists.txt).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/unit/RuntimeFakeArtifact.h"
 
 #if defined(__aarch64__)
@@ -50,6 +52,70 @@ TEST(RuntimeArtifact, LoadsCodeThroughTemporaryFile) {
   OpenResult r = openBytes(fakeArtifact());
   unsetenv("KILN_NO_MEMFD");
   EXPECT_EQ(r.status, KILN_STATUS_OK) << r.message;
+}
+
+// KILN_WEIGHTS_HUGE_PAGES reads the file into a copy of its own: the same bytes, verified
+// the same way, read-only, and damage is still refused.
+TEST(RuntimeArtifact, OpensIntoHugePages) {
+  const std::vector<uint8_t> bytes = fakeArtifact();
+  TempFile f(bytes);
+  kiln_artifact_options_t o = kiln_artifact_options_default();
+  EXPECT_EQ(o.allocator, nullptr);
+  EXPECT_EQ(o.weights_memory, uint32_t(KILN_WEIGHTS_MAPPED));
+  kiln_artifact_t *mapped = nullptr, *copied = nullptr;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_artifact_open_with(f.path().c_str(), &o, &mapped, &err), KILN_STATUS_OK)
+      << err.message;
+  o.weights_memory = KILN_WEIGHTS_HUGE_PAGES;
+  ASSERT_EQ(kiln_artifact_open_with(f.path().c_str(), &o, &copied, &err), KILN_STATUS_OK)
+      << err.message;
+  kiln_artifact_info_t im, ic;
+  kiln_artifact_info(mapped, &im);
+  kiln_artifact_info(copied, &ic);
+  EXPECT_EQ(im.weights_memory, uint32_t(KILN_WEIGHTS_MAPPED));
+  EXPECT_EQ(ic.weights_memory, uint32_t(KILN_WEIGHTS_HUGE_PAGES));
+  EXPECT_EQ(ic.file_bytes, bytes.size());
+  ASSERT_EQ(im.weights_bytes, ic.weights_bytes);
+  ASSERT_GT(ic.weights_bytes, 0u);
+  EXPECT_NE(im.weights_data, ic.weights_data);
+  EXPECT_EQ(memcmp(im.weights_data, ic.weights_data, ic.weights_bytes), 0);
+  const std::vector<uint8_t> weights(ic.weights_data, ic.weights_data + ic.weights_bytes);
+  EXPECT_EQ(std::string(im.target_name), std::string(ic.target_name));
+  // a write into the copy faults, as it does into the read-only mapping
+  uint8_t *w = const_cast<uint8_t *>(ic.weights_data);
+  EXPECT_DEATH(w[0] ^= 1, "");
+  kiln_artifact_close(mapped);
+  kiln_artifact_close(copied);
+
+  const size_t cut = bytes.size() / 2;
+  EXPECT_FAILS_WITH(openBytes({bytes.begin(), bytes.begin() + long(cut)}, nullptr,
+                              KILN_WEIGHTS_HUGE_PAGES),
+                    "truncated");
+  const auto at = std::search(bytes.begin(), bytes.end(), weights.begin(), weights.end());
+  ASSERT_NE(at, bytes.end());
+  std::vector<uint8_t> flipped = bytes;
+  flipped[size_t(at - bytes.begin())] ^= 0x40;
+  EXPECT_FAILS_WITH(openBytes(flipped, nullptr, KILN_WEIGHTS_HUGE_PAGES),
+                    "(weights): checksum mismatch");
+}
+
+TEST(RuntimeArtifact, RefusesUnknownWeightsMemory) {
+  TempFile f(fakeArtifact());
+  kiln_artifact_options_t o = kiln_artifact_options_default();
+  o.weights_memory = 7;
+  kiln_artifact_t *a = nullptr;
+  kiln_error_t err;
+  EXPECT_EQ(kiln_artifact_open_with(f.path().c_str(), &o, &a, &err),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("weights_memory 7"), std::string::npos)
+      << err.message;
+  EXPECT_EQ(a, nullptr);
+  o.weights_memory = KILN_WEIGHTS_HUGE_PAGES;
+  EXPECT_EQ(kiln_artifact_open_with("/nonexistent/x.kiln", &o, &a, &err), KILN_STATUS_IO_ERROR);
+  EXPECT_NE(std::string(err.message).find("cannot open"), std::string::npos) << err.message;
+  EXPECT_EQ(kiln_artifact_open_with(f.path().c_str(), nullptr, &a, &err), KILN_STATUS_OK)
+      << err.message;
+  kiln_artifact_close(a);
 }
 
 TEST(RuntimeArtifact, MissingFile) {

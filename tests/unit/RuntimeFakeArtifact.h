@@ -167,13 +167,17 @@ struct OpenResult {
   std::string message;
 };
 
-// Opens the bytes as an artifact (closing it again on success).
+// Opens the bytes as an artifact (closing it again on success), mapped or copied.
 inline OpenResult openBytes(const std::vector<uint8_t> &bytes,
-                            const kiln_allocator_t *alloc = nullptr) {
+                            const kiln_allocator_t *alloc = nullptr,
+                            uint32_t weights_memory = KILN_WEIGHTS_MAPPED) {
   TempFile f(bytes);
   kiln_artifact_t *a = nullptr;
   kiln_error_t err;
-  kiln_status_t st = kiln_artifact_open(f.path().c_str(), alloc, &a, &err);
+  kiln_artifact_options_t o = kiln_artifact_options_default();
+  o.allocator = alloc;
+  o.weights_memory = weights_memory;
+  kiln_status_t st = kiln_artifact_open_with(f.path().c_str(), &o, &a, &err);
   EXPECT_EQ(st, err.status);
   EXPECT_EQ(st == KILN_STATUS_OK, a != nullptr);
   kiln_artifact_close(a);

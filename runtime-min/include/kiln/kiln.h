@@ -97,7 +97,31 @@ typedef struct kiln_artifact_info_s {
   uint64_t kv_bytes_per_token; /* KV cache bytes one position adds, all layers */
   uint32_t kv_k_format;      /* KV cache K element (ggml type id): 0 f32, 1 f16, 24 int8 */
   uint32_t kv_v_format;      /* KV cache V element: 0 f32, 1 f16 */
+  uint32_t weights_memory;   /* kiln_weights_memory_t the artifact's bytes ended up in */
+  const uint8_t *weights_data; /* the weights section (read-only), for OS diagnostics */
 } kiln_artifact_info_t;
+
+/* Where an open artifact's bytes (the weights above all) live. */
+typedef enum kiln_weights_memory_e {
+  /* Mapped from the file: opens at once, shares the OS's page cache and lets the OS evict
+   * and reload pages. The page size is the OS's choice (Linux 6.x maps large page-cache
+   * folios of a cached file with 2 MiB pages where it can, often only part of it). */
+  KILN_WEIGHTS_MAPPED = 0,
+  /* Read into anonymous memory that asks for 2 MiB pages (Linux transparent huge pages,
+   * MADV_HUGEPAGE): decode streams every weight once per token, and with 4 KiB pages that
+   * is a TLB miss every 4 KiB. Costs a full read at open and memory the OS cannot evict.
+   * Where the platform has no such memory (the freestanding build) the file is mapped
+   * and weights_memory says KILN_WEIGHTS_MAPPED. */
+  KILN_WEIGHTS_HUGE_PAGES = 1,
+} kiln_weights_memory_t;
+
+typedef struct kiln_artifact_options_s {
+  const kiln_allocator_t *allocator; /* the artifact's small allocations; NULL: malloc */
+  uint32_t weights_memory;           /* kiln_weights_memory_t */
+} kiln_artifact_options_t;
+
+/* allocator NULL, KILN_WEIGHTS_MAPPED. */
+kiln_artifact_options_t kiln_artifact_options_default(void);
 
 /* Maps path read-only and verifies it before trusting any byte: preamble (magic, format
  * version, sizes, header xxh64), header (FlatBuffer bounds, identifier "KLN1"), the
@@ -107,6 +131,11 @@ typedef struct kiln_artifact_info_s {
  * binds its entry point. allocator may be NULL (malloc). */
 kiln_status_t kiln_artifact_open(const char *path, const kiln_allocator_t *allocator,
                                  kiln_artifact_t **out_artifact, kiln_error_t *out_error);
+/* kiln_artifact_open with options (NULL: the defaults); an unknown weights_memory is
+ * KILN_STATUS_INVALID_ARGUMENT. */
+kiln_status_t kiln_artifact_open_with(const char *path, const kiln_artifact_options_t *options,
+                                      kiln_artifact_t **out_artifact,
+                                      kiln_error_t *out_error);
 void kiln_artifact_close(kiln_artifact_t *artifact);
 
 void kiln_artifact_info(const kiln_artifact_t *artifact, kiln_artifact_info_t *out_info);

@@ -146,6 +146,8 @@ static kiln_status_t verify(kiln_artifact_t *a, kiln_error_t *err) {
   KILN_RETURN_IF_ERROR(kiln_loader_build_tokenizer(a, err));
   a->info.weights_bytes = a->weights_size;
   a->info.file_bytes = a->map.size;
+  a->info.weights_memory = a->map.memory;
+  a->info.weights_data = a->weights;
   return KILN_STATUS_OK;
 }
 
@@ -169,22 +171,42 @@ static kiln_status_t check_linked(kiln_artifact_t *a, const kiln_linked_model_t 
   return KILN_STATUS_OK;
 }
 
+kiln_artifact_options_t kiln_artifact_options_default(void) {
+  kiln_artifact_options_t o;
+  o.allocator = NULL;
+  o.weights_memory = KILN_WEIGHTS_MAPPED;
+  return o;
+}
+
 kiln_status_t kiln_artifact_open(const char *path, const kiln_allocator_t *allocator,
                                  kiln_artifact_t **out_artifact, kiln_error_t *out_error) {
+  kiln_artifact_options_t o = kiln_artifact_options_default();
+  o.allocator = allocator;
+  return kiln_artifact_open_with(path, &o, out_artifact, out_error);
+}
+
+kiln_status_t kiln_artifact_open_with(const char *path, const kiln_artifact_options_t *options,
+                                      kiln_artifact_t **out_artifact,
+                                      kiln_error_t *out_error) {
   kiln_error_clear(out_error);
   if (!out_artifact)
     return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT, "out_artifact is NULL");
   *out_artifact = NULL;
   if (!path)
     return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT, "path is NULL");
+  const kiln_artifact_options_t o = options ? *options : kiln_artifact_options_default();
+  if (o.weights_memory != KILN_WEIGHTS_MAPPED && o.weights_memory != KILN_WEIGHTS_HUGE_PAGES)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                          "weights_memory %u is not a kiln_weights_memory_t (0 mapped, "
+                          "1 huge pages)", o.weights_memory);
   kiln_allocator_t alloc;
-  KILN_RETURN_IF_ERROR(kiln_allocator_resolve(allocator, &alloc, out_error));
+  KILN_RETURN_IF_ERROR(kiln_allocator_resolve(o.allocator, &alloc, out_error));
   kiln_artifact_t *a = kiln_mem_alloc(&alloc, sizeof *a, 64, "the artifact", out_error);
   if (!a)
     return out_error ? out_error->status : KILN_STATUS_OUT_OF_MEMORY;
   memset(a, 0, sizeof *a);
   a->alloc = alloc;
-  kiln_status_t st = kiln_platform_map_file(path, &a->map, out_error);
+  kiln_status_t st = kiln_platform_map_file(path, o.weights_memory, &a->map, out_error);
   if (st == KILN_STATUS_OK)
     st = verify(a, out_error);
   const kiln_linked_model_t *linked = kiln_platform_linked_model();

@@ -14,11 +14,17 @@
 typedef struct kiln_file_map_s {
   const uint8_t *data; /* page-aligned, read-only */
   size_t size;
+  uint32_t memory;     /* kiln_weights_memory_t: what data points into */
+  void *base;          /* KILN_WEIGHTS_HUGE_PAGES: the anonymous mapping holding data */
+  size_t base_size;
 } kiln_file_map_t;
 
-/* Maps the whole file read-only. KILN_STATUS_IO_ERROR when it cannot be opened or mapped. */
-kiln_status_t kiln_platform_map_file(const char *path, kiln_file_map_t *out_map,
-                                     kiln_error_t *err);
+/* The whole file, read-only: mapped (KILN_WEIGHTS_MAPPED) or read into memory that asks
+ * for huge pages (KILN_WEIGHTS_HUGE_PAGES, where the platform has it; out_map->memory says
+ * which it got). KILN_STATUS_IO_ERROR when the file cannot be opened, mapped or read,
+ * KILN_STATUS_OUT_OF_MEMORY when the copy does not fit. */
+kiln_status_t kiln_platform_map_file(const char *path, uint32_t memory,
+                                     kiln_file_map_t *out_map, kiln_error_t *err);
 void kiln_platform_unmap_file(kiln_file_map_t *map);
 
 /* Loads a shared object from memory (an anonymous memfd where the kernel has one, else a

@@ -13,6 +13,7 @@
 /* KILN_NO_THREADS: the freestanding build, which has no threads - one stream only. */
 #ifndef KILN_NO_THREADS
 #include <pthread.h>
+#include <sys/mman.h>
 #endif
 
 typedef struct {
@@ -77,12 +78,23 @@ run_probe_t *run_probe_open(size_t bytes) {
   run_probe_t *p = malloc(sizeof *p);
   if (!p)
     return NULL;
-  p->bytes = bytes / 128 * 128;
-  p->buf = aligned_alloc(64, p->bytes);
+  /* In 2 MiB pages where the OS gives them (Linux THP on request): the roofline is the
+   * best streaming read, and with 4 KiB pages it read 7-11% less here (1 thread), while
+   * the kernel already maps much of a cached artifact's weights with 2 MiB pages. */
+#ifdef MADV_HUGEPAGE
+  const size_t huge = (size_t)2 << 20;
+#else
+  const size_t huge = 4096; /* the freestanding C library's largest alignment */
+#endif
+  p->bytes = bytes / huge * huge;
+  p->buf = aligned_alloc(huge, p->bytes);
   if (!p->buf) {
     free(p);
     return NULL;
   }
+#ifdef MADV_HUGEPAGE
+  (void)madvise(p->buf, p->bytes, MADV_HUGEPAGE);
+#endif
   memset(p->buf, 0x5a, p->bytes); /* touch every page before timing */
   return p;
 }

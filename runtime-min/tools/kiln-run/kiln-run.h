@@ -18,6 +18,7 @@ typedef struct run_options_s {
   uint32_t ctx;            /* ppl: --ctx (0: max_ctx) */
   uint32_t chunks;         /* ppl: --chunks (0: all) */
   uint32_t threads;        /* 0: physical cores */
+  uint32_t weights_memory; /* --weights: kiln_weights_memory_t */
   int no_bos;
   kiln_sampler_params_t sampler;
 } run_options_t;
@@ -61,5 +62,9 @@ void run_cpu_sample(run_cpu_sample_t *out);
  * percent. 0 when either sample is invalid or this process used no tick in between. */
 int run_cpu_share(const run_cpu_sample_t *before, const run_cpu_sample_t *after,
                   double *steal_pct, double *others_pct);
+
+/* The mapping holding addr (huge_pages.c, Linux /proc/self/smaps): its size and how much
+ * of it is backed by 2 MiB pages (anonymous or file), in KiB. 0 when not known. */
+int run_huge_pages(const void *addr, uint64_t *out_huge_kib, uint64_t *out_size_kib);
 
 #endif /* KILN_TOOLS_KILN_RUN_H_ */

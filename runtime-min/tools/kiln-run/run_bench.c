@@ -129,6 +129,11 @@ int run_bench(const run_options_t *o) {
     printf("%-18s %12llu bytes   (%s)\n", "KV/token", (unsigned long long)info.kv_bytes_per_token,
            kv_format_name(info.kv_k_format, info.kv_v_format));
     printf("%-18s %12.2f MiB\n", "peak memory", (double)st.peak_memory_bytes / (1 << 20));
+    uint64_t huge_kib, size_kib;
+    if (run_huge_pages(info.weights_data, &huge_kib, &size_kib))
+      printf("%-18s %12.2f MiB    (of the %.2f MiB %s that holds the weights)\n",
+             "in 2 MiB pages", huge_kib / 1024.0, size_kib / 1024.0,
+             info.weights_memory == KILN_WEIGHTS_HUGE_PAGES ? "copy" : "file mapping");
     double steal, others;
     if (run_cpu_share(&cpu0, &cpu1, &steal, &others)) {
       /* the cores the run did not have: a low "of bandwidth" with a high share here was

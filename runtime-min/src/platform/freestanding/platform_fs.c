@@ -14,10 +14,12 @@
 #define CLOCK_MONOTONIC_ 1
 #define SEEK_END_ 2
 
-kiln_status_t kiln_platform_map_file(const char *path, kiln_file_map_t *out_map,
-                                     kiln_error_t *err) {
-  out_map->data = NULL;
-  out_map->size = 0;
+/* Always mapped: a DSP program has no transparent huge pages to ask for. */
+kiln_status_t kiln_platform_map_file(const char *path, uint32_t memory,
+                                     kiln_file_map_t *out_map, kiln_error_t *err) {
+  (void)memory;
+  memset(out_map, 0, sizeof *out_map);
+  out_map->memory = KILN_WEIGHTS_MAPPED;
   const int fd = kiln_fs_open(path, KILN_FS_O_RDONLY);
   if (fd < 0)
     return kiln_error_set(err, KILN_STATUS_IO_ERROR, "cannot open '%s' (errno %d)", path, -fd);
@@ -45,8 +47,7 @@ kiln_status_t kiln_platform_map_file(const char *path, kiln_file_map_t *out_map,
 void kiln_platform_unmap_file(kiln_file_map_t *map) {
   if (map->data)
     kiln_fs_munmap((void *)map->data, map->size);
-  map->data = NULL;
-  map->size = 0;
+  memset(map, 0, sizeof *map);
 }
 
 kiln_status_t kiln_platform_load_code(const uint8_t *code, size_t size, const char *entry,
