@@ -7,7 +7,8 @@
  * With T threads each thread takes one fixed share of every matrix's 16-row groups; `sync`
  * mode also waits on a barrier after every matrix, as the runtime's parallel_for does, so
  * the two modes differ by the cost of the hand-offs. (The runtime's kernels cut a linear
- * into 8 tasks per thread taken from a shared counter; this bench keeps one fixed share,
+ * into 8 tasks per thread, a contiguous share each, the idle taking the others' last tasks;
+ * this bench keeps one fixed share,
  * the kernel's own speed.) Median of 7 tokens.
  *
  * Not built by CMake; link it with a native kernel library of the build:

@@ -187,12 +187,13 @@ KILN_UK_INLINE void kiln_uk_task_range(int64_t units, int32_t task, int32_t n_ta
 
 /* Linear is parallel from this many multiply-adds (out_features * in * n) on. */
 #define KILN_UK_LINEAR_PARALLEL_MIN_WORK ((int64_t)1 << 16)
-/* Tasks per thread of a linear. The pool hands tasks out from a shared counter, so a
- * thread that runs slow for a while (a busy sibling, the hypervisor, the serial work before
- * the call) takes fewer of them instead of the others waiting for its one big share; at
- * most 1/16 of a product is left to one thread of two at the end. TinyLlama-shaped decode
- * with 2 threads ran 1.12x (int4) to 1.39x (int8) faster than with one task per thread
- * (medians of paired runs, tests/bench/README.md).
+/* Tasks per thread of a linear. Each thread runs its own contiguous share and then takes
+ * the others' last tasks (runtime-min/src/exec/pool.h), so when a thread runs slow for a
+ * while (a busy sibling, the hypervisor, the serial work before the call) the others finish
+ * its share instead of waiting for it; at most 1/16 of a product is left to one thread of
+ * two at the end. TinyLlama-shaped decode with 2 threads ran 1.12x (int4) to 1.39x (int8)
+ * faster than with one task per thread (then from one shared counter; medians of paired
+ * runs, tests/bench/README.md).
  * Attention keeps one per thread: 8 per thread measured slower there. */
 #define KILN_UK_LINEAR_TASKS_PER_THREAD 8
 /* Attention is parallel (over heads) from this many multiply-adds on. */

@@ -11,18 +11,27 @@
 #define KILN_POOL_SPINS 4096 /* busy polls (~50 us) before yielding the core */
 #define KILN_POOL_YIELDS 64  /* polls with sched_yield before a worker sleeps */
 
+/* The tasks a thread has left of the current job: [lo, hi) packed as lo | hi << 32. The
+ * owner takes from the front, thieves from the back, both by compare-and-swap. Each on
+ * lines of its own (128 bytes: adjacent-line prefetchers pair 64-byte lines), so a
+ * thread's takes stay in its own cache until someone steals. */
+typedef struct {
+  _Alignas(128) atomic_uint_fast64_t range;
+} slot_t;
+
 struct kiln_pool_s {
   kiln_allocator_t alloc;
   uint32_t n_threads;
   uint32_t n_workers;          /* started */
   pthread_t *threads;
+  slot_t *slots;               /* n_threads: the caller's is 0, worker i's is i + 1 */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   /* The job: written by the caller before gen is incremented, read by workers after. */
   kiln_task_fn_t fn;
   void *arg;
   int32_t n_tasks;
-  atomic_int next;             /* next task index */
+  atomic_uint started;         /* workers that have taken their slot number */
   atomic_uint gen;             /* job number */
   atomic_uint pending;         /* workers not yet done with the current job */
   atomic_uint sleeping;
@@ -37,10 +46,33 @@ static void cpu_relax(void) {
 #endif
 }
 
-static void run_tasks(kiln_pool_t *p) {
+/* The front (owner) or back (thief) task of a slot, or -1 when it has none left. */
+static int32_t take(slot_t *s, int back) {
+  uint_fast64_t r = atomic_load_explicit(&s->range, memory_order_relaxed);
+  for (;;) {
+    const uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
+    if (lo >= hi)
+      return -1;
+    const uint_fast64_t next = back ? r - ((uint_fast64_t)1 << 32) : r + 1;
+    if (atomic_compare_exchange_weak_explicit(&s->range, &r, next, memory_order_relaxed,
+                                              memory_order_relaxed))
+      return (int32_t)(back ? hi - 1 : lo);
+  }
+}
+
+/* Thread `self` runs its own contiguous share of the tasks in order - one forward stream
+ * of weights, as a static split would - then takes the others' last tasks, so a thread
+ * slowed for a while (a busy core, the hypervisor) is helped instead of waited for. Ranges
+ * only shrink, so one pass over the others leaves no task untaken. */
+static void run_tasks(kiln_pool_t *p, uint32_t self) {
   const int32_t n = p->n_tasks;
-  for (int32_t i; (i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed)) < n;)
+  for (int32_t i; (i = take(&p->slots[self], 0)) >= 0;)
     p->fn(p->arg, i, n);
+  for (uint32_t k = 1; k < p->n_threads; ++k) {
+    slot_t *victim = &p->slots[(self + k) % p->n_threads];
+    for (int32_t i; (i = take(victim, 1)) >= 0;)
+      p->fn(p->arg, i, n);
+  }
 }
 
 static unsigned wait_job(kiln_pool_t *p, unsigned seen) {
@@ -65,12 +97,13 @@ static unsigned wait_job(kiln_pool_t *p, unsigned seen) {
 
 static void *worker_main(void *arg) {
   kiln_pool_t *p = arg;
+  const uint32_t self = atomic_fetch_add_explicit(&p->started, 1, memory_order_relaxed) + 1;
   unsigned seen = 0; /* gen starts at 0; no job is published before every worker exists */
   for (;;) {
     seen = wait_job(p, seen);
     if (atomic_load_explicit(&p->stop, memory_order_acquire))
       return NULL;
-    run_tasks(p);
+    run_tasks(p, self);
     atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
   }
 }
@@ -98,9 +131,12 @@ void kiln_pool_parallel_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_
   p->fn = fn;
   p->arg = arg;
   p->n_tasks = n_tasks;
-  atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+  const uint64_t n = (uint64_t)n_tasks, t = p->n_threads;
+  for (uint64_t i = 0; i < t; ++i) /* even contiguous shares; publish() orders the stores */
+    atomic_store_explicit(&p->slots[i].range, n * i / t | (n * (i + 1) / t) << 32,
+                          memory_order_relaxed);
   publish(p);
-  run_tasks(p);
+  run_tasks(p, 0);
   for (unsigned spin = 0; atomic_load_explicit(&p->pending, memory_order_acquire) != 0; ++spin) {
     if (spin < KILN_POOL_SPINS)
       cpu_relax();
@@ -134,10 +170,16 @@ kiln_status_t kiln_pool_create(uint32_t n_threads, const kiln_allocator_t *alloc
   if (n_threads > 1) {
     p->threads = kiln_mem_alloc(alloc, (n_threads - 1) * sizeof *p->threads, 64,
                                 "the thread pool", err);
-    if (!p->threads) {
+    p->slots = p->threads ? kiln_mem_alloc(alloc, n_threads * sizeof *p->slots,
+                                           _Alignof(slot_t), "the thread pool", err)
+                          : NULL;
+    if (!p->slots) {
+      if (p->threads)
+        kiln_mem_free(alloc, p->threads, (n_threads - 1) * sizeof *p->threads);
       kiln_mem_free(alloc, p, sizeof *p);
       return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
     }
+    memset(p->slots, 0, n_threads * sizeof *p->slots);
   }
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
@@ -163,6 +205,7 @@ void kiln_pool_destroy(kiln_pool_t *p) {
   pthread_mutex_destroy(&p->mu);
   kiln_allocator_t alloc = p->alloc;
   kiln_mem_free(&alloc, p->threads, (p->n_threads - 1) * sizeof *p->threads);
+  kiln_mem_free(&alloc, p->slots, p->n_threads * sizeof *p->slots);
   kiln_mem_free(&alloc, p, sizeof *p);
 }
 
