@@ -4,8 +4,9 @@
  * splits the tasks into one contiguous share per thread and publishes the job with one
  * atomic increment; each thread runs its share in order, then takes the last tasks of the
  * others' shares until none is left, and the call returns when every worker has checked
- * out of the job. Between jobs workers spin briefly (a decode step issues many small jobs back to
- * back), then sleep on a condition variable. With 1 thread parallel_for is a plain loop. */
+ * out of the job. Between jobs workers spin briefly (a decode step issues many small jobs
+ * back to back), then sleep on a condition variable. With 1 thread parallel_for is a plain
+ * loop. */
 #ifndef KILN_EXEC_POOL_H_
 #define KILN_EXEC_POOL_H_
 
