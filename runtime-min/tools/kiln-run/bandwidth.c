@@ -79,8 +79,9 @@ run_probe_t *run_probe_open(size_t bytes) {
   if (!p)
     return NULL;
   /* In 2 MiB pages where the OS gives them (Linux THP on request): the roofline is the
-   * best streaming read, and with 4 KiB pages it read 7-11% less here (1 thread), while
-   * the kernel already maps much of a cached artifact's weights with 2 MiB pages. */
+   * best streaming read, and with 4 KiB pages it read ~7% less here (1 thread, median of 7
+   * alternating pairs), while the kernel already maps much of a cached artifact's weights
+   * with 2 MiB pages. */
 #ifdef MADV_HUGEPAGE
   const size_t huge = (size_t)2 << 20;
 #else

@@ -25,7 +25,7 @@ int run_huge_pages(const void *addr, uint64_t *out_huge_kib, uint64_t *out_size_
   while (fgets(line, sizeof line, f)) {
     unsigned long long lo, hi, kib;
     /* a mapping's first line is "lo-hi perms ..."; its fields follow as "Name:  N kB" */
-    if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+    if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
       if (found)
         break;
       in = a >= lo && a < hi;
