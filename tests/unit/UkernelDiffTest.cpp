@@ -509,6 +509,10 @@ void runAttention(const AttentionCase &c, kiln::KvFormat f, MaxError &maxErr) {
   ref.format = f;
   // kernel caches: serial unfused, threaded unfused, serial fused
   KernelCache c1(f, maxCtx, c.kvHeads, c.headDim), c2 = c1, c3 = c1;
+  // each query head alone (1 head, 1 KV head, its own cache): the ISA kernels attend a KV
+  // head's query heads together, which must give the same bits as one at a time
+  std::vector<KernelCache> alone(size_t(c.heads), KernelCache(f, maxCtx, 1, c.headDim));
+  std::vector<float> scoresAlone(static_cast<size_t>(maxCtx));
   std::vector<float> scores1(size_t(c.heads) * size_t(maxCtx)), scores2 = scores1,
       scores3 = scores1;
   const RopeTables tab = c.rotaryDims ? makeRopeTables(maxCtx, c.rotaryDims, 10000.0f) : RopeTables{};
@@ -547,6 +551,23 @@ void runAttention(const AttentionCase &c, kiln::KvFormat f, MaxError &maxErr) {
                       c.kvHeads, c.headDim, scale, map, kf, vf, c2.k.data(), c2.scales(),
                       c2.v.data(), maxCtx, 0, 0, nullptr, nullptr, scores2.data(), out2.data());
     EXPECT_TRUE(bitEqual(out1, out2)) << "2 threads changed the result";
+    for (int32_t h = 0; h < c.heads; ++h) {
+      const int32_t g = p.kvHeadOf[size_t(h)];
+      std::vector<float> qh, kh, vh, outh(size_t(n) * size_t(c.headDim)), grouped;
+      for (int32_t t = 0; t < n; ++t) {
+        const size_t qAt = size_t(t) * size_t(qWidth) + size_t(h) * size_t(c.headDim);
+        const size_t kvAt = size_t(t) * size_t(kvWidth) + size_t(g) * size_t(c.headDim);
+        qh.insert(qh.end(), qr.begin() + long(qAt), qr.begin() + long(qAt) + c.headDim);
+        kh.insert(kh.end(), kr.begin() + long(kvAt), kr.begin() + long(kvAt) + c.headDim);
+        vh.insert(vh.end(), v.begin() + long(kvAt), v.begin() + long(kvAt) + c.headDim);
+        grouped.insert(grouped.end(), out1.begin() + long(qAt), out1.begin() + long(qAt) + c.headDim);
+      }
+      KernelCache &ch = alone[size_t(h)];
+      kiln_uk_attention(&serial.ctx, qh.data(), kh.data(), vh.data(), n, pos.data(), 1, 1,
+                        c.headDim, scale, nullptr, kf, vf, ch.k.data(), ch.scales(), ch.v.data(),
+                        maxCtx, 0, 0, nullptr, nullptr, scoresAlone.data(), outh.data());
+      EXPECT_TRUE(bitEqual(grouped, outh)) << "head " << h << " differs from attending it alone";
+    }
     if (c.rotaryDims) {
       kiln_uk_attention(&serial.ctx, q.data(), k.data(), v.data(), n, pos.data(), c.heads,
                         c.kvHeads, c.headDim, scale, map, kf, vf, c3.k.data(), c3.scales(),
@@ -591,6 +612,8 @@ TEST_F(UkernelAttention, GqaDefaultMap) {
     runAttention({8, 2, 16, {}}, f, maxErr);
     runAttention({6, 3, 20, {}}, f, maxErr); // head_dim not a multiple of 8
     runAttention({4, 2, 6, {}}, f, maxErr);  // head_dim below one 8-lane block
+    runAttention({32, 4, 64, {}}, f, maxErr); // TinyLlama's: groups of 8 query heads
+    runAttention({12, 1, 16, {}}, f, maxErr); // one KV head: a group of 8, then of 4
   }
 }
 

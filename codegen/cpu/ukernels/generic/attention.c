@@ -18,6 +18,9 @@
 #include "ukernel_abi.h"
 
 #define LANES 8
+#ifndef KILN_UK_ATTENTION_GROUP
+#define KILN_UK_ATTENTION_GROUP 8 /* query heads attended together */
+#endif
 
 typedef struct attention_args_s {
   const float *q;
@@ -143,6 +146,32 @@ KILN_UK_INLINE void store_head(uint32_t format, uint8_t *cache, float *scale_out
   }
 }
 
+/* s[0..len) = softmax(s): p_j = e^(s_j - max s) / total, total the sum of the e^ in double
+ * rounded to float. Each loop on its own, so the max (8 partial maxima: exact in any order)
+ * and the exponentials vectorise; only the double sum runs in sequence. */
+KILN_UK_INLINE void softmax_row(float *s, int32_t len) {
+  float m[LANES];
+  for (int32_t l = 0; l < LANES; ++l)
+    m[l] = -__builtin_inff();
+  int32_t j = 0;
+  for (; j + LANES <= len; j += LANES)
+    for (int32_t l = 0; l < LANES; ++l)
+      m[l] = s[j + l] > m[l] ? s[j + l] : m[l];
+  float mx = -__builtin_inff();
+  for (int32_t l = 0; l < LANES; ++l)
+    mx = m[l] > mx ? m[l] : mx;
+  for (; j < len; ++j)
+    mx = s[j] > mx ? s[j] : mx;
+  for (j = 0; j < len; ++j)
+    s[j] = kiln_uk_expf(s[j] - mx);
+  double sum = 0.0;
+  for (j = 0; j < len; ++j)
+    sum += (double)s[j];
+  const float total = (float)sum;
+  for (j = 0; j < len; ++j)
+    s[j] = s[j] / total;
+}
+
 static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
   const int32_t d = a->head_dim;
   const int64_t kv_width = (int64_t)a->kv_heads * d;
@@ -173,35 +202,54 @@ static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
       s[j] = dot_i8(qh, kc + j * kv_width + koff, d) * a->k_scales[(int64_t)j * a->kv_heads + g] *
              a->scale;
   }
-  float mx = -__builtin_inff();
-  for (int32_t j = 0; j < len; ++j)
-    mx = s[j] > mx ? s[j] : mx;
-  double sum = 0.0;
-  for (int32_t j = 0; j < len; ++j) {
-    s[j] = kiln_uk_expf(s[j] - mx);
-    sum += (double)s[j];
-  }
-  const float total = (float)sum;
+  softmax_row(s, len);
   for (int32_t i = 0; i < d; ++i)
     oh[i] = 0.0f;
   if (a->v_format == KILN_UK_KV_F32) {
     const float *vc = (const float *)a->v_cache;
     for (int32_t j = 0; j < len; ++j)
-      axpy_f32(s[j] / total, vc + j * kv_width + koff, oh, d);
+      axpy_f32(s[j], vc + j * kv_width + koff, oh, d);
   } else {
     const uint16_t *vc = (const uint16_t *)a->v_cache;
     for (int32_t j = 0; j < len; ++j)
-      axpy_f16(s[j] / total, vc + j * kv_width + koff, oh, d);
+      axpy_f16(s[j], vc + j * kv_width + koff, oh, d);
   }
 }
 
+/* Query heads hs[0..nh) (nh <= KILN_UK_ATTENTION_GROUP), all reading KV head g, for token
+ * t. An ISA file that reads each K and V row once for the whole group defines
+ * KILN_UK_ATTENTION_GROUP_OPS and declares attend_heads before including this file. */
+#ifndef KILN_UK_ATTENTION_GROUP_OPS
+static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const int32_t *hs,
+                         int32_t nh) {
+  (void)g;
+  for (int32_t i = 0; i < nh; ++i)
+    attend_head(a, t, hs[i]);
+}
+#endif
+
+/* The task's heads [h0, h1) by KV head, up to KILN_UK_ATTENTION_GROUP at a time: with GQA
+ * the query heads of one KV head share every cache row they read. */
 static void attention_task(void *arg, int32_t task, int32_t n_tasks) {
   const attention_args_t *a = (const attention_args_t *)arg;
   int64_t h0, h1;
   kiln_uk_task_range(a->heads, task, n_tasks, &h0, &h1);
+  int32_t hs[KILN_UK_ATTENTION_GROUP];
   for (int32_t t = 0; t < a->n; ++t)
-    for (int32_t h = (int32_t)h0; h < (int32_t)h1; ++h)
-      attend_head(a, t, h);
+    for (int32_t g = 0; g < a->kv_heads; ++g) {
+      int32_t nh = 0;
+      for (int32_t h = (int32_t)h0; h < (int32_t)h1; ++h) {
+        if ((a->kv_head_map ? a->kv_head_map[h] : h / (a->heads / a->kv_heads)) != g)
+          continue;
+        hs[nh++] = h;
+        if (nh == KILN_UK_ATTENTION_GROUP) {
+          attend_heads(a, t, g, hs, nh);
+          nh = 0;
+        }
+      }
+      if (nh > 0)
+        attend_heads(a, t, g, hs, nh);
+    }
 }
 
 void kiln_uk_attention(const kiln_exec_ctx_t *ctx, const float *q, const float *k,
