@@ -18,9 +18,7 @@
 #include "ukernel_abi.h"
 
 #define LANES 8
-#ifndef KILN_UK_ATTENTION_GROUP
-#define KILN_UK_ATTENTION_GROUP 8 /* query heads attended together */
-#endif
+#define KILN_UK_ATTENTION_GROUP 8 /* query heads attended together, at most */
 
 typedef struct attention_args_s {
   const float *q;
@@ -172,10 +170,15 @@ KILN_UK_INLINE void softmax_row(float *s, int32_t len) {
     s[j] = s[j] / total;
 }
 
+/* The KV head query head h reads. */
+KILN_UK_INLINE int32_t kv_head_of(const attention_args_t *a, int32_t h) {
+  return a->kv_head_map ? a->kv_head_map[h] : h / (a->heads / a->kv_heads);
+}
+
 static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
   const int32_t d = a->head_dim;
   const int64_t kv_width = (int64_t)a->kv_heads * d;
-  const int32_t g = a->kv_head_map ? a->kv_head_map[h] : h / (a->heads / a->kv_heads);
+  const int32_t g = kv_head_of(a, h);
   const float *qh = a->q + ((int64_t)t * a->heads + h) * d;
   float qr[KILN_UK_ATTENTION_MAX_HEAD_DIM];
   if (a->rotary_dims > 0) {
@@ -239,7 +242,7 @@ static void attention_task(void *arg, int32_t task, int32_t n_tasks) {
     for (int32_t g = 0; g < a->kv_heads; ++g) {
       int32_t nh = 0;
       for (int32_t h = (int32_t)h0; h < (int32_t)h1; ++h) {
-        if ((a->kv_head_map ? a->kv_head_map[h] : h / (a->heads / a->kv_heads)) != g)
+        if (kv_head_of(a, h) != g)
           continue;
         hs[nh++] = h;
         if (nh == KILN_UK_ATTENTION_GROUP) {

@@ -7,8 +7,9 @@
  * (rounding to f16/int8, RoPE) and the softmax are the generic code, included below.
  *
  * With GQA, attend_heads runs up to 8 query heads of one KV head together: each K and V
- * row is loaded and converted once for all of them, and the 8 heads' dot products are 8
- * independent FMA chains (one head's 8-deep chain waited on FMA latency). The arithmetic
+ * row is loaded and converted once for all of them, and the heads' dot products are
+ * independent FMA chains (one head's 8-deep chain waited on FMA latency); groups of 2-4
+ * run 4 chains, so stories260K's pairs do not pay for 8. The arithmetic
  * per head is attend_head's with these row ops, operation for operation (the 8-to-1 lane
  * reduction in hsum8's order), so results are the same bits as head by head. One
  * TinyLlama-shaped layer (32 heads, 4 KV heads, f16 cache), one thread: 36.2 -> 14.6 us at
@@ -115,10 +116,12 @@ KILN_UK_INLINE __m256 load_kv8(uint32_t format, const uint8_t *cache, int64_t id
   return load_i8x8((const int8_t *)cache + idx);
 }
 
-/* Scores of the group's heads over positions 0..len-1 into s[i] (unscaled softmax input),
- * K in `format` (constant after inlining). Heads past nh repeat head 0 and are dropped. */
-KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, const float *const *q,
-                                 float *const *s, int32_t nh, int32_t len, int32_t g) {
+/* Scores of the group's heads over positions 0..len-1 into s[i] (scaled, the softmax's
+ * input), K in `format`, for N = 4 or 8 heads (both constant after inlining). Heads past nh
+ * repeat head 0 and are dropped; with N = 4 the reduction's upper 4 inputs stay zero. */
+KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, int32_t N,
+                                 const float *const *q, float *const *s, int32_t nh,
+                                 int32_t len, int32_t g) {
   const int32_t d = a->head_dim;
   const int64_t kv_width = (int64_t)a->kv_heads * d, koff = (int64_t)g * d;
   for (int32_t j = 0; j < len; ++j) {
@@ -127,7 +130,7 @@ KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, con
       acc[i] = _mm256_setzero_ps();
     for (int32_t c = 0; c < d; c += 8) {
       const __m256 k = load_kv8(format, a->k_cache, j * kv_width + koff + c);
-      for (int32_t i = 0; i < 8; ++i)
+      for (int32_t i = 0; i < N; ++i)
         acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q[i] + c), k, acc[i]);
     }
     float dots[8];
@@ -141,23 +144,44 @@ KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, con
   }
 }
 
-/* out[i] = sum_j p[i][j] V[j] for the group's heads, 8 dimensions at a time. */
-KILN_UK_INLINE void group_values(const attention_args_t *a, uint32_t format, const float *const *p,
-                                 float *const *out, int32_t nh, int32_t len, int32_t g) {
+/* out[i] = sum_j p[i][j] V[j] for N = 4 or 8 of the group's heads, 8 dimensions at a time. */
+KILN_UK_INLINE void group_values(const attention_args_t *a, uint32_t format, int32_t N,
+                                 const float *const *p, float *const *out, int32_t nh,
+                                 int32_t len, int32_t g) {
   const int32_t d = a->head_dim;
   const int64_t kv_width = (int64_t)a->kv_heads * d, koff = (int64_t)g * d;
   for (int32_t c = 0; c < d; c += 8) {
     __m256 acc[8];
-    for (int32_t i = 0; i < 8; ++i)
+    for (int32_t i = 0; i < N; ++i)
       acc[i] = _mm256_setzero_ps();
     for (int32_t j = 0; j < len; ++j) {
       const __m256 v = load_kv8(format, a->v_cache, j * kv_width + koff + c);
-      for (int32_t i = 0; i < 8; ++i)
+      for (int32_t i = 0; i < N; ++i)
         acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p[i] + j), v, acc[i]);
     }
     for (int32_t i = 0; i < nh; ++i)
       _mm256_storeu_ps(out[i] + c, acc[i]);
   }
+}
+
+/* One group through scores, softmax and values with N chains (a constant at each call). */
+KILN_UK_INLINE void group_attend(const attention_args_t *a, int32_t N, const float *const *q,
+                                 float **s, float *const *out, int32_t nh, int32_t len,
+                                 int32_t g) {
+  if (a->k_format == KILN_UK_KV_F32)
+    group_scores(a, KILN_UK_KV_F32, N, q, s, nh, len, g);
+  else if (a->k_format == KILN_UK_KV_F16)
+    group_scores(a, KILN_UK_KV_F16, N, q, s, nh, len, g);
+  else
+    group_scores(a, KILN_UK_KV_I8, N, q, s, nh, len, g);
+  for (int32_t i = 0; i < nh; ++i)
+    softmax_row(s[i], len);
+  for (int32_t i = nh; i < 8; ++i)
+    s[i] = s[0];
+  if (a->v_format == KILN_UK_KV_F32)
+    group_values(a, KILN_UK_KV_F32, N, (const float *const *)s, out, nh, len, g);
+  else
+    group_values(a, KILN_UK_KV_F16, N, (const float *const *)s, out, nh, len, g);
 }
 
 static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const int32_t *hs,
@@ -185,18 +209,8 @@ static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const 
     out[i] = a->out + ((int64_t)t * a->heads + h) * d;
   }
   const int32_t len = a->positions[t] + 1;
-  if (a->k_format == KILN_UK_KV_F32)
-    group_scores(a, KILN_UK_KV_F32, q, s, nh, len, g);
-  else if (a->k_format == KILN_UK_KV_F16)
-    group_scores(a, KILN_UK_KV_F16, q, s, nh, len, g);
+  if (nh <= 4)
+    group_attend(a, 4, q, s, out, nh, len, g);
   else
-    group_scores(a, KILN_UK_KV_I8, q, s, nh, len, g);
-  for (int32_t i = 0; i < nh; ++i)
-    softmax_row(s[i], len);
-  for (int32_t i = nh; i < 8; ++i)
-    s[i] = s[0];
-  if (a->v_format == KILN_UK_KV_F32)
-    group_values(a, KILN_UK_KV_F32, (const float *const *)s, out, nh, len, g);
-  else
-    group_values(a, KILN_UK_KV_F16, (const float *const *)s, out, nh, len, g);
+    group_attend(a, 8, q, s, out, nh, len, g);
 }
