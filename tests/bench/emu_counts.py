@@ -10,8 +10,9 @@ do not depend on a noisy machine.
       aarch64+dotprod) against the NEON file (+dotprod: sdot) and the NEON file with i8mm
       (+dotprod+i8mm: usmmla tiles of 4 tokens for the r16 formats), as a markdown table
   emu_counts.py attention --bin-dir BUILD/aarch64/bin [--head-dim D] [--ctx C] [--tokens N]
-      instructions per call of the attention micro-kernel (8 query heads on 4 KV heads) per
-      KV cache format, generic C against the NEON file
+                         [--heads H --kv-heads G]
+      instructions per call of the attention micro-kernel (H query heads on G KV heads,
+      default 8 on 4) per KV cache format, generic C against the NEON file
   emu_counts.py tokens --kiln-run BUILD/aarch64/bin/kiln-run A.kiln [B.kiln ...]
                        [--prompt-file F]
       instructions per decoded token of each artifact (greedy, 1 thread); with a long prompt
@@ -64,15 +65,17 @@ def kernels(a):
 
 
 def attention(a):
-    print(f"| KV cache (head_dim {a.head_dim}, context {a.ctx}, {a.tokens} token"
-          f"{'s' if a.tokens > 1 else ''}) | generic C | NEON | generic / NEON |")
+    print(f"| KV cache ({a.heads} heads on {a.kv_heads}, head_dim {a.head_dim}, context "
+          f"{a.ctx}, {a.tokens} token{'s' if a.tokens > 1 else ''}) | generic C | NEON | "
+          f"generic / NEON |")
     print("| --- | ---: | ---: | ---: |")
     for kv in ("f32", "f16", "i8f16"):
         per = {}
         for isa in ("generic", "neon"):
             exe = os.path.join(a.bin_dir, f"ukernel-calls-{isa}")
             args = [f"attention-{kv}", str(a.head_dim), str(a.ctx), str(a.tokens)]
-            per[isa] = (count([exe, *args, "3"]) - count([exe, *args, "1"])) / 2
+            heads = [str(a.heads), str(a.kv_heads)]
+            per[isa] = (count([exe, *args, "3", *heads]) - count([exe, *args, "1", *heads])) / 2
         print(f"| {kv} | {per['generic']:,.0f} | {per['neon']:,.0f} | "
               f"{per['generic'] / per['neon']:.2f}x |", flush=True)
 
@@ -119,6 +122,8 @@ def main():
     at.add_argument("--head-dim", type=int, default=64)
     at.add_argument("--ctx", type=int, default=1024)
     at.add_argument("--tokens", type=int, default=1)
+    at.add_argument("--heads", type=int, default=8)
+    at.add_argument("--kv-heads", type=int, default=4)
     t = sub.add_parser("tokens")
     t.add_argument("--kiln-run", required=True)
     t.add_argument("--prompt-file", help="the prompt (default: Once upon a time)")

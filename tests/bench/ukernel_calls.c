@@ -6,11 +6,11 @@
  *   ukernel-calls FORMAT ROWS IN [N] [CALLS]
  *     FORMAT: q8_0_r16 q4_0_r16 q4_1_r16 (kiln_uk_linear_packed) or f32 f16 q8_0 q4_0 q3_0
  *     (kiln_uk_linear, rows of whole blocks)
- *   ukernel-calls attention-KV HEAD_DIM CTX [N] [CALLS]
- *     kiln_uk_attention, 8 query heads on 4 KV heads, KV cache f32, f16 or i8f16 (K int8,
- *     V f16): the cache's first CTX - N positions filled with random elements (no kernel
- *     call: the count stays the calls'), then each call N tokens at positions CTX - N ..
- *     CTX - 1 (a decode step at context CTX when N is 1)
+ *   ukernel-calls attention-KV HEAD_DIM CTX [N] [CALLS] [HEADS KV_HEADS]
+ *     kiln_uk_attention, HEADS query heads (8) on KV_HEADS KV heads (4), KV cache f32, f16
+ *     or i8f16 (K int8, V f16): the cache's first CTX - N positions filled with random
+ *     elements (no kernel call: the count stays the calls'), then each call N tokens at
+ *     positions CTX - N .. CTX - 1 (a decode step at context CTX when N is 1)
  * Built by the cross build against each kernel library (ukernel-calls-<isa>); it runs on
  * the host too.
  */
@@ -72,13 +72,15 @@ static int attention_calls(int argc, char **argv) {
   }
   const long d = atol(argv[2]), ctx = atol(argv[3]);
   const long n = argc > 4 ? atol(argv[4]) : 1, calls = argc > 5 ? atol(argv[5]) : 1;
+  const long heads = argc > 7 ? atol(argv[6]) : 8, kv_heads = argc > 7 ? atol(argv[7]) : 4;
   if (d < 1 || d > KILN_UK_ATTENTION_MAX_HEAD_DIM || ctx < 2 || ctx > 65536 || n < 1 ||
-      n >= ctx || calls < 0 || calls > 1000) {
+      n >= ctx || calls < 0 || calls > 1000 || kv_heads < 1 || heads < kv_heads ||
+      heads > 256 || heads % kv_heads != 0) {
     fprintf(stderr, "error: need 1 <= HEAD_DIM <= %d, 2 <= CTX <= 65536, 1 <= N < CTX, "
-                    "0 <= CALLS <= 1000\n", KILN_UK_ATTENTION_MAX_HEAD_DIM);
+                    "0 <= CALLS <= 1000, HEADS a multiple of KV_HEADS up to 256\n",
+            KILN_UK_ATTENTION_MAX_HEAD_DIM);
     return 2;
   }
-  const int32_t heads = 8, kv_heads = 4;
   float *q = malloc(sizeof(float) * (size_t)(n * heads * d));
   float *k = malloc(sizeof(float) * (size_t)(n * kv_heads * d));
   float *v = malloc(sizeof(float) * (size_t)(n * kv_heads * d));
@@ -110,9 +112,9 @@ static int attention_calls(int argc, char **argv) {
   float *out = calloc((size_t)(n * heads * d), sizeof(float));
   const float scale = 1.0f / sqrtf((float)d);
   for (long c = 0; c < calls; ++c)
-    kiln_uk_attention(NULL, q, k, v, (int32_t)n, pos, heads, kv_heads, (int32_t)d, scale, NULL,
-                      kf, vf, caches[0], k_scales, caches[1], (int32_t)ctx, 0, 0, NULL, NULL,
-                      scores, out);
+    kiln_uk_attention(NULL, q, k, v, (int32_t)n, pos, (int32_t)heads, (int32_t)kv_heads,
+                      (int32_t)d, scale, NULL, kf, vf, caches[0], k_scales, caches[1],
+                      (int32_t)ctx, 0, 0, NULL, NULL, scores, out);
   char what[96];
   snprintf(what, sizeof what, "%s d=%ld ctx=%ld n=%ld calls=%ld", argv[1], d, ctx, n, calls);
   print_hash(what, out, n * heads * d);

@@ -220,9 +220,75 @@ static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
 }
 
 /* Query heads hs[0..nh) (nh <= KILN_UK_ATTENTION_GROUP), all reading KV head g, for token
- * t. An ISA file that reads each K and V row once for the whole group defines
- * KILN_UK_ATTENTION_GROUP_OPS and declares attend_heads before including this file. */
-#ifndef KILN_UK_ATTENTION_GROUP_OPS
+ * t. An ISA file that reads each K and V row once for the whole group (x86/attention.c,
+ * neon/attention.c) defines KILN_UK_ATTENTION_GROUP_OPS and KILN_UK_ATTENTION_MIN_GROUP
+ * (2 or 4: the fewest heads it runs at once, so that enough FMA chains are in flight)
+ * before including this file, and group_scores / group_values (declared here) after it:
+ * the scaled scores of N = 2, 4 or 8 heads (a constant at each call; heads past nh repeat
+ * head 0 and are dropped) into s[i], and out[i] = sum_j s[i][j] V[j]. Each head's
+ * arithmetic must stay attend_head's, operation for operation, so a group gives the same
+ * bits as its heads one by one. */
+#ifdef KILN_UK_ATTENTION_GROUP_OPS
+KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, int32_t N,
+                                 const float *const *q, float *const *s, int32_t nh,
+                                 int32_t len, int32_t g);
+KILN_UK_INLINE void group_values(const attention_args_t *a, uint32_t format, int32_t N,
+                                 const float *const *p, float *const *out, int32_t nh,
+                                 int32_t len, int32_t g);
+
+/* One group through scores, softmax and values with N heads' chains. */
+KILN_UK_INLINE void group_attend(const attention_args_t *a, int32_t N, const float *const *q,
+                                 float **s, float *const *out, int32_t nh, int32_t len,
+                                 int32_t g) {
+  if (a->k_format == KILN_UK_KV_F32)
+    group_scores(a, KILN_UK_KV_F32, N, q, s, nh, len, g);
+  else if (a->k_format == KILN_UK_KV_F16)
+    group_scores(a, KILN_UK_KV_F16, N, q, s, nh, len, g);
+  else
+    group_scores(a, KILN_UK_KV_I8, N, q, s, nh, len, g);
+  for (int32_t i = 0; i < nh; ++i)
+    softmax_row(s[i], len);
+  for (int32_t i = nh; i < KILN_UK_ATTENTION_GROUP; ++i)
+    s[i] = s[0];
+  if (a->v_format == KILN_UK_KV_F32)
+    group_values(a, KILN_UK_KV_F32, N, (const float *const *)s, out, nh, len, g);
+  else
+    group_values(a, KILN_UK_KV_F16, N, (const float *const *)s, out, nh, len, g);
+}
+
+static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const int32_t *hs,
+                         int32_t nh) {
+  const int32_t d = a->head_dim;
+  if (nh == 1 || d % LANES != 0) {
+    for (int32_t i = 0; i < nh; ++i)
+      attend_head(a, t, hs[i]);
+    return;
+  }
+  float qr[KILN_UK_ATTENTION_GROUP][KILN_UK_ATTENTION_MAX_HEAD_DIM];
+  const float *q[KILN_UK_ATTENTION_GROUP];
+  float *s[KILN_UK_ATTENTION_GROUP], *out[KILN_UK_ATTENTION_GROUP];
+  for (int32_t i = 0; i < KILN_UK_ATTENTION_GROUP; ++i) {
+    const int32_t h = hs[i < nh ? i : 0];
+    q[i] = a->q + ((int64_t)t * a->heads + h) * d;
+    if (a->rotary_dims > 0 && i < nh) {
+      rotate_head(q[i], qr[i], d, a->rotary_dims, a->rotate_half, a->positions[t], a->cos_table,
+                  a->sin_table);
+      q[i] = qr[i];
+    } else if (a->rotary_dims > 0) {
+      q[i] = q[0];
+    }
+    s[i] = a->scores + (int64_t)h * a->max_ctx;
+    out[i] = a->out + ((int64_t)t * a->heads + h) * d;
+  }
+  const int32_t len = a->positions[t] + 1;
+  if (nh <= 2 && KILN_UK_ATTENTION_MIN_GROUP <= 2)
+    group_attend(a, 2, q, s, out, nh, len, g);
+  else if (nh <= 4)
+    group_attend(a, 4, q, s, out, nh, len, g);
+  else
+    group_attend(a, 8, q, s, out, nh, len, g);
+}
+#else
 static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const int32_t *hs,
                          int32_t nh) {
   (void)g;

@@ -9,12 +9,18 @@
  * artifact's results bit for bit (the kernel-call hashes in tests/emu/aarch64_e2e.py
  * compare them). Storing (rounding to f16/int8, RoPE) and the softmax are the generic
  * code, included below.
+ *
+ * With GQA the query heads of one KV head run together (generic attend_heads, up to 8):
+ * each K and V row is loaded and converted once for all of them, and each head keeps its
+ * own two accumulators, reduced by hsum8, so the bits are the same as head by head.
  */
 #include <arm_neon.h>
 
 #include "common.h"
 
 #define KILN_UK_ATTENTION_ROW_OPS 1
+#define KILN_UK_ATTENTION_GROUP_OPS 1
+#define KILN_UK_ATTENTION_MIN_GROUP 2 /* two 4-lane chains per head */
 
 /* 8 lanes as lo (0-3) and hi (4-7): x86's hsum8 order */
 KILN_UK_INLINE float hsum8(float32x4_t lo, float32x4_t hi) {
@@ -132,3 +138,69 @@ KILN_UK_INLINE void axpy_f16(float p, const uint16_t *v, float *o, int32_t d) {
 }
 
 #include "generic/attention.c"
+
+/* Elements idx..idx+7 of a K or V row as two float32x4 (exact conversions). */
+KILN_UK_INLINE void load_kv8(uint32_t format, const uint8_t *cache, int64_t idx,
+                             float32x4_t *lo, float32x4_t *hi) {
+  if (format == KILN_UK_KV_F32) {
+    *lo = vld1q_f32((const float *)cache + idx);
+    *hi = vld1q_f32((const float *)cache + idx + 4);
+  } else if (format == KILN_UK_KV_F16) {
+    *lo = load_f16x4((const uint16_t *)cache + idx);
+    *hi = load_f16x4((const uint16_t *)cache + idx + 4);
+  } else {
+    load_i8x8((const int8_t *)cache + idx, lo, hi);
+  }
+}
+
+/* Scores of N = 2, 4 or 8 heads over positions 0..len-1 into s[i] (scaled): dot_*'s lanes
+ * and hsum8 per head, 2N independent FMA chains. */
+KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, int32_t N,
+                                 const float *const *q, float *const *s, int32_t nh,
+                                 int32_t len, int32_t g) {
+  const int32_t d = a->head_dim;
+  const int64_t kv_width = (int64_t)a->kv_heads * d, koff = (int64_t)g * d;
+  for (int32_t j = 0; j < len; ++j) {
+    float32x4_t lo[8], hi[8];
+    for (int32_t i = 0; i < N; ++i)
+      lo[i] = hi[i] = vdupq_n_f32(0.0f);
+    for (int32_t c = 0; c < d; c += 8) {
+      float32x4_t klo, khi;
+      load_kv8(format, a->k_cache, j * kv_width + koff + c, &klo, &khi);
+      for (int32_t i = 0; i < N; ++i) {
+        lo[i] = vfmaq_f32(lo[i], vld1q_f32(q[i] + c), klo);
+        hi[i] = vfmaq_f32(hi[i], vld1q_f32(q[i] + c + 4), khi);
+      }
+    }
+    const float ks = format == KILN_UK_KV_I8 ? a->k_scales[(int64_t)j * a->kv_heads + g] : 1.0f;
+    for (int32_t i = 0; i < nh; ++i) {
+      const float dot = hsum8(lo[i], hi[i]);
+      s[i][j] = format == KILN_UK_KV_I8 ? dot * ks * a->scale : dot * a->scale;
+    }
+  }
+}
+
+/* out[i] = sum_j p[i][j] V[j] for N heads, 8 dimensions at a time (axpy_*'s fused adds). */
+KILN_UK_INLINE void group_values(const attention_args_t *a, uint32_t format, int32_t N,
+                                 const float *const *p, float *const *out, int32_t nh,
+                                 int32_t len, int32_t g) {
+  const int32_t d = a->head_dim;
+  const int64_t kv_width = (int64_t)a->kv_heads * d, koff = (int64_t)g * d;
+  for (int32_t c = 0; c < d; c += 8) {
+    float32x4_t lo[8], hi[8];
+    for (int32_t i = 0; i < N; ++i)
+      lo[i] = hi[i] = vdupq_n_f32(0.0f);
+    for (int32_t j = 0; j < len; ++j) {
+      float32x4_t vlo, vhi;
+      load_kv8(format, a->v_cache, j * kv_width + koff + c, &vlo, &vhi);
+      for (int32_t i = 0; i < N; ++i) {
+        lo[i] = vfmaq_n_f32(lo[i], vlo, p[i][j]);
+        hi[i] = vfmaq_n_f32(hi[i], vhi, p[i][j]);
+      }
+    }
+    for (int32_t i = 0; i < nh; ++i) {
+      vst1q_f32(out[i] + c, lo[i]);
+      vst1q_f32(out[i] + c + 4, hi[i]);
+    }
+  }
+}

@@ -21,9 +21,7 @@
 
 #define KILN_UK_ATTENTION_ROW_OPS 1
 #define KILN_UK_ATTENTION_GROUP_OPS 1
-struct attention_args_s;
-static void attend_heads(const struct attention_args_s *a, int32_t t, int32_t g,
-                         const int32_t *hs, int32_t nh);
+#define KILN_UK_ATTENTION_MIN_GROUP 4 /* one 8-lane chain per head */
 
 KILN_UK_INLINE float hsum8(__m256 v) {
   __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -117,8 +115,8 @@ KILN_UK_INLINE __m256 load_kv8(uint32_t format, const uint8_t *cache, int64_t id
 }
 
 /* Scores of the group's heads over positions 0..len-1 into s[i] (scaled, the softmax's
- * input), K in `format`, for N = 4 or 8 heads (both constant after inlining). Heads past nh
- * repeat head 0 and are dropped; with N = 4 the reduction's upper 4 inputs stay zero. */
+ * input), K in `format`, for N = 4 or 8 heads; with 4 the reduction's upper 4 inputs stay
+ * zero. */
 KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, int32_t N,
                                  const float *const *q, float *const *s, int32_t nh,
                                  int32_t len, int32_t g) {
@@ -162,55 +160,4 @@ KILN_UK_INLINE void group_values(const attention_args_t *a, uint32_t format, int
     for (int32_t i = 0; i < nh; ++i)
       _mm256_storeu_ps(out[i] + c, acc[i]);
   }
-}
-
-/* One group through scores, softmax and values with N chains (a constant at each call). */
-KILN_UK_INLINE void group_attend(const attention_args_t *a, int32_t N, const float *const *q,
-                                 float **s, float *const *out, int32_t nh, int32_t len,
-                                 int32_t g) {
-  if (a->k_format == KILN_UK_KV_F32)
-    group_scores(a, KILN_UK_KV_F32, N, q, s, nh, len, g);
-  else if (a->k_format == KILN_UK_KV_F16)
-    group_scores(a, KILN_UK_KV_F16, N, q, s, nh, len, g);
-  else
-    group_scores(a, KILN_UK_KV_I8, N, q, s, nh, len, g);
-  for (int32_t i = 0; i < nh; ++i)
-    softmax_row(s[i], len);
-  for (int32_t i = nh; i < 8; ++i)
-    s[i] = s[0];
-  if (a->v_format == KILN_UK_KV_F32)
-    group_values(a, KILN_UK_KV_F32, N, (const float *const *)s, out, nh, len, g);
-  else
-    group_values(a, KILN_UK_KV_F16, N, (const float *const *)s, out, nh, len, g);
-}
-
-static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const int32_t *hs,
-                         int32_t nh) {
-  const int32_t d = a->head_dim;
-  if (nh == 1 || d % 8 != 0) {
-    for (int32_t i = 0; i < nh; ++i)
-      attend_head(a, t, hs[i]);
-    return;
-  }
-  float qr[8][KILN_UK_ATTENTION_MAX_HEAD_DIM];
-  const float *q[8];
-  float *s[8], *out[8];
-  for (int32_t i = 0; i < 8; ++i) {
-    const int32_t h = hs[i < nh ? i : 0];
-    q[i] = a->q + ((int64_t)t * a->heads + h) * d;
-    if (a->rotary_dims > 0 && i < nh) {
-      rotate_head(q[i], qr[i], d, a->rotary_dims, a->rotate_half, a->positions[t], a->cos_table,
-                  a->sin_table);
-      q[i] = qr[i];
-    } else if (a->rotary_dims > 0) {
-      q[i] = q[0];
-    }
-    s[i] = a->scores + (int64_t)h * a->max_ctx;
-    out[i] = a->out + ((int64_t)t * a->heads + h) * d;
-  }
-  const int32_t len = a->positions[t] + 1;
-  if (nh <= 4)
-    group_attend(a, 4, q, s, out, nh, len, g);
-  else
-    group_attend(a, 8, q, s, out, nh, len, g);
 }
