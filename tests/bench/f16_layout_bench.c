@@ -1,9 +1,12 @@
-/* Decode matrix-vector over f16 weights in three memory orders, against the read bandwidth
- * measured in the same run: how much of f16 decode's gap to the read is the layout (the
- * x86 kernel reads plain rows; the block formats have kiln's single-stream r16 layout).
+/* Decode matrix-vector over f16 weights in four memory orders, against the read bandwidth
+ * measured in the same run: how much of f16 decode's gap to the read is the order the
+ * weights are read in (f16 is stored as plain rows; the block formats have kiln's
+ * single-stream r16 layout).
  *   rows8   plain rows, 8-row tiles walking the rows together 32 elements at a time: the
- *           order of x86/linear.c's decode tile (8 row streams per thread)
- *   rowseq  plain rows one after the other, one 16-lane chain per row (one stream)
+ *           order of x86/linear.c's 8-row decode tile (8 row streams per thread), which
+ *           f16 rows over 2048 elements take
+ *   rowseq  plain rows one after the other, one 16-lane chain per row (one stream): the
+ *           kernel's order for f16 rows up to 2048 elements (F16_ROW_BY_ROW_MAX_IN)
  *   chunk16 16-row groups stored as 16-element chunks of the 16 rows (512 bytes a chunk,
  *           one stream), the rows8 arithmetic per row
  *   chunk8  the same with 8-row groups (256 bytes a chunk)
