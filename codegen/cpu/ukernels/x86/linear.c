@@ -2,8 +2,9 @@
  * (y = x W^T) for f32, f16, q8_0, q4_0, q4_1 and q3_0 weights. Overrides generic/linear.c.
  *
  * Register tiles of ROWS output rows x TOKENS tokens: 8 x 1 for decode (eight independent
- * FMA chains hide the FMA latency while one x vector is reused by eight rows) and 4 x 2
- * for prefill. Everything is computed in fp32 (activations are never quantised), 32
+ * FMA chains hide the FMA latency while one x vector is reused by eight rows; f16 rows of
+ * up to 2048 elements instead run 1 x 1, row after row, one memory stream: linear_rows) and
+ * 4 x 2 for prefill. Everything is computed in fp32 (activations are never quantised), 32
  * weights (one block) at a time, so every format matches the reference on the dequantised
  * weights to float rounding. Weights are decoded into fp32 vectors holding exactly the
  * values kiln_dequantize gives, except for the AVX2 q4 path:
