@@ -17,7 +17,7 @@ do not depend on a noisy machine.
                        [--prompt-file F]
       instructions per decoded token of each artifact (greedy, 1 thread); with a long prompt
       the decode steps attend over that many positions
-  emu_counts.py hexagon-tokens PROGRAM.elf:A.kiln [...]
+  emu_counts.py hexagon-tokens [--prompt-file F] PROGRAM.elf:A.kiln [...]
       Hexagon packets per decoded token (qemu-hexagon-static -cpu v67) of each kiln-run
       program with its model linked in (tests/emu/hexagon/stories260k_e2e.py builds them)
       and the artifact it was compiled with
@@ -80,11 +80,15 @@ def attention(a):
               f"{per['generic'] / per['neon']:.2f}x |", flush=True)
 
 
+def prompt_of(a):
+    if not a.prompt_file:
+        return "Once upon a time"
+    with open(a.prompt_file, encoding="utf-8") as f:
+        return f.read().strip()
+
+
 def tokens(a):
-    prompt = "Once upon a time"
-    if a.prompt_file:
-        with open(a.prompt_file, encoding="utf-8") as f:
-            prompt = f.read().strip()
+    prompt = prompt_of(a)
     print("| artifact | instructions per decoded token |")
     print("| --- | ---: |")
     for art in a.artifacts:
@@ -101,7 +105,7 @@ def hexagon_tokens(a):
         exe, sep, art = pair.partition(":")
         if not sep:
             sys.exit(f"error: '{pair}' is not PROGRAM.elf:ARTIFACT.kiln")
-        gen = [exe, "generate", art, "-p", "Once upon a time"]
+        gen = [exe, "generate", art, "-p", prompt_of(a)]
         qemu = ("qemu-hexagon-static", "-cpu", "v67")
         c4 = count(gen + ["-n", "4"], qemu)
         c12 = count(gen + ["-n", "12"], qemu)
@@ -129,6 +133,7 @@ def main():
     t.add_argument("--prompt-file", help="the prompt (default: Once upon a time)")
     t.add_argument("artifacts", nargs="+")
     h = sub.add_parser("hexagon-tokens")
+    h.add_argument("--prompt-file", help="the prompt (default: Once upon a time)")
     h.add_argument("pairs", nargs="+", metavar="PROGRAM.elf:A.kiln")
     a = ap.parse_args()
     {"kernels": kernels, "attention": attention, "tokens": tokens,

@@ -219,15 +219,80 @@ static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
   }
 }
 
+#if !defined(KILN_UK_ATTENTION_GROUP_OPS) && !defined(KILN_UK_ATTENTION_ROW_OPS)
+/* The portable group ops (Hexagon's attention, and the generic builds): the generic row
+ * ops' lanes and reduction, two heads at a time whatever N (more accumulators than a
+ * scalar core's registers hold would only spill), each K/V element converted once per
+ * pair. MIN_GROUP = GROUP: attend_heads instantiates one width. */
+#define KILN_UK_ATTENTION_GROUP_OPS 1
+#define KILN_UK_ATTENTION_MIN_GROUP KILN_UK_ATTENTION_GROUP
+
+KILN_UK_INLINE float kv_elem(uint32_t format, const uint8_t *cache, int64_t idx) {
+  if (format == KILN_UK_KV_F32)
+    return ((const float *)cache)[idx];
+  if (format == KILN_UK_KV_F16)
+    return kiln_uk_fp16_to_fp32(((const uint16_t *)cache)[idx]);
+  return (float)((const int8_t *)cache)[idx];
+}
+
+KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, int32_t N,
+                                 const float *const *q, float *const *s, int32_t nh,
+                                 int32_t len, int32_t g) {
+  (void)N;
+  const int32_t d = a->head_dim;
+  const int64_t kv_width = (int64_t)a->kv_heads * d, koff = (int64_t)g * d;
+  for (int32_t i0 = 0; i0 < nh; i0 += 2)
+    for (int32_t j = 0; j < len; ++j) {
+      float acc[2][LANES] = {{0.0f}};
+      for (int32_t c = 0; c < d; c += LANES) {
+        float k[LANES];
+        for (int32_t l = 0; l < LANES; ++l)
+          k[l] = kv_elem(format, a->k_cache, j * kv_width + koff + c + l);
+        for (int32_t i = 0; i < 2; ++i)
+          for (int32_t l = 0; l < LANES; ++l)
+            acc[i][l] += q[i0 + i][c + l] * k[l];
+      }
+      const float ks = format == KILN_UK_KV_I8 ? a->k_scales[(int64_t)j * a->kv_heads + g] : 1.0f;
+      for (int32_t i = 0; i < 2 && i0 + i < nh; ++i)
+        s[i0 + i][j] = format == KILN_UK_KV_I8 ? reduce(acc[i]) * ks * a->scale
+                                               : reduce(acc[i]) * a->scale;
+    }
+}
+
+KILN_UK_INLINE void group_values(const attention_args_t *a, uint32_t format, int32_t N,
+                                 const float *const *p, float *const *out, int32_t nh,
+                                 int32_t len, int32_t g) {
+  (void)N;
+  const int32_t d = a->head_dim;
+  const int64_t kv_width = (int64_t)a->kv_heads * d, koff = (int64_t)g * d;
+  for (int32_t i0 = 0; i0 < nh; i0 += 2)
+    for (int32_t c = 0; c < d; c += LANES) {
+      float acc[2][LANES] = {{0.0f}};
+      for (int32_t j = 0; j < len; ++j) {
+        float v[LANES];
+        for (int32_t l = 0; l < LANES; ++l)
+          v[l] = kv_elem(format, a->v_cache, j * kv_width + koff + c + l);
+        for (int32_t i = 0; i < 2; ++i)
+          for (int32_t l = 0; l < LANES; ++l)
+            acc[i][l] += p[i0 + i][j] * v[l];
+      }
+      for (int32_t i = 0; i < 2 && i0 + i < nh; ++i)
+        for (int32_t l = 0; l < LANES; ++l)
+          out[i0 + i][c + l] = acc[i][l];
+    }
+}
+#endif
+
 /* Query heads hs[0..nh) (nh <= KILN_UK_ATTENTION_GROUP), all reading KV head g, for token
  * t. An ISA file that reads each K and V row once for the whole group (x86/attention.c,
  * neon/attention.c) defines KILN_UK_ATTENTION_GROUP_OPS and KILN_UK_ATTENTION_MIN_GROUP
  * (2 or 4: the fewest heads it runs at once, so that enough FMA chains are in flight)
- * before including this file, and group_scores / group_values (declared here) after it:
- * the scaled scores of N = 2, 4 or 8 heads (a constant at each call; heads past nh repeat
- * head 0 and are dropped) into s[i], and out[i] = sum_j s[i][j] V[j]. Each head's
- * arithmetic must stay attend_head's, operation for operation, so a group gives the same
- * bits as its heads one by one. */
+ * before including this file, and group_scores / group_values (declared here) after it;
+ * without either macro the portable ops above serve. They compute the scaled scores of
+ * N = 2, 4 or 8 heads (a constant at each call; heads past nh repeat head 0 and are
+ * dropped) into s[i], and out[i] = sum_j s[i][j] V[j]. Each head's arithmetic must stay
+ * attend_head's, operation for operation, so a group gives the same bits as its heads one
+ * by one. */
 #ifdef KILN_UK_ATTENTION_GROUP_OPS
 KILN_UK_INLINE void group_scores(const attention_args_t *a, uint32_t format, int32_t N,
                                  const float *const *q, float *const *s, int32_t nh,
@@ -281,7 +346,9 @@ static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const 
     out[i] = a->out + ((int64_t)t * a->heads + h) * d;
   }
   const int32_t len = a->positions[t] + 1;
-  if (nh <= 2 && KILN_UK_ATTENTION_MIN_GROUP <= 2)
+  if (KILN_UK_ATTENTION_MIN_GROUP == KILN_UK_ATTENTION_GROUP)
+    group_attend(a, KILN_UK_ATTENTION_GROUP, q, s, out, nh, len, g);
+  else if (nh <= 2 && KILN_UK_ATTENTION_MIN_GROUP <= 2)
     group_attend(a, 2, q, s, out, nh, len, g);
   else if (nh <= 4)
     group_attend(a, 4, q, s, out, nh, len, g);
