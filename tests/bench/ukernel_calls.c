@@ -75,9 +75,10 @@ static int attention_calls(int argc, char **argv) {
   const long heads = argc > 7 ? atol(argv[6]) : 8, kv_heads = argc > 7 ? atol(argv[7]) : 4;
   if (d < 1 || d > KILN_UK_ATTENTION_MAX_HEAD_DIM || ctx < 2 || ctx > 65536 || n < 1 ||
       n >= ctx || calls < 0 || calls > 1000 || kv_heads < 1 || heads < kv_heads ||
-      heads > 256 || heads % kv_heads != 0) {
+      heads > 256 || heads % kv_heads != 0 || argc == 7 || argc > 8) {
     fprintf(stderr, "error: need 1 <= HEAD_DIM <= %d, 2 <= CTX <= 65536, 1 <= N < CTX, "
-                    "0 <= CALLS <= 1000, HEADS a multiple of KV_HEADS up to 256\n",
+                    "0 <= CALLS <= 1000, HEADS and KV_HEADS both or neither, HEADS a "
+                    "multiple of KV_HEADS up to 256\n",
             KILN_UK_ATTENTION_MAX_HEAD_DIM);
     return 2;
   }
