@@ -1,4 +1,4 @@
-/* Decode matrix-vector over f16 weights in four memory orders, against the read bandwidth
+/* Decode matrix-vector over f16 weights in six memory orders, against the read bandwidth
  * measured in the same run: how much of f16 decode's gap to the read is the order the
  * weights are read in (f16 is stored as plain rows; the block formats have kiln's
  * single-stream r16 layout).
@@ -10,11 +10,15 @@
  *   chunk16 16-row groups stored as 16-element chunks of the 16 rows (512 bytes a chunk,
  *           one stream), the rows8 arithmetic per row
  *   chunk8  the same with 8-row groups (256 bytes a chunk)
+ *   rows2 / rows4  plain rows in 2- or 4-row tiles (fewer streams than rows8, more chains
+ *           than rowseq)
  * Each variant gives every row the same chain of fused multiply-adds, so the results are
  * the same bits in every order (checked). Weights fill ~1 GiB (MiB env: other sizes), in
  * 2 MiB pages where the kernel has them; T threads (env, 2) each take a contiguous share
  * of every matrix and meet at a barrier after it, as the runtime's pool does. Median of
- * ROUNDS tokens per variant, the variants interleaved round by round. AVX-512 (F + F16C).
+ * ROUNDS tokens per variant, the variants interleaved round by round. AVX-512 (F + F16C):
+ * one 16-lane chain per row; AVX2 (+ FMA, F16C): one 8-lane chain per row, two FMAs per
+ * 16 elements, as x86/linear.c's AVX2 tile.
  *
  *   gcc -O2 -march=native tests/bench/f16_layout_bench.c -lpthread -o /tmp/f16lb
  *   /tmp/f16lb ROWS IN [ROUNDS]        # e.g. 5632 2048 (TinyLlama's ffn_up) or 2048 5632
@@ -30,9 +34,9 @@
 #include <sys/mman.h>
 #include <time.h>
 
-enum { PROBE, ROWS8, ROWSEQ, CHUNK16, CHUNK8, N_VARIANTS };
+enum { PROBE, ROWS8, ROWSEQ, CHUNK16, CHUNK8, ROWS2, ROWS4, N_VARIANTS };
 static const char *kNames[N_VARIANTS] = {"read probe", "rows8 (the kernel's order)", "rowseq",
-                                         "chunk16", "chunk8"};
+                                         "chunk16", "chunk8", "rows2", "rows4"};
 
 static int g_rows, g_in, g_mats, g_threads = 2, g_what;
 static size_t g_mat_bytes;
@@ -47,60 +51,93 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static __m512 load_h(const uint16_t *p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+#if defined(__AVX512F__)
+typedef __m512 acc_t;
+#define ACC_ZERO() _mm512_setzero_ps()
+/* acc + w[0..16) * x[0..16): one 16-lane FMA */
+static inline acc_t fma16(const uint16_t *w, const float *x, acc_t acc) {
+  return _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w)),
+                         _mm512_loadu_ps(x), acc);
 }
+static inline float reduce(acc_t v) { return _mm512_reduce_add_ps(v); }
+#else /* AVX2: two 8-lane FMAs into the one chain, as x86/linear.c's AVX2 tile */
+typedef __m256 acc_t;
+#define ACC_ZERO() _mm256_setzero_ps()
+static inline acc_t fma16(const uint16_t *w, const float *x, acc_t acc) {
+  acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)),
+                        _mm256_loadu_ps(x), acc);
+  return _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 8))),
+                         _mm256_loadu_ps(x + 8), acc);
+}
+static inline float reduce(acc_t v) {
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 p = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+#endif
 
 static void rows8(const uint16_t *w, int r0, int r1, float *y) {
   for (int r = r0; r < r1; r += 8) {
-    __m512 acc[8];
+    acc_t acc[8];
     for (int i = 0; i < 8; ++i)
-      acc[i] = _mm512_setzero_ps();
+      acc[i] = ACC_ZERO();
     for (int c = 0; c < g_in; c += 16) {
-      const __m512 xv = _mm512_loadu_ps(g_x + c);
       for (int i = 0; i < 8; ++i)
-        acc[i] = _mm512_fmadd_ps(load_h(w + (size_t)(r + i) * g_in + c), xv, acc[i]);
+        acc[i] = fma16(w + (size_t)(r + i) * g_in + c, g_x + c, acc[i]);
     }
     for (int i = 0; i < 8; ++i)
-      y[r + i] = _mm512_reduce_add_ps(acc[i]);
+      y[r + i] = reduce(acc[i]);
+  }
+}
+
+static void rowsR(int R, const uint16_t *w, int r0, int r1, float *y) {
+  for (int r = r0; r < r1; r += R) {
+    acc_t acc[8];
+    for (int i = 0; i < R; ++i)
+      acc[i] = ACC_ZERO();
+    for (int c = 0; c < g_in; c += 16) {
+      for (int i = 0; i < R; ++i)
+        acc[i] = fma16(w + (size_t)(r + i) * g_in + c, g_x + c, acc[i]);
+    }
+    for (int i = 0; i < R; ++i)
+      y[r + i] = reduce(acc[i]);
   }
 }
 
 static void rowseq(const uint16_t *w, int r0, int r1, float *y) {
   for (int r = r0; r < r1; ++r) {
-    __m512 acc = _mm512_setzero_ps();
+    acc_t acc = ACC_ZERO();
     for (int c = 0; c < g_in; c += 16)
-      acc = _mm512_fmadd_ps(load_h(w + (size_t)r * g_in + c), _mm512_loadu_ps(g_x + c), acc);
-    y[r] = _mm512_reduce_add_ps(acc);
+      acc = fma16(w + (size_t)r * g_in + c, g_x + c, acc);
+    y[r] = reduce(acc);
   }
 }
 
 /* R-row groups; chunk c of a group is R rows x 16 elements, row-major. */
 static void chunked(int R, const uint16_t *w, int r0, int r1, float *y) {
   for (int r = r0; r < r1; r += R) {
-    __m512 acc[16];
+    acc_t acc[16];
     for (int i = 0; i < R; ++i)
-      acc[i] = _mm512_setzero_ps();
+      acc[i] = ACC_ZERO();
     const uint16_t *g = w + (size_t)r * g_in;
     for (int c = 0; c < g_in; c += 16) {
-      const __m512 xv = _mm512_loadu_ps(g_x + c);
       const uint16_t *u = g + (size_t)c * R;
       for (int i = 0; i < R; ++i)
-        acc[i] = _mm512_fmadd_ps(load_h(u + i * 16), xv, acc[i]);
+        acc[i] = fma16(u + i * 16, g_x + c, acc[i]);
     }
     for (int i = 0; i < R; ++i)
-      y[r + i] = _mm512_reduce_add_ps(acc[i]);
+      y[r + i] = reduce(acc[i]);
   }
 }
 
 static void probe(int id) {
   const size_t per = g_mat_bytes * g_mats / g_threads;
   const uint8_t *p = (const uint8_t *)g_plain + per * id;
-  __m512 s = _mm512_setzero_ps();
+  __m256 s = _mm256_setzero_ps();
   for (size_t i = 0; i < per; i += 256)
-    for (int k = 0; k < 256; k += 64)
-      s = _mm512_add_ps(s, _mm512_load_ps((const float *)(p + i + k)));
-  g_sink = _mm512_reduce_add_ps(s);
+    for (int k = 0; k < 256; k += 32)
+      s = _mm256_add_ps(s, _mm256_load_ps((const float *)(p + i + k)));
+  g_sink = _mm256_cvtss_f32(s);
 }
 
 static void barrier(void) {
@@ -129,6 +166,10 @@ static void token(int id) {
       rows8(g_plain + off, r0, r1, y);
     else if (g_what == ROWSEQ)
       rowseq(g_plain + off, r0, r1, y);
+    else if (g_what == ROWS2)
+      rowsR(2, g_plain + off, r0, r1, y);
+    else if (g_what == ROWS4)
+      rowsR(4, g_plain + off, r0, r1, y);
     else if (g_what == CHUNK16)
       chunked(16, g_chunk16 + off, r0, r1, y);
     else
