@@ -4,9 +4,9 @@
  * single-stream r16 layout).
  *   rows8   plain rows, 8-row tiles walking the rows together 32 elements at a time: the
  *           order of x86/linear.c's 8-row decode tile (8 row streams per thread), which
- *           f16 rows over 2048 elements take
- *   rowseq  plain rows one after the other, one 16-lane chain per row (one stream): the
- *           kernel's order for f16 rows up to 2048 elements (F16_ROW_BY_ROW_MAX_IN)
+ *           every f16 row takes with AVX2 and rows over 2048 elements with AVX-512
+ *   rowseq  plain rows one after the other, one chain per row (one stream): the kernel's
+ *           order for f16 rows up to 2048 elements with AVX-512 (F16_ROW_BY_ROW_MAX_IN)
  *   chunk16 16-row groups stored as 16-element chunks of the 16 rows (512 bytes a chunk,
  *           one stream), the rows8 arithmetic per row
  *   chunk8  the same with 8-row groups (256 bytes a chunk)
@@ -76,20 +76,7 @@ static inline float reduce(acc_t v) {
 }
 #endif
 
-static void rows8(const uint16_t *w, int r0, int r1, float *y) {
-  for (int r = r0; r < r1; r += 8) {
-    acc_t acc[8];
-    for (int i = 0; i < 8; ++i)
-      acc[i] = ACC_ZERO();
-    for (int c = 0; c < g_in; c += 16) {
-      for (int i = 0; i < 8; ++i)
-        acc[i] = fma16(w + (size_t)(r + i) * g_in + c, g_x + c, acc[i]);
-    }
-    for (int i = 0; i < 8; ++i)
-      y[r + i] = reduce(acc[i]);
-  }
-}
-
+/* R-row tiles of plain rows (R <= 8), R streams per thread. */
 static void rowsR(int R, const uint16_t *w, int r0, int r1, float *y) {
   for (int r = r0; r < r1; r += R) {
     acc_t acc[8];
@@ -163,7 +150,7 @@ static void token(int id) {
     const size_t off = (size_t)m * g_mat_bytes / 2;
     float *y = g_y[g_what] + (size_t)m * g_rows;
     if (g_what == ROWS8)
-      rows8(g_plain + off, r0, r1, y);
+      rowsR(8, g_plain + off, r0, r1, y);
     else if (g_what == ROWSEQ)
       rowseq(g_plain + off, r0, r1, y);
     else if (g_what == ROWS2)
