@@ -15,16 +15,20 @@
  *   tok/s); biased q8 codes (<= 255) could saturate, so q8 is unbiased (x ^ 0x80) and
  *   multiplied as |w| * sign(x, w) (at most 2 * 128 * 127 < 32767), as ggml does, and
  *   needs no correction.
- * Decode (one token) keeps two int32 chains per block (low and high nibbles); prefill runs
+ * Decode (one token) walks all of a group's rows at once (tile's H) and keeps two int32
+ * chains per block (low and high nibbles; without VNNI q4 keeps one int16 sum); prefill runs
  * register tiles of 16 rows x TT tokens, one chain per token, the decoded weight chunks
  * reused by every token of the tile and a group's codes (in * 9/16 bytes for q4) re-read
  * from L1/L2 per tile.
  *
- * No software prefetch: the weights are one forward stream (kiln/quant_packed.h), which
- * the hardware prefetchers follow. tests/bench/linear_packed_bench.c (1 thread, TinyLlama
- * FFN matrices from DRAM, % of the same-run read bandwidth, busy machine): q4_0_r16 74-82%,
- * q8_0_r16 80-90%, against 53-61% and 67-72% with the scales in a stream of their own and
- * prefetcht0 4 KiB ahead; with one stream that prefetch no longer helped (77-82% for q4).
+ * Software prefetch in decode only without AVX-512 (DECODE_PREFETCH). The weights are one
+ * forward stream (kiln/quant_packed.h), which the hardware prefetchers follow. On the Zen 5
+ * (AVX-512), tests/bench/linear_packed_bench.c (1 thread, TinyLlama FFN matrices from DRAM,
+ * % of the same-run read bandwidth, busy machine) gave q4_0_r16 74-82% and q8_0_r16 80-90%
+ * against 53-61% and 67-72% with the scales in a stream of their own and prefetcht0 4 KiB
+ * ahead; with one stream that prefetch no longer helped (77-82% for q4). On a Zen 3 (AVX2,
+ * 2 threads) prefetching 8 KiB ahead does: TinyLlama q4_0 whole decode 58-77% -> 78-84%
+ * of the read (tests/bench/README.md).
  */
 #include <immintrin.h>
 
@@ -34,6 +38,7 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 #define HALVES 1 /* registers per 16 rows */
 #define TT 8     /* tokens per prefill tile */
+#define DECODE_PREFETCH 0 /* bytes ahead; none: see the top comment */
 typedef __m512i vi_t;
 typedef __m512 vf_t;
 #define VI_ZERO() _mm512_setzero_si512()
@@ -83,6 +88,7 @@ KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
 #else /* AVX2 */
 #define HALVES 2
 #define TT 4
+#define DECODE_PREFETCH 8192
 typedef __m256i vi_t;
 typedef __m256 vf_t;
 #define VI_ZERO() _mm256_setzero_si256()
@@ -157,6 +163,19 @@ KILN_UK_INLINE vi_t dot_q4_block(const vi_t *wv, const int8_t *xb) {
     p = I16_ADD(p, U8S8_PAIRS(wv[j], bcast4(xb + 4 * j)));
   return I16_WIDEN(p);
 }
+/* The same sum for one token, straight from the codes: each chunk's low and high nibbles
+ * taken as loaded, so only one raw chunk is live (decode; all 8 decoded chunks held at
+ * once, for the one token, ran 10-15% slower in cache). */
+KILN_UK_INLINE vi_t dot_q4_codes(const uint8_t *codes, const int8_t *xb) {
+  const vi_t low4 = VI_SET1_8(15);
+  vi_t p = VI_ZERO();
+  for (int32_t k = 0; k < 4; ++k) {
+    const vi_t raw = VI_LOAD(codes + k * 64);
+    p = I16_ADD(p, U8S8_PAIRS(VI_AND(raw, low4), bcast4(xb + 4 * k)));
+    p = I16_ADD(p, U8S8_PAIRS(VI_AND(VI_SRL4(raw), low4), bcast4(xb + 16 + 4 * k)));
+  }
+  return I16_WIDEN(p);
+}
 #endif
 
 /* The one place a tile's results reach y: half h of the group's rows for one token. */
@@ -173,19 +192,24 @@ KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t h, i
   packed_store_fused(a, t, r0, v, count);
 }
 
-/* Rows [h*LANES, (h+1)*LANES) of group g for tokens t0..t0+T-1 (T constant after
- * inlining, <= TT). */
-KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h,
-                         int32_t t0, int32_t T) {
+/* Rows [h0*LANES, (h0+H)*LANES) of group g - H registers of rows, H = 1 or HALVES - for
+ * tokens t0..t0+T-1 (T and H constant after inlining, T <= TT, H * T <= HALVES). Decode
+ * (T = 1) takes all the group's halves in one walk, so each 64-byte code line is read
+ * once, whole, from DRAM; walking the halves one after another read half of every line
+ * from DRAM and the other half again from L2 (AVX2 on Zen 3, TinyLlama q4_0 decode, 2
+ * threads: 52-70% -> 58-77% of the read). A prefill tile takes one half: its T
+ * accumulators per half would not fit the registers twice. */
+KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h0,
+                         int32_t H, int32_t t0, int32_t T) {
   const uint8_t *grp = a->w + g * a->group_stride;
-  const int32_t off = h * LANES * 4; /* byte offset of this half inside a 64-byte chunk */
-  const int32_t soff = h * LANES * 2; /* and inside 16 fp16 scales */
   qact_t xq[TT];
-  vf_t acc[TT];
+  vf_t acc[HALVES][TT];
   UNROLL
   for (int32_t t = 0; t < T; ++t) {
     xq[t] = packed_qact(a, t0 + t);
-    acc[t] = VF_ZERO();
+    UNROLL
+    for (int32_t h = 0; h < H; ++h)
+      acc[h][t] = VF_ZERO();
   }
   const vi_t low4 = VI_SET1_8(15), high4 = VI_SET1_8((char)0xf0);
   /* Decode keeps two dot-product chains per block (low and high nibbles), and with VNNI
@@ -202,99 +226,117 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
   const int64_t unit_bytes = (int64_t)kiln_packed_unit_bytes(format);
   const uint8_t *unit = grp;
   for (int32_t b = 0, j = 0; b < a->nb; ++b) {
-    const uint8_t *codes = unit + 64 + j * cb + off;
-    const uint8_t *scales = unit + j * 32 + soff;
+    const uint8_t *block_codes = unit + 64 + j * cb;
+    const uint8_t *block_scales = unit + j * 32;
     if (++j == ub) {
       j = 0;
       unit += unit_bytes;
     }
-    const vf_t dw = VF_HALVES(scales);
-    vi_t wv[8];
-    if (format == KILN_TYPE_Q8_0_R16) {
-      /* without VNNI the maddubs path multiplies the unbiased codes (q ^ 0x80) */
-      for (int32_t k = 0; k < 8; ++k)
-        wv[k] = Q8_BIAS ? VI_LOAD(codes + k * 64) : VI_XOR80(VI_LOAD(codes + k * 64));
-    } else {
-      for (int32_t k = 0; k < 4; ++k) {
-        const vi_t raw = VI_LOAD(codes + k * 64);
-        wv[k] = VI_AND(raw, low4);
-        /* vpdpbusd does not saturate, so with VNNI the high nibbles are multiplied in
-         * place (16 c): one AND instead of a shift and an AND per chunk, and one shift of
-         * the exact, 16-divisible int32 sum per block */
-        wv[4 + k] = Q8_BIAS && !one_chain ? VI_AND(raw, high4) : VI_AND(VI_SRL4(raw), low4);
-      }
-    }
-    UNROLL
-    for (int32_t t = 0; t < T; ++t) {
-      const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
-      const int32_t offset = format == KILN_TYPE_Q8_0_R16   ? Q8_BIAS * xq[t].s[b]
-                             : format == KILN_TYPE_Q4_0_R16 ? 8 * xq[t].s[b]
-                                                            : 0;
-      vi_t s;
-#if !Q8_BIAS
-      if (format != KILN_TYPE_Q8_0_R16) {
-        s = dot_q4_block(wv, xb);
-        if (format == KILN_TYPE_Q4_0_R16)
-          s = VI_SUB(s, VI_SET1(offset));
-      } else
+#if DECODE_PREFETCH
+    /* AVX2 decode on Zen 3: a core's demand misses plus the hardware prefetchers keep too
+     * few lines in flight for the DRAM stream, so the lines DECODE_PREFETCH bytes ahead of
+     * this block's codes are asked for too, with the line before them (a unit's header,
+     * every ub blocks) */
+    if (T == 1)
+      for (int64_t k = -1; k < cb / 64; ++k)
+        _mm_prefetch((const char *)(block_codes + DECODE_PREFETCH + k * 64), _MM_HINT_T0);
 #endif
-      if (one_chain) { /* chunk j (j < 4: low nibbles) times x[4j, 4j + 4) */
-        s = format != KILN_TYPE_Q4_1_R16 ? VI_SET1(-offset) : VI_ZERO();
-        for (int32_t j = 0; j < 8; ++j)
-          s = format == KILN_TYPE_Q8_0_R16 ? DOT_Q8(s, wv[j], bcast4(xb + 4 * j))
-                                           : DOT_Q4(s, wv[j], bcast4(xb + 4 * j));
-      } else {
-        vi_t s0 = VI_ZERO(), s1 = VI_ZERO();
-        if (format == KILN_TYPE_Q8_0_R16) {
-          for (int32_t k = 0; k < 4; ++k) {
-            s0 = DOT_Q8(s0, wv[k], bcast4(xb + 4 * k));
-            s1 = DOT_Q8(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
-          }
-        } else {
-          for (int32_t k = 0; k < 4; ++k) {
-            s0 = DOT_Q4(s0, wv[k], bcast4(xb + 4 * k));
-            s1 = DOT_Q4(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
-          }
+    UNROLL
+    for (int32_t hh = 0; hh < H; ++hh) {
+      /* this half's bytes inside a 64-byte chunk, and its scales inside 16 fp16 */
+      const uint8_t *codes = block_codes + (h0 + hh) * LANES * 4;
+      const uint8_t *scales = block_scales + (h0 + hh) * LANES * 2;
+      const vf_t dw = VF_HALVES(scales);
+      vi_t wv[8];
+      if (format == KILN_TYPE_Q8_0_R16) {
+        /* without VNNI the maddubs path multiplies the unbiased codes (q ^ 0x80) */
+        for (int32_t k = 0; k < 8; ++k)
+          wv[k] = Q8_BIAS ? VI_LOAD(codes + k * 64) : VI_XOR80(VI_LOAD(codes + k * 64));
+      } else if (Q8_BIAS || T > 1) {
+        for (int32_t k = 0; k < 4; ++k) {
+          const vi_t raw = VI_LOAD(codes + k * 64);
+          wv[k] = VI_AND(raw, low4);
+          /* vpdpbusd does not saturate, so with VNNI the high nibbles are multiplied in
+           * place (16 c): one AND instead of a shift and an AND per chunk, and one shift
+           * of the exact, 16-divisible int32 sum per block */
+          wv[4 + k] = Q8_BIAS && !one_chain ? VI_AND(raw, high4) : VI_AND(VI_SRL4(raw), low4);
         }
-        s = VI_ADD(s0, Q8_BIAS && format != KILN_TYPE_Q8_0_R16 ? VI_SRA4_32(s1) : s1);
-        if (format != KILN_TYPE_Q4_1_R16)
-          s = VI_SUB(s, VI_SET1(offset));
       }
-      acc[t] = VF_FMA(VF_FROM_I(s), VF_MUL(dw, VF_SET1(xq[t].d[b])), acc[t]);
-      if (format == KILN_TYPE_Q4_1_R16)
-        acc[t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[t]); /* mins */
+      UNROLL
+      for (int32_t t = 0; t < T; ++t) {
+        const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
+        const int32_t offset = format == KILN_TYPE_Q8_0_R16   ? Q8_BIAS * xq[t].s[b]
+                               : format == KILN_TYPE_Q4_0_R16 ? 8 * xq[t].s[b]
+                                                              : 0;
+        vi_t s;
+#if !Q8_BIAS
+        if (format != KILN_TYPE_Q8_0_R16) {
+          s = T == 1 ? dot_q4_codes(codes, xb) : dot_q4_block(wv, xb);
+          if (format == KILN_TYPE_Q4_0_R16)
+            s = VI_SUB(s, VI_SET1(offset));
+        } else
+#endif
+        if (one_chain) { /* chunk j (j < 4: low nibbles) times x[4j, 4j + 4) */
+          s = format != KILN_TYPE_Q4_1_R16 ? VI_SET1(-offset) : VI_ZERO();
+          for (int32_t j = 0; j < 8; ++j)
+            s = format == KILN_TYPE_Q8_0_R16 ? DOT_Q8(s, wv[j], bcast4(xb + 4 * j))
+                                             : DOT_Q4(s, wv[j], bcast4(xb + 4 * j));
+        } else {
+          vi_t s0 = VI_ZERO(), s1 = VI_ZERO();
+          if (format == KILN_TYPE_Q8_0_R16) {
+            for (int32_t k = 0; k < 4; ++k) {
+              s0 = DOT_Q8(s0, wv[k], bcast4(xb + 4 * k));
+              s1 = DOT_Q8(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
+            }
+          } else {
+            for (int32_t k = 0; k < 4; ++k) {
+              s0 = DOT_Q4(s0, wv[k], bcast4(xb + 4 * k));
+              s1 = DOT_Q4(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
+            }
+          }
+          s = VI_ADD(s0, Q8_BIAS && format != KILN_TYPE_Q8_0_R16 ? VI_SRA4_32(s1) : s1);
+          if (format != KILN_TYPE_Q4_1_R16)
+            s = VI_SUB(s, VI_SET1(offset));
+        }
+        acc[hh][t] = VF_FMA(VF_FROM_I(s), VF_MUL(dw, VF_SET1(xq[t].d[b])), acc[hh][t]);
+        if (format == KILN_TYPE_Q4_1_R16) /* mins */
+          acc[hh][t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[hh][t]);
+      }
     }
   }
   UNROLL
   for (int32_t t = 0; t < T; ++t)
-    packed_store(a, g, h, t0 + t, acc[t]);
+    UNROLL
+    for (int32_t h = 0; h < H; ++h)
+      packed_store(a, g, h0 + h, t0 + t, acc[h][t]);
 }
 
 /* Tokens t0.. of one group half: full tiles, then one constant-size remainder tile. */
 KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_t g, int32_t h) {
-  if (a->n == 1) {
-    tile(a, format, g, h, 0, 1);
-    return;
-  }
   int32_t t = 0;
   for (; t + TT <= a->n; t += TT)
-    tile(a, format, g, h, t, TT);
+    tile(a, format, g, h, 1, t, TT);
   switch (a->n - t) {
   case 0: break;
-  case 1: tile(a, format, g, h, t, 1); break;
-  case 2: tile(a, format, g, h, t, 2); break;
-  case 3: tile(a, format, g, h, t, 3); break;
+  case 1: tile(a, format, g, h, 1, t, 1); break;
+  case 2: tile(a, format, g, h, 1, t, 2); break;
+  case 3: tile(a, format, g, h, 1, t, 3); break;
 #if TT > 4
-  case 4: tile(a, format, g, h, t, 4); break;
-  case 5: tile(a, format, g, h, t, 5); break;
-  case 6: tile(a, format, g, h, t, 6); break;
-  default: tile(a, format, g, h, t, 7); break;
+  case 4: tile(a, format, g, h, 1, t, 4); break;
+  case 5: tile(a, format, g, h, 1, t, 5); break;
+  case 6: tile(a, format, g, h, 1, t, 6); break;
+  default: tile(a, format, g, h, 1, t, 7); break;
 #endif
   }
 }
 
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                   int64_t g1) {
+  if (a->n == 1) { /* decode: every half in one walk of the group */
+    for (int64_t g = g0; g < g1; ++g)
+      tile(a, format, g, 0, HALVES, 0, 1);
+    return;
+  }
   for (int64_t g = g0; g < g1; ++g)
     for (int32_t h = 0; h < HALVES; ++h)
       group_tokens(a, format, g, h);
