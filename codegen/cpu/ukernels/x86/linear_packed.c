@@ -193,7 +193,7 @@ KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t h, i
 }
 
 /* Rows [h0*LANES, (h0+H)*LANES) of group g - H registers of rows, H = 1 or HALVES - for
- * tokens t0..t0+T-1 (T and H constant after inlining, T <= TT, H * T <= HALVES). Decode
+ * tokens t0..t0+T-1 (T and H constant after inlining, T <= TT, H > 1 only if T = 1). Decode
  * (T = 1) takes all the group's halves in one walk, so each 64-byte code line is read
  * once, whole, from DRAM; walking the halves one after another read half of every line
  * from DRAM and the other half again from L2 (AVX2 on Zen 3, TinyLlama q4_0 decode, 2
