@@ -16,10 +16,10 @@
  *   multiplied as |w| * sign(x, w) (at most 2 * 128 * 127 < 32767), as ggml does, and
  *   needs no correction.
  * Decode (one token) walks all of a group's rows at once (tile's H) and keeps two int32
- * chains per block (low and high nibbles; without VNNI q4 keeps one int16 sum); prefill runs
- * register tiles of 16 rows x TT tokens, one chain per token, the decoded weight chunks
- * reused by every token of the tile and a group's codes (in * 9/16 bytes for q4) re-read
- * from L1/L2 per tile.
+ * chains per block (low and high nibbles; without VNNI q4 keeps one int16 sum); prefill
+ * runs register tiles of 16 rows (AVX2: 8, one half) x TT tokens, one chain per token, the
+ * decoded weight chunks reused by every token of the tile and a group's codes (in * 9/16
+ * bytes for q4) re-read from L1/L2 per tile.
  *
  * Software prefetch in decode only without AVX-512 (DECODE_PREFETCH). The weights are one
  * forward stream (kiln/quant_packed.h), which the hardware prefetchers follow. On the Zen 5
@@ -27,8 +27,8 @@
  * % of the same-run read bandwidth, busy machine) gave q4_0_r16 74-82% and q8_0_r16 80-90%
  * against 53-61% and 67-72% with the scales in a stream of their own and prefetcht0 4 KiB
  * ahead; with one stream that prefetch no longer helped (77-82% for q4). On a Zen 3 (AVX2,
- * 2 threads) prefetching 8 KiB ahead does: TinyLlama q4_0 whole decode 58-77% -> 78-84%
- * of the read (tests/bench/README.md).
+ * 2 threads) prefetching 8 KiB ahead does: TinyLlama q4_0 whole decode 58-77% -> 73-84%
+ * of the read, alternating runs (tests/bench/README.md).
  */
 #include <immintrin.h>
 
