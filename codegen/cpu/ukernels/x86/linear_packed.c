@@ -5,21 +5,16 @@
  * One 32-bit lane of a 64-byte code chunk is 4 weights of one row, so a u8 x s8 dot
  * product with 4 activation bytes broadcast to every lane accumulates 16 rows (AVX-512:
  * one register; AVX2: two) with no horizontal reduction, and a block's 16 fp16 scales are
- * one load. Dot products, by ISA:
+ * one load. The dot products (block_dot, one implementation per ISA family):
  * - AVX512-VNNI: vpdpbusd zmm (q8 codes biased to u8, corrected by -128 * sum(x) once per
  *   block in int32);
  * - AVX-VNNI (256-bit, no AVX-512): vpdpbusd ymm, the same math;
- * - otherwise vpmaddubsw + vpmaddwd. q4 codes (<= 15) times s8 cannot saturate the int16
- *   pairs, and a block's 8 chunks of pairs are summed in int16 before one vpmaddwd
- *   (dot_q4_block; TinyLlama q4_0 prefill on Zen 3, AVX2, 2 threads: 72-85 -> 105-110
- *   tok/s); biased q8 codes (<= 255) could saturate, so q8 is unbiased (x ^ 0x80) and
- *   multiplied as |w| * sign(x, w) (at most 2 * 128 * 127 < 32767), as ggml does, and
- *   needs no correction.
- * Decode (one token) walks all of a group's rows at once (tile's H) and keeps two int32
- * chains per block (low and high nibbles; without VNNI q4 keeps one int16 sum); prefill
- * runs register tiles of 16 rows (AVX2: 8, one half) x TT tokens, one chain per token, the
- * decoded weight chunks reused by every token of the tile and a group's codes (in * 9/16
- * bytes for q4) re-read from L1/L2 per tile.
+ * - otherwise vpmaddubsw + vpmaddwd: q4 sums a block's int16 pairs before widening, q8 is
+ *   unbiased and multiplied as |q| * (x * sign(q)), as ggml does.
+ * Decode (one token) walks all of a group's rows at once (tile's H); prefill runs register
+ * tiles of 16 rows (AVX2: 8, one half) x TT tokens, the decoded weight chunks reused by
+ * every token of the tile and a group's codes (in * 9/16 bytes for q4) re-read from L1/L2
+ * per tile.
  *
  * Software prefetch in decode only without AVX-512 (DECODE_PREFETCH). The weights are one
  * forward stream (kiln/quant_packed.h), which the hardware prefetchers follow. On the Zen 5
@@ -60,24 +55,15 @@ typedef __m512 vf_t;
 #define VF_HALVES(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #if defined(__AVX512VNNI__)
 #define Q8_BIAS 128
-#define DOT_Q4(acc, w, x) _mm512_dpbusd_epi32(acc, w, x)
-#define DOT_Q8(acc, w, x) _mm512_dpbusd_epi32(acc, w, x)
+#define DOT_U8S8(acc, w, x) _mm512_dpbusd_epi32(acc, w, x)
 #else
 #define Q8_BIAS 0
-KILN_UK_INLINE vi_t dot_q4(vi_t acc, vi_t w, vi_t x) {
-  return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, x), _mm512_set1_epi16(1)));
-}
-KILN_UK_INLINE vi_t dot_q8(vi_t acc, vi_t w, vi_t x) {
-  const __mmask64 neg = _mm512_movepi8_mask(w);
-  const vi_t sx = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
-  return _mm512_add_epi32(
-      acc, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), sx), _mm512_set1_epi16(1)));
-}
-#define DOT_Q4(acc, w, x) dot_q4(acc, w, x)
-#define DOT_Q8(acc, w, x) dot_q8(acc, w, x)
 #define U8S8_PAIRS(w, x) _mm512_maddubs_epi16(w, x)
 #define I16_ADD(a, b) _mm512_add_epi16(a, b)
 #define I16_WIDEN(a) _mm512_madd_epi16(a, _mm512_set1_epi16(1))
+#define ABS8(w) _mm512_abs_epi8(w)
+/* x negated where w < 0 (x is never -128: packed_quantize_row's codes are in [-127, 127]) */
+#define SIGN8(x, w) _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x)
 #endif
 KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
   if (count >= 16)
@@ -109,23 +95,14 @@ typedef __m256 vf_t;
 #define VF_HALVES(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #if defined(__AVXVNNI__)
 #define Q8_BIAS 128
-#define DOT_Q4(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
-#define DOT_Q8(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
+#define DOT_U8S8(acc, w, x) _mm256_dpbusd_avx_epi32(acc, w, x)
 #else
 #define Q8_BIAS 0
-KILN_UK_INLINE vi_t dot_q4(vi_t acc, vi_t w, vi_t x) {
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
-}
-KILN_UK_INLINE vi_t dot_q8(vi_t acc, vi_t w, vi_t x) {
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w),
-                                                                      _mm256_sign_epi8(x, w)),
-                                                 _mm256_set1_epi16(1)));
-}
-#define DOT_Q4(acc, w, x) dot_q4(acc, w, x)
-#define DOT_Q8(acc, w, x) dot_q8(acc, w, x)
 #define U8S8_PAIRS(w, x) _mm256_maddubs_epi16(w, x)
 #define I16_ADD(a, b) _mm256_add_epi16(a, b)
 #define I16_WIDEN(a) _mm256_madd_epi16(a, _mm256_set1_epi16(1))
+#define ABS8(w) _mm256_abs_epi8(w)
+#define SIGN8(x, w) _mm256_sign_epi8(x, w) /* x * sign(w); x is never -128 */
 #endif
 static const int32_t kStoreMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
@@ -142,39 +119,142 @@ KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
  * acc[t] on the stack: 17 -> 40+ GMAC/s for a 64-token prefill tile once unrolled). */
 #if defined(__clang__)
 #define UNROLL _Pragma("clang loop unroll(full)")
+#define NO_UNROLL _Pragma("clang loop unroll(disable)")
 #elif defined(__GNUC__)
 #define UNROLL _Pragma("GCC unroll 8")
+#define NO_UNROLL _Pragma("GCC unroll 1")
 #else
 #define UNROLL
+#define NO_UNROLL
 #endif
 
 typedef int32_t uk_ui32_t __attribute__((aligned(1), may_alias));
 /* 4 activation bytes at p in every 32-bit lane */
 KILN_UK_INLINE vi_t bcast4(const int8_t *p) { return VI_SET1(*(const uk_ui32_t *)p); }
 
-#if !Q8_BIAS
-/* Without VNNI, a q4 block's dot product: the 8 chunks' vpmaddubsw pairs (code <= 15 times
- * |x| <= 127, at most 3810 per pair) summed in int16 - at most 30480 over 8 chunks, so
- * exact - and widened to int32 once: one vpmaddwd and no int32 add per chunk. Chunk j
- * (j < 4: low nibbles) multiplies x[4j, 4j + 4). The int32 sum is the one DOT_Q4 gives. */
-KILN_UK_INLINE vi_t dot_q4_block(const vi_t *wv, const int8_t *xb) {
-  vi_t p = U8S8_PAIRS(wv[0], bcast4(xb));
-  for (int32_t j = 1; j < 8; ++j)
-    p = I16_ADD(p, U8S8_PAIRS(wv[j], bcast4(xb + 4 * j)));
-  return I16_WIDEN(p);
+/* acc += the block's int32 dot products s (rows in lanes) times the rows' scales dw and
+ * the token's activation scale d */
+KILN_UK_INLINE vf_t add_block(vf_t acc, vi_t s, vf_t dw, float d) {
+  return VF_FMA(VF_FROM_I(s), VF_MUL(dw, VF_SET1(d)), acc);
 }
-/* The same sum for one token, straight from the codes: each chunk's low and high nibbles
- * taken as loaded, so only one raw chunk is live (decode; all 8 decoded chunks held at
- * once, for the one token, ran 10-15% slower in cache). */
-KILN_UK_INLINE vi_t dot_q4_codes(const uint8_t *codes, const int8_t *xb) {
-  const vi_t low4 = VI_SET1_8(15);
-  vi_t p = VI_ZERO();
-  for (int32_t k = 0; k < 4; ++k) {
-    const vi_t raw = VI_LOAD(codes + k * 64);
-    p = I16_ADD(p, U8S8_PAIRS(VI_AND(raw, low4), bcast4(xb + 4 * k)));
-    p = I16_ADD(p, U8S8_PAIRS(VI_AND(VI_SRL4(raw), low4), bcast4(xb + 16 + 4 * k)));
+
+/* One block of one register of rows for T tokens: acc[t] += dw * d_t * s_t, where s_t lane
+ * r is sum_i w[r][i] * x_t[i] over the block's 32 weights with the codes' offsets removed
+ * (q4_0's codes are q + 8, VNNI's q8 codes q + 128: minus 8 or 128 times the activations'
+ * code sum; q4_1's minimum is the caller's). Chunk j of a block (64 code bytes; for q4,
+ * j < 4 the low nibbles of chunk j and j >= 4 the high ones of chunk j - 4) multiplies
+ * x[4j, 4j + 4). Every path's integer sums are exact and the float steps are the same, so
+ * every path gives the same bits. */
+#if Q8_BIAS
+/* VNNI: vpdpbusd, u8 codes x s8 activations into int32, no saturation. Decode (T <= 2)
+ * keeps two chains (low and high nibbles) and multiplies the high nibbles in place (16 c):
+ * one AND per chunk, one shift of the exact, 16-divisible sum. A prefill tile keeps one
+ * chain per token - its T chains interleave, enough to hide vpdpbusd's latency - on high
+ * nibbles shifted down once per block for all T tokens: with two chains and the shift per
+ * token, 8 tokens' partial sums did not fit the 32 registers and an accumulator was spilled
+ * every block. */
+KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_t *xq,
+                              int32_t b, int32_t T, vf_t dw, vf_t *acc) {
+  const int32_t one_chain = T > 2;
+  const vi_t low4 = VI_SET1_8(15), high4 = VI_SET1_8((char)0xf0);
+  vi_t wv[8];
+  if (format == KILN_TYPE_Q8_0_R16) {
+    for (int32_t k = 0; k < 8; ++k)
+      wv[k] = VI_LOAD(codes + k * 64);
+  } else {
+    for (int32_t k = 0; k < 4; ++k) {
+      const vi_t raw = VI_LOAD(codes + k * 64);
+      wv[k] = VI_AND(raw, low4);
+      wv[4 + k] = one_chain ? VI_AND(VI_SRL4(raw), low4) : VI_AND(raw, high4);
+    }
   }
-  return I16_WIDEN(p);
+  UNROLL
+  for (int32_t t = 0; t < T; ++t) {
+    const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
+    const int32_t offset = format == KILN_TYPE_Q8_0_R16   ? Q8_BIAS * xq[t].s[b]
+                           : format == KILN_TYPE_Q4_0_R16 ? 8 * xq[t].s[b]
+                                                          : 0;
+    vi_t s;
+    if (one_chain) {
+      s = VI_SET1(-offset);
+      for (int32_t j = 0; j < 8; ++j)
+        s = DOT_U8S8(s, wv[j], bcast4(xb + 4 * j));
+    } else {
+      vi_t s0 = VI_ZERO(), s1 = VI_ZERO();
+      for (int32_t k = 0; k < 4; ++k) {
+        s0 = DOT_U8S8(s0, wv[k], bcast4(xb + 4 * k));
+        s1 = DOT_U8S8(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
+      }
+      s = VI_SUB(VI_ADD(s0, format == KILN_TYPE_Q8_0_R16 ? s1 : VI_SRA4_32(s1)),
+                 VI_SET1(offset));
+    }
+    acc[t] = add_block(acc[t], s, dw, xq[t].d[b]);
+  }
+}
+#else
+/* Without VNNI: vpmaddubsw (u8 x s8 into saturating int16 pairs) + vpmaddwd.
+ * - q4: a code (<= 15) times |x| <= 127 is at most 3810 per pair, so a block's 8 chunks of
+ *   pairs are summed in int16 (at most 30480: exact) and widened to int32 once: one
+ *   vpmaddwd and no int32 add per chunk (TinyLlama q4_0 prefill on Zen 3, AVX2, 2 threads:
+ *   72-85 -> 105-110 tok/s). One token (decode) takes the nibbles straight from each chunk
+ *   as loaded, one raw chunk live (all 8 decoded chunks held, for the one token, ran 10-15%
+ *   slower in cache); a prefill tile decodes the 8 chunks once for its T tokens.
+ * - q8: biased codes (<= 255) could saturate the pairs, so the codes are unbiased (q ^ 0x80)
+ *   and multiplied as |q| * (x * sign(q)) (at most 2 * 128 * 127 < 32767), as ggml does; a
+ *   pair sum is then too large to add to another in int16, so each chunk is widened. The
+ *   tokens are the inner loop and the chunks the outer, not unrolled: one chunk, its |q|
+ *   and the T sums are live (AVX2, 4 tokens: 14 of the 16 registers with the float
+ *   sums). Holding the 8 chunks for every token, as q4 does, plus their 8 |q|, spilled:
+ *   llvm-mca-19 -mcpu=znver3, 8 rows x 4 tokens x one block, 69 cycles with 47 stack
+ *   accesses -> 8 x 5.7 for the chunk loop, no spill; TinyLlama q8_0 prefill on Zen 3
+ *   (AVX2, 2 threads) about 52 -> 60 tok/s, alternating runs (tests/bench/README.md). */
+KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_t *xq,
+                              int32_t b, int32_t T, vf_t dw, vf_t *acc) {
+  const int64_t x0 = (int64_t)b * KILN_PACK_BLOCK;
+  if (format == KILN_TYPE_Q8_0_R16) {
+    vi_t s[TT];
+    UNROLL
+    for (int32_t t = 0; t < T; ++t)
+      s[t] = VI_ZERO();
+    NO_UNROLL
+    for (int32_t j = 0; j < 8; ++j) {
+      const vi_t q = VI_XOR80(VI_LOAD(codes + j * 64)), aq = ABS8(q);
+      UNROLL
+      for (int32_t t = 0; t < T; ++t)
+        s[t] = VI_ADD(s[t], I16_WIDEN(U8S8_PAIRS(aq, SIGN8(bcast4(xq[t].q + x0 + 4 * j), q))));
+    }
+    UNROLL
+    for (int32_t t = 0; t < T; ++t)
+      acc[t] = add_block(acc[t], s[t], dw, xq[t].d[b]);
+    return;
+  }
+  const vi_t low4 = VI_SET1_8(15);
+  vi_t wv[8];
+  if (T > 1)
+    for (int32_t k = 0; k < 4; ++k) {
+      const vi_t raw = VI_LOAD(codes + k * 64);
+      wv[k] = VI_AND(raw, low4);
+      wv[4 + k] = VI_AND(VI_SRL4(raw), low4);
+    }
+  UNROLL
+  for (int32_t t = 0; t < T; ++t) {
+    const int8_t *xb = xq[t].q + x0;
+    vi_t p = VI_ZERO(); /* int16 pairs */
+    if (T == 1) {
+      for (int32_t k = 0; k < 4; ++k) {
+        const vi_t raw = VI_LOAD(codes + k * 64);
+        p = I16_ADD(p, U8S8_PAIRS(VI_AND(raw, low4), bcast4(xb + 4 * k)));
+        p = I16_ADD(p, U8S8_PAIRS(VI_AND(VI_SRL4(raw), low4), bcast4(xb + 16 + 4 * k)));
+      }
+    } else {
+      for (int32_t j = 0; j < 8; ++j)
+        p = I16_ADD(p, U8S8_PAIRS(wv[j], bcast4(xb + 4 * j)));
+    }
+    vi_t s = I16_WIDEN(p);
+    if (format == KILN_TYPE_Q4_0_R16)
+      s = VI_SUB(s, VI_SET1(8 * xq[t].s[b]));
+    acc[t] = add_block(acc[t], s, dw, xq[t].d[b]);
+  }
 }
 #endif
 
@@ -211,15 +291,6 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
     for (int32_t h = 0; h < H; ++h)
       acc[h][t] = VF_ZERO();
   }
-  const vi_t low4 = VI_SET1_8(15), high4 = VI_SET1_8((char)0xf0);
-  /* Decode keeps two dot-product chains per block (low and high nibbles), and with VNNI
-   * multiplies the high nibbles in place (16 c): one AND per chunk, one shift of the sum.
-   * A prefill tile keeps one chain per token - its T chains interleave, enough to hide
-   * vpdpbusd's latency - on high nibbles shifted down once per block for all T tokens:
-   * with two chains and the shift per token, 8 tokens' partial sums did not fit the 32
-   * registers and an accumulator was spilled every block. The int32 sums are exact either
-   * way, so the results are the same bits. */
-  const int32_t one_chain = T > 2;
   /* the weights' units in stream order: the header line, then each block's codes */
   const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
   const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
@@ -247,59 +318,10 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       const uint8_t *codes = block_codes + (h0 + hh) * LANES * 4;
       const uint8_t *scales = block_scales + (h0 + hh) * LANES * 2;
       const vf_t dw = VF_HALVES(scales);
-      vi_t wv[8];
-      if (format == KILN_TYPE_Q8_0_R16) {
-        /* without VNNI the maddubs path multiplies the unbiased codes (q ^ 0x80) */
-        for (int32_t k = 0; k < 8; ++k)
-          wv[k] = Q8_BIAS ? VI_LOAD(codes + k * 64) : VI_XOR80(VI_LOAD(codes + k * 64));
-      } else if (Q8_BIAS || T > 1) {
-        for (int32_t k = 0; k < 4; ++k) {
-          const vi_t raw = VI_LOAD(codes + k * 64);
-          wv[k] = VI_AND(raw, low4);
-          /* vpdpbusd does not saturate, so with VNNI the high nibbles are multiplied in
-           * place (16 c): one AND instead of a shift and an AND per chunk, and one shift
-           * of the exact, 16-divisible int32 sum per block */
-          wv[4 + k] = Q8_BIAS && !one_chain ? VI_AND(raw, high4) : VI_AND(VI_SRL4(raw), low4);
-        }
-      }
-      UNROLL
-      for (int32_t t = 0; t < T; ++t) {
-        const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
-        const int32_t offset = format == KILN_TYPE_Q8_0_R16   ? Q8_BIAS * xq[t].s[b]
-                               : format == KILN_TYPE_Q4_0_R16 ? 8 * xq[t].s[b]
-                                                              : 0;
-        vi_t s;
-#if !Q8_BIAS
-        if (format != KILN_TYPE_Q8_0_R16) {
-          s = T == 1 ? dot_q4_codes(codes, xb) : dot_q4_block(wv, xb);
-          if (format == KILN_TYPE_Q4_0_R16)
-            s = VI_SUB(s, VI_SET1(offset));
-        } else
-#endif
-        if (one_chain) { /* chunk j (j < 4: low nibbles) times x[4j, 4j + 4) */
-          s = format != KILN_TYPE_Q4_1_R16 ? VI_SET1(-offset) : VI_ZERO();
-          for (int32_t j = 0; j < 8; ++j)
-            s = format == KILN_TYPE_Q8_0_R16 ? DOT_Q8(s, wv[j], bcast4(xb + 4 * j))
-                                             : DOT_Q4(s, wv[j], bcast4(xb + 4 * j));
-        } else {
-          vi_t s0 = VI_ZERO(), s1 = VI_ZERO();
-          if (format == KILN_TYPE_Q8_0_R16) {
-            for (int32_t k = 0; k < 4; ++k) {
-              s0 = DOT_Q8(s0, wv[k], bcast4(xb + 4 * k));
-              s1 = DOT_Q8(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
-            }
-          } else {
-            for (int32_t k = 0; k < 4; ++k) {
-              s0 = DOT_Q4(s0, wv[k], bcast4(xb + 4 * k));
-              s1 = DOT_Q4(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
-            }
-          }
-          s = VI_ADD(s0, Q8_BIAS && format != KILN_TYPE_Q8_0_R16 ? VI_SRA4_32(s1) : s1);
-          if (format != KILN_TYPE_Q4_1_R16)
-            s = VI_SUB(s, VI_SET1(offset));
-        }
-        acc[hh][t] = VF_FMA(VF_FROM_I(s), VF_MUL(dw, VF_SET1(xq[t].d[b])), acc[hh][t]);
-        if (format == KILN_TYPE_Q4_1_R16) /* mins */
+      block_dot(format, codes, xq, b, T, dw, acc[hh]);
+      if (format == KILN_TYPE_Q4_1_R16) { /* mins */
+        UNROLL
+        for (int32_t t = 0; t < T; ++t)
           acc[hh][t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[hh][t]);
       }
     }
