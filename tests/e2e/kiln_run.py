@@ -163,10 +163,13 @@ def main():
             out = p.stdout.decode()
             print(out)
             for key in ("prefill", "decode", "TTFT", "effective", "read bandwidth",
-                        "of bandwidth", "weights/token", "KV/token", "peak memory", "cpu stolen",
-                        "cpu others", "in 2 MiB pages"):
+                        "of bandwidth", "compute probe", "weights/token", "KV/token",
+                        "peak memory", "cpu stolen", "cpu others", "in 2 MiB pages"):
                 if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
                     fail(f"bench --weights {weights} output lacks '{key}'")
+            gflops = float(re.search(r"^compute probe\s+([0-9.]+)", out, re.M).group(1))
+            if gflops <= 0:
+                fail(f"bench --weights {weights}: compute probe of {gflops} GFLOP/s")
             holder = "copy" if weights == "huge" else "file mapping"
             if not re.search(rf"^in 2 MiB pages .*the [0-9.]+ MiB {holder} that holds", out, re.M):
                 fail(f"bench --weights {weights} does not say the weights are in a {holder}")

@@ -50,6 +50,9 @@ run_probe_t *run_probe_open(size_t bytes);
 /* Best-of-5 streaming read bandwidth over the probe's buffer with n threads, GB/s. */
 double run_probe_gbs(run_probe_t *probe, uint32_t n_threads);
 void run_probe_close(run_probe_t *probe);
+/* The compute probe (compute_probe.c): best-of-3 rate of a register-only multiply-add loop
+ * (AVX2 + FMA where the CPU has them) run by n threads at once, GFLOP/s in all; a few ms. */
+double run_compute_gflops(uint32_t n_threads);
 /* The machine's CPU time so far (cpu_share.c, Linux /proc; valid 0 elsewhere), in clock
  * ticks: all CPUs' total, busy (user, nice, system, irq, softirq), stolen by the
  * hypervisor, and this process's own. */

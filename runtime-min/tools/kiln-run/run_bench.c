@@ -3,7 +3,8 @@
  * token x tokens/s), over R repetitions on a fresh cache each: median, min and max. After
  * each repetition the streaming-read probe runs with the same threads, and decode is judged
  * by its share of that read: on a shared machine the bandwidth moves by half within
- * minutes, so a read taken once for all repetitions compared decode with another moment. */
+ * minutes, so a read taken once for all repetitions compared decode with another moment.
+ * The compute probe runs next to it, so a run also says when the cores were slower. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -75,12 +76,13 @@ int run_bench(const run_options_t *o) {
   if ((uint64_t)p + n > info.max_ctx)
     rc = run_fail("-p %u + -n %u exceed the artifact's context of %u", p, n, info.max_ctx);
   int32_t *prompt = malloc((size_t)p * sizeof *prompt);
-  double *vals = malloc(6 * (size_t)o->reps * sizeof *vals);
+  double *vals = malloc(7 * (size_t)o->reps * sizeof *vals);
   if (!rc && (!prompt || !vals))
     rc = run_fail("out of memory");
-  /* prefill, decode, TTFT, effective GB/s (one_rep); read GB/s, effective / read */
-  series_t ser[6];
-  for (int k = 0; !rc && k < 6; ++k) {
+  /* prefill, decode, TTFT, effective GB/s (one_rep); read GB/s, effective / read;
+   * compute GFLOP/s */
+  series_t ser[7];
+  for (int k = 0; !rc && k < 7; ++k) {
     ser[k].v = vals + (size_t)k * o->reps;
     ser[k].n = o->reps;
   }
@@ -98,6 +100,8 @@ int run_bench(const run_options_t *o) {
   run_cpu_sample(&cpu0);
   for (uint32_t r = 0; !rc && r < o->reps; ++r) {
     rc = one_rep(s, prompt, p, n, ser, r);
+    if (!rc)
+      ser[6].v[r] = run_compute_gflops(st.n_threads);
     if (!rc && probe) {
       ser[4].v[r] = run_probe_gbs(probe, st.n_threads);
       ser[5].v[r] = ser[4].v[r] > 0 ? 100.0 * ser[3].v[r] / ser[4].v[r] : 0.0;
@@ -125,6 +129,10 @@ int run_bench(const run_options_t *o) {
       printf("%-18s %12.1f %%      (min %.1f, max %.1f; effective / the read after it, "
              "median)\n", "of bandwidth", pct, ser[5].v[0], ser[5].v[ser[5].n - 1]);
     }
+    const double gflops = median(&ser[6]); /* sorts: before reading min and max */
+    printf("%-18s %12.2f GFLOP/s (min %.2f, max %.2f; multiply-adds in registers, %u threads, "
+           "after each repetition)\n", "compute probe", gflops, ser[6].v[0],
+           ser[6].v[ser[6].n - 1], st.n_threads);
     printf("%-18s %12llu bytes\n", "weights/token", (unsigned long long)st.weight_bytes_per_token);
     printf("%-18s %12llu bytes   (%s)\n", "KV/token", (unsigned long long)info.kv_bytes_per_token,
            kv_format_name(info.kv_k_format, info.kv_v_format));
