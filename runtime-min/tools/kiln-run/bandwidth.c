@@ -6,13 +6,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kiln-run.h"
 
-/* KILN_NO_THREADS: the freestanding build, which has no threads - one stream only. */
+/* KILN_NO_THREADS: the freestanding build, which has neither threads nor madvise. */
 #ifndef KILN_NO_THREADS
-#include <pthread.h>
 #include <sys/mman.h>
 #endif
 
@@ -63,12 +61,6 @@ static void *stream(void *arg) {
   return NULL;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 struct run_probe_s {
   uint64_t *buf;
   size_t bytes;
@@ -108,35 +100,16 @@ void run_probe_close(run_probe_t *p) {
 }
 
 double run_probe_gbs(run_probe_t *probe, uint32_t n_threads) {
-  if (n_threads < 1)
-    n_threads = 1;
-  if (n_threads > 64)
-    n_threads = 64;
-#ifdef KILN_NO_THREADS
-  n_threads = 1;
-#endif
+  n_threads = run_probe_threads(n_threads);
   uint64_t *buf = probe->buf;
   const size_t words = probe->bytes / 8, per = words / n_threads / 16 * 16;
-  slice_t slices[64];
-#ifndef KILN_NO_THREADS
-  pthread_t tids[64];
-#endif
+  slice_t slices[RUN_PROBE_MAX_THREADS];
   double best = 0.0;
   for (int pass = 0; pass < 5; ++pass) {
-    double t0 = now_s();
-    for (uint32_t t = 0; t < n_threads; ++t) {
+    for (uint32_t t = 0; t < n_threads; ++t)
       slices[t] = (slice_t){buf + t * per, per, 0};
-#ifndef KILN_NO_THREADS
-      if (t > 0)
-        pthread_create(&tids[t], NULL, stream, &slices[t]);
-#endif
-    }
-    stream(&slices[0]);
-#ifndef KILN_NO_THREADS
-    for (uint32_t t = 1; t < n_threads; ++t)
-      pthread_join(tids[t], NULL);
-#endif
-    double gbs = (double)(per * 8 * n_threads) / (now_s() - t0) / 1e9;
+    const double gbs = (double)(per * 8 * n_threads) /
+                       run_probe_timed(n_threads, stream, slices, sizeof *slices) / 1e9;
     if (gbs > best)
       best = gbs;
   }

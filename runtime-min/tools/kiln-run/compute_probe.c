@@ -5,13 +5,8 @@
  * TSC cycles per instruction within the same hour), and the read probe cannot see that: a
  * prefill speed or a decode share that moved with this number moved with the machine. */
 #include <stdint.h>
-#include <time.h>
 
 #include "kiln-run.h"
-
-#ifndef KILN_NO_THREADS
-#include <pthread.h>
-#endif
 
 /* 12 independent chains: enough to cover a 4-cycle multiply-add latency on 2 pipes plus
  * headroom, few enough to stay in 16 vector registers. */
@@ -65,45 +60,14 @@ static void *probe_thread(void *arg) {
   return NULL;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 double run_compute_gflops(uint32_t n_threads) {
-  if (n_threads < 1)
-    n_threads = 1;
-  if (n_threads > 64)
-    n_threads = 64;
-#ifdef KILN_NO_THREADS
-  n_threads = 1;
-#endif
-  probe_thread_t threads[64];
-#ifndef KILN_NO_THREADS
-  pthread_t tids[64];
-  int started[64];
-#endif
+  n_threads = run_probe_threads(n_threads);
+  probe_thread_t threads[RUN_PROBE_MAX_THREADS];
   double best = 0.0;
   for (int pass = 0; pass < 3; ++pass) {
-    const double t0 = now_s();
-#ifndef KILN_NO_THREADS
-    /* a thread that cannot start runs its share here, after the others (a lower number,
-     * never a crash) */
-    for (uint32_t t = 1; t < n_threads; ++t)
-      started[t] = pthread_create(&tids[t], NULL, probe_thread, &threads[t]) == 0;
-#endif
-    probe_thread(&threads[0]);
-#ifndef KILN_NO_THREADS
-    for (uint32_t t = 1; t < n_threads; ++t) {
-      if (started[t])
-        pthread_join(tids[t], NULL);
-      else
-        probe_thread(&threads[t]);
-    }
-#endif
     const double flops = 2.0 * CHAINS * LANES * (double)ITERS * n_threads;
-    const double gflops = flops / (now_s() - t0) / 1e9;
+    const double gflops =
+        flops / run_probe_timed(n_threads, probe_thread, threads, sizeof *threads) / 1e9;
     if (gflops > best)
       best = gflops;
   }

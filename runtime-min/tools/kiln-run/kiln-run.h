@@ -42,6 +42,12 @@ int run_tokenize(const kiln_artifact_t *a, const char *text, size_t len, int add
 int run_generate(const run_options_t *o);
 int run_ppl(const run_options_t *o);
 int run_bench(const run_options_t *o);
+/* The probes' threads (probe_threads.c): n clamped to 1..RUN_PROBE_MAX_THREADS (1 without
+ * threads), and fn(args + t * arg_size) run by n threads at once - the caller's is t = 0 -
+ * returning the elapsed seconds. */
+#define RUN_PROBE_MAX_THREADS 64
+uint32_t run_probe_threads(uint32_t n_threads);
+double run_probe_timed(uint32_t n_threads, void *(*fn)(void *), void *args, size_t arg_size);
 /* The streaming-read probe (bandwidth.c): a buffer of `bytes`, every page touched once at
  * open, so each measurement after that is cheap enough to run next to every repetition
  * of a benchmark. NULL when out of memory. */
