@@ -217,6 +217,26 @@ TEST_F(UkernelPacked, Q8_0_R32) {
   runShapes(KILN_GGML_TYPE_Q8_0, tight, loose, 32);
 }
 
+
+// A format id that is not a repacked one (the lowering never passes one) has no row groups:
+// both entry points return without touching y or the scratch, instead of dividing by zero
+// rows or running another format's loop over the bytes.
+TEST_F(UkernelPacked, NonPackedFormatIsIgnored) {
+  const int32_t n = 2, in = 64, out = 32;
+  std::vector<float> x(size_t(n) * size_t(in), 1.0f), y(size_t(n) * size_t(out), -3.0f);
+  std::vector<uint8_t> w(4096, 0x11), scratch(4096, 0x5A);
+  Ctx two(2);
+  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_F32), 12345u}) {
+    SCOPED_TRACE(format);
+    kiln_uk_linear_packed(&two.ctx, format, x.data(), n, in, w.data(), 1024, out, y.data(),
+                          scratch.data(), 0);
+    kiln_uk_linear_packed_fused(&two.ctx, format, x.data(), n, in, w.data(), 1024, out, y.data(),
+                                out, nullptr, 0, nullptr, 0, nullptr, 0, scratch.data(), 0);
+    EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == -3.0f; }));
+    EXPECT_TRUE(std::all_of(scratch.begin(), scratch.end(), [](uint8_t v) { return v == 0x5A; }));
+    EXPECT_EQ(two.calls(), 0);
+  }
+}
 // Extreme codes: q8 weights of +-127 against activations of +-127 in every lane (the
 // maddubs fallback would saturate int16 pairs on biased codes), q4 codes 0 and 15.
 TEST_F(UkernelPacked, ExtremeCodesDoNotSaturate) {

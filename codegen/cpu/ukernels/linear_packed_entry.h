@@ -25,7 +25,8 @@ static void packed_task(void *arg, int32_t task, int32_t n_tasks) {
   case KILN_TYPE_Q4_0_R32: packed_groups_r32(a, KILN_TYPE_Q4_0_R32, g0, g1); break;
   case KILN_TYPE_Q4_1_R32: packed_groups_r32(a, KILN_TYPE_Q4_1_R32, g0, g1); break;
   case KILN_TYPE_Q8_0_R32: packed_groups_r32(a, KILN_TYPE_Q8_0_R32, g0, g1); break;
-  default: packed_groups(a, KILN_TYPE_Q8_0_R16, g0, g1); break;
+  case KILN_TYPE_Q8_0_R16: packed_groups(a, KILN_TYPE_Q8_0_R16, g0, g1); break;
+  default: break; /* unreachable: the entry points take only kiln_is_packed formats */
   }
 }
 
@@ -33,7 +34,9 @@ void kiln_uk_linear_packed(const kiln_exec_ctx_t *ctx, uint32_t format, const fl
                            int32_t n, int32_t in, const uint8_t *w, int64_t group_stride,
                            int32_t out_features, float *y, uint8_t *qscratch,
                            int32_t shard_groups) {
-  if (n <= 0 || out_features <= 0)
+  /* The lowering calls this only for repacked formats; any other id has no row groups
+   * (kiln_packed_rows is 0), so there is nothing it could compute. */
+  if (n <= 0 || out_features <= 0 || !kiln_is_packed(format))
     return;
   packed_args_t a;
   const int32_t tasks =
@@ -48,7 +51,7 @@ void kiln_uk_linear_packed_fused(const kiln_exec_ctx_t *ctx, uint32_t format, co
                                  int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1,
                                  float *y2, int32_t w2, const float *residual, int32_t swiglu,
                                  uint8_t *qscratch, int32_t shard_groups) {
-  if (n <= 0 || rows <= 0)
+  if (n <= 0 || rows <= 0 || !kiln_is_packed(format)) /* as kiln_uk_linear_packed */
     return;
   packed_args_t a;
   const int32_t tasks =

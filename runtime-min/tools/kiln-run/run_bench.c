@@ -111,8 +111,9 @@ int run_bench(const run_options_t *o) {
   run_cpu_sample(&cpu1);
   if (!rc) {
     kiln_session_stats(s, &st);
-    printf("kiln-run bench: %s (%s), prompt %u, generate %u, %u repetitions, %u threads\n",
-           o->artifact, info.target_name, p, n, o->reps, st.n_threads);
+    const char *threads = st.n_threads == 1 ? "thread" : "threads";
+    printf("kiln-run bench: %s (%s), prompt %u, generate %u, %u repetitions, %u %s\n",
+           o->artifact, info.target_name, p, n, o->reps, st.n_threads, threads);
     report("prefill", "tok/s", &ser[0]);
     if (n)
       report("decode", "tok/s", &ser[1]);
@@ -122,17 +123,17 @@ int run_bench(const run_options_t *o) {
       /* The roofline, measured with the same threads after each repetition: decode is
        * judged by the share of it that its weight reads reach. */
       const double bw = median(&ser[4]);
-      printf("%-18s %12.2f GB/s   (min %.2f, max %.2f; streaming read, %u threads, after each "
+      printf("%-18s %12.2f GB/s   (min %.2f, max %.2f; streaming read, %u %s, after each "
              "repetition)\n", "read bandwidth", bw, ser[4].v[0], ser[4].v[ser[4].n - 1],
-             st.n_threads);
+             st.n_threads, threads);
       const double pct = median(&ser[5]);
       printf("%-18s %12.1f %%      (min %.1f, max %.1f; effective / the read after it, "
              "median)\n", "of bandwidth", pct, ser[5].v[0], ser[5].v[ser[5].n - 1]);
     }
     const double gflops = median(&ser[6]); /* sorts: before reading min and max */
-    printf("%-18s %12.2f GFLOP/s (min %.2f, max %.2f; multiply-adds in registers, %u threads, "
+    printf("%-18s %12.2f GFLOP/s (min %.2f, max %.2f; multiply-adds in registers, %u %s, "
            "after each repetition)\n", "compute probe", gflops, ser[6].v[0],
-           ser[6].v[ser[6].n - 1], st.n_threads);
+           ser[6].v[ser[6].n - 1], st.n_threads, threads);
     printf("%-18s %12llu bytes\n", "weights/token", (unsigned long long)st.weight_bytes_per_token);
     printf("%-18s %12llu bytes   (%s)\n", "KV/token", (unsigned long long)info.kv_bytes_per_token,
            kv_format_name(info.kv_k_format, info.kv_v_format));
