@@ -27,6 +27,7 @@
 #include "compiler/eval/OpKernels.h"
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
+#include "kiln/quant_packed.h"
 #include "ukernel_abi.h"
 #include "UkernelTestSupport.h"
 
@@ -221,6 +222,21 @@ TEST_F(UkernelLinear, Int4WideRows) {
                           uint32_t(KILN_TYPE_Q3_0)})
     for (int32_t n : {1, 3})
       checkLinear(format, n, 4096, 37, 1e-4, maxErr);
+}
+
+// A format id the lowering never passes (a repacked id, an unknown one) leaves y as it was:
+// before, any unlisted id ran the q8_0 loop over bytes of another layout.
+TEST_F(UkernelLinear, UnsupportedFormatIsIgnored) {
+  const int32_t n = 2, in = 64, out = 40;
+  std::vector<float> x(size_t(n) * size_t(in), 1.0f), y(size_t(n) * size_t(out), -3.0f);
+  std::vector<uint8_t> w(size_t(out) * 256, 0x11);
+  Ctx two(2);
+  for (uint32_t format : {uint32_t(KILN_TYPE_Q8_0_R16), uint32_t(7), 12345u}) {
+    SCOPED_TRACE(format);
+    kiln_uk_linear(&two.ctx, format, x.data(), n, in, w.data(), 256, out, y.data());
+    EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == -3.0f; }));
+    EXPECT_EQ(two.calls(), 0);
+  }
 }
 
 // Shapes of stories260K (dim 64, hidden 172, vocab 512): small enough to stay serial.

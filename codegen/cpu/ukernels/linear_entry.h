@@ -6,6 +6,12 @@
 #ifndef KILN_CODEGEN_CPU_UKERNELS_LINEAR_ENTRY_H_
 #define KILN_CODEGEN_CPU_UKERNELS_LINEAR_ENTRY_H_
 
+static int linear_format_supported(uint32_t format) {
+  return format == KILN_GGML_TYPE_F32 || format == KILN_GGML_TYPE_F16 ||
+         format == KILN_GGML_TYPE_Q8_0 || format == KILN_GGML_TYPE_Q4_0 ||
+         format == KILN_GGML_TYPE_Q4_1 || format == KILN_TYPE_Q3_0;
+}
+
 static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   const linear_args_t *a = (const linear_args_t *)arg;
   int64_t r0, r1;
@@ -28,7 +34,8 @@ static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   case KILN_GGML_TYPE_Q4_0: ROWS(KILN_GGML_TYPE_Q4_0); break;
   case KILN_GGML_TYPE_Q4_1: ROWS(KILN_GGML_TYPE_Q4_1); break;
   case KILN_TYPE_Q3_0: ROWS(KILN_TYPE_Q3_0); break;
-  default: ROWS(KILN_GGML_TYPE_Q8_0); break;
+  case KILN_GGML_TYPE_Q8_0: ROWS(KILN_GGML_TYPE_Q8_0); break;
+  default: break; /* unreachable: kiln_uk_linear_fused takes only the formats above */
   }
 #undef ROWS
 }
@@ -37,7 +44,9 @@ void kiln_uk_linear_fused(const kiln_exec_ctx_t *ctx, uint32_t format, const flo
                           int32_t n, int32_t in, const uint8_t *w, int64_t row_stride,
                           int32_t rows, float *y0, int32_t w0, float *y1, int32_t w1, float *y2,
                           int32_t w2, const float *residual, int32_t swiglu) {
-  if (n <= 0 || rows <= 0)
+  /* The lowering passes only these formats (the others are repacked or converted at
+   * compile time); any other id would run another format's loop over its bytes. */
+  if (n <= 0 || rows <= 0 || !linear_format_supported(format))
     return;
   linear_args_t a = {format, x, n, in, w, row_stride, rows,
                      {{y0, y1, y2}, {w0, w1, w2}, residual, swiglu}};
