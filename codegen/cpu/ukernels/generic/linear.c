@@ -20,12 +20,6 @@
 #define TOKEN_TILE 2 /* more token accumulators than this spill on 16-register ISAs */
 _Static_assert(TOKEN_TILE == 2, "linear_rows handles the token remainder for a tile of 2");
 
-#if defined(__clang__)
-#define KILN_UK_NO_UNROLL _Pragma("clang loop unroll(disable)")
-#else
-#define KILN_UK_NO_UNROLL
-#endif
-
 /* Decodes elements [i0, i0 + count) of a row (i0 a multiple of GROUP) into dst; q4 formats
  * decode the whole block (its padding elements are never multiplied with x). */
 KILN_UK_INLINE void decode_group(uint32_t format, const uint8_t *row, int32_t i0, int32_t count,

@@ -60,14 +60,6 @@
 #define TT 2 /* tokens per prefill tile */
 #define Q 4  /* int32x4 registers per 16 rows */
 
-#if defined(__clang__)
-#define UNROLL _Pragma("clang loop unroll(full)")
-#elif defined(__GNUC__)
-#define UNROLL _Pragma("GCC unroll 8")
-#else
-#define UNROLL
-#endif
-
 /* 4 fp16 at p (any alignment) as floats: exact, as kiln_uk_fp16_to_fp32 */
 KILN_UK_INLINE float32x4_t halves4(const uint8_t *p) {
   return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(p)));
@@ -128,7 +120,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
   const uint8_t *grp = a->w + g * a->group_stride;
   qact_t xq[TT];
   float32x4_t acc[TT][Q];
-  UNROLL
+  KILN_UK_UNROLL
   for (int32_t t = 0; t < T; ++t) {
     xq[t] = packed_qact(a, t0 + t);
     for (int32_t q = 0; q < Q; ++q)
@@ -149,7 +141,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
     }
     int32x4_t s[TT][Q];
     int8x16_t x0[TT], x1[TT];
-    UNROLL
+    KILN_UK_UNROLL
     for (int32_t t = 0; t < T; ++t) {
       const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
       x0[t] = vld1q_s8(xb);
@@ -161,7 +153,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       int8x16_t w[Q];
 #define Q8_CHUNK(k, xv, L)                                                                     \
   load_q8(codes, k, w);                                                                        \
-  UNROLL for (int32_t t = 0; t < T; ++t) DOT4(s[t], w, xv[t], L);
+  KILN_UK_UNROLL for (int32_t t = 0; t < T; ++t) DOT4(s[t], w, xv[t], L);
       Q8_CHUNK(0, x0, 0) Q8_CHUNK(1, x0, 1) Q8_CHUNK(2, x0, 2) Q8_CHUNK(3, x0, 3)
       Q8_CHUNK(4, x1, 0) Q8_CHUNK(5, x1, 1) Q8_CHUNK(6, x1, 2) Q8_CHUNK(7, x1, 3)
 #undef Q8_CHUNK
@@ -169,7 +161,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       int8x16_t lo[Q], hi[Q];
 #define Q4_CHUNK(k)                                                                            \
   load_q4(codes, k, lo, hi);                                                                   \
-  UNROLL for (int32_t t = 0; t < T; ++t) {                                                     \
+  KILN_UK_UNROLL for (int32_t t = 0; t < T; ++t) {                                             \
     DOT4(s[t], lo, x0[t], k);                                                                  \
     DOT4(s[t], hi, x1[t], k);                                                                  \
   }
@@ -179,7 +171,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
     float32x4_t dw[Q];
     for (int32_t q = 0; q < Q; ++q)
       dw[q] = halves4(scales + 8 * q);
-    UNROLL
+    KILN_UK_UNROLL
     for (int32_t t = 0; t < T; ++t) {
       /* q8 needs no correction (unbiased above); q4_0's codes are c = q + 8 */
       const int32x4_t offset =
@@ -193,7 +185,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
     }
     MCA_MARK(format, T, "# LLVM-MCA-END");
   }
-  UNROLL
+  KILN_UK_UNROLL
   for (int32_t t = 0; t < T; ++t)
     packed_store(a, g, t0 + t, acc[t]);
 }
@@ -262,7 +254,7 @@ KILN_UK_INLINE void mm_tile(const packed_args_t *a, uint32_t format, int64_t g, 
      * slice of both is two rows' 8 weights */
     uint32x4_t wk[4], wk1[4];
     if (format == KILN_TYPE_Q8_0_R16) {
-      UNROLL
+      KILN_UK_UNROLL
       for (int32_t p = 0; p < 4; ++p) {
         const int8x16_t x0 = X(0, p), x1 = X(1, p);
         for (int32_t q = 0; q < 4; ++q) {
@@ -273,7 +265,7 @@ KILN_UK_INLINE void mm_tile(const packed_args_t *a, uint32_t format, int64_t g, 
       }
     } else {
       /* chunks 2p, 2p + 1: low nibbles are elements 8p.., high nibbles 16 + 8p.. */
-      UNROLL
+      KILN_UK_UNROLL
       for (int32_t p = 0; p < 2; ++p) {
         const int8x16_t x0 = X(0, p), x1 = X(1, p);
         const int8x16_t y0 = X(0, p + 2), y1 = X(1, p + 2);

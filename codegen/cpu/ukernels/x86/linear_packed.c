@@ -115,18 +115,6 @@ KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
 
 #define GROUP_ROWS 16 /* r16 groups; r32 (HVX's layout) runs the portable code */
 #define LANES (GROUP_ROWS / HALVES) /* rows per register */
-/* Token loops fully unrolled, so the accumulators live in registers (clang otherwise keeps
- * acc[t] on the stack: 17 -> 40+ GMAC/s for a 64-token prefill tile once unrolled). */
-#if defined(__clang__)
-#define UNROLL _Pragma("clang loop unroll(full)")
-#define NO_UNROLL _Pragma("clang loop unroll(disable)")
-#elif defined(__GNUC__)
-#define UNROLL _Pragma("GCC unroll 8")
-#define NO_UNROLL _Pragma("GCC unroll 1")
-#else
-#define UNROLL
-#define NO_UNROLL
-#endif
 
 typedef int32_t uk_ui32_t __attribute__((aligned(1), may_alias));
 /* 4 activation bytes at p in every 32-bit lane */
@@ -168,7 +156,7 @@ KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_
       wv[4 + k] = one_chain ? VI_AND(VI_SRL4(raw), low4) : VI_AND(raw, high4);
     }
   }
-  UNROLL
+  KILN_UK_UNROLL
   for (int32_t t = 0; t < T; ++t) {
     const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
     const int32_t offset = format == KILN_TYPE_Q8_0_R16   ? Q8_BIAS * xq[t].s[b]
@@ -213,17 +201,17 @@ KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_
   const int64_t x0 = (int64_t)b * KILN_PACK_BLOCK;
   if (format == KILN_TYPE_Q8_0_R16) {
     vi_t s[TT];
-    UNROLL
+    KILN_UK_UNROLL
     for (int32_t t = 0; t < T; ++t)
       s[t] = VI_ZERO();
-    NO_UNROLL
+    KILN_UK_NO_UNROLL
     for (int32_t j = 0; j < 8; ++j) {
       const vi_t q = VI_XOR80(VI_LOAD(codes + j * 64)), aq = ABS8(q);
-      UNROLL
+      KILN_UK_UNROLL
       for (int32_t t = 0; t < T; ++t)
         s[t] = VI_ADD(s[t], I16_WIDEN(U8S8_PAIRS(aq, SIGN8(bcast4(xq[t].q + x0 + 4 * j), q))));
     }
-    UNROLL
+    KILN_UK_UNROLL
     for (int32_t t = 0; t < T; ++t)
       acc[t] = add_block(acc[t], s[t], dw, xq[t].d[b]);
     return;
@@ -236,7 +224,7 @@ KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_
       wv[k] = VI_AND(raw, low4);
       wv[4 + k] = VI_AND(VI_SRL4(raw), low4);
     }
-  UNROLL
+  KILN_UK_UNROLL
   for (int32_t t = 0; t < T; ++t) {
     const int8_t *xb = xq[t].q + x0;
     vi_t p = VI_ZERO(); /* int16 pairs */
@@ -284,10 +272,10 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
   const uint8_t *grp = a->w + g * a->group_stride;
   qact_t xq[TT];
   vf_t acc[HALVES][TT];
-  UNROLL
+  KILN_UK_UNROLL
   for (int32_t t = 0; t < T; ++t) {
     xq[t] = packed_qact(a, t0 + t);
-    UNROLL
+    KILN_UK_UNROLL
     for (int32_t h = 0; h < H; ++h)
       acc[h][t] = VF_ZERO();
   }
@@ -312,7 +300,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       for (int64_t k = -1; k < cb / 64; ++k)
         _mm_prefetch((const char *)(block_codes + DECODE_PREFETCH + k * 64), _MM_HINT_T0);
 #endif
-    UNROLL
+    KILN_UK_UNROLL
     for (int32_t hh = 0; hh < H; ++hh) {
       /* this half's bytes inside a 64-byte chunk, and its scales inside 16 fp16 */
       const uint8_t *codes = block_codes + (h0 + hh) * LANES * 4;
@@ -320,15 +308,15 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       const vf_t dw = VF_HALVES(scales);
       block_dot(format, codes, xq, b, T, dw, acc[hh]);
       if (format == KILN_TYPE_Q4_1_R16) { /* mins */
-        UNROLL
+        KILN_UK_UNROLL
         for (int32_t t = 0; t < T; ++t)
           acc[hh][t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[hh][t]);
       }
     }
   }
-  UNROLL
+  KILN_UK_UNROLL
   for (int32_t t = 0; t < T; ++t)
-    UNROLL
+    KILN_UK_UNROLL
     for (int32_t h = 0; h < H; ++h)
       packed_store(a, g, h0 + h, t0 + t, acc[h][t]);
 }
