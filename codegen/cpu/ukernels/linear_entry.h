@@ -6,10 +6,20 @@
 #ifndef KILN_CODEGEN_CPU_UKERNELS_LINEAR_ENTRY_H_
 #define KILN_CODEGEN_CPU_UKERNELS_LINEAR_ENTRY_H_
 
+/* The formats kiln_uk_linear takes, in one list: the entry's check and the task's dispatch
+ * both expand it, so a format added here is both accepted and run. */
+#define LINEAR_FORMATS(X)                                                                        \
+  X(KILN_GGML_TYPE_F32) X(KILN_GGML_TYPE_F16) X(KILN_GGML_TYPE_Q8_0) X(KILN_GGML_TYPE_Q4_0)      \
+  X(KILN_GGML_TYPE_Q4_1) X(KILN_TYPE_Q3_0)
+
 static int linear_format_supported(uint32_t format) {
-  return format == KILN_GGML_TYPE_F32 || format == KILN_GGML_TYPE_F16 ||
-         format == KILN_GGML_TYPE_Q8_0 || format == KILN_GGML_TYPE_Q4_0 ||
-         format == KILN_GGML_TYPE_Q4_1 || format == KILN_TYPE_Q3_0;
+#define ACCEPT(fmt) case fmt:
+  switch (format) {
+    LINEAR_FORMATS(ACCEPT)
+    return 1;
+  default: return 0;
+  }
+#undef ACCEPT
 }
 
 static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
@@ -28,15 +38,13 @@ static void linear_task(void *arg, int32_t task, int32_t n_tasks) {
   case KILN_UK_STORE_RESIDUAL: linear_rows(a, fmt, KILN_UK_STORE_RESIDUAL, r0, r1); break;         \
   default: linear_rows(a, fmt, KILN_UK_STORE_SWIGLU, r0, r1); break;                               \
   }
+#define RUN(fmt)                                                                                   \
+  case fmt: ROWS(fmt); break;
   switch (a->format) {
-  case KILN_GGML_TYPE_F32: ROWS(KILN_GGML_TYPE_F32); break;
-  case KILN_GGML_TYPE_F16: ROWS(KILN_GGML_TYPE_F16); break;
-  case KILN_GGML_TYPE_Q4_0: ROWS(KILN_GGML_TYPE_Q4_0); break;
-  case KILN_GGML_TYPE_Q4_1: ROWS(KILN_GGML_TYPE_Q4_1); break;
-  case KILN_TYPE_Q3_0: ROWS(KILN_TYPE_Q3_0); break;
-  case KILN_GGML_TYPE_Q8_0: ROWS(KILN_GGML_TYPE_Q8_0); break;
-  default: break; /* unreachable: kiln_uk_linear_fused takes only the formats above */
+    LINEAR_FORMATS(RUN)
+  default: break; /* unreachable: kiln_uk_linear_fused took only LINEAR_FORMATS */
   }
+#undef RUN
 #undef ROWS
 }
 
