@@ -123,7 +123,8 @@ bool linkSharedObject(const std::vector<uint8_t> &object, std::vector<uint8_t> &
 } // namespace
 
 bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, HostCode &out,
-                  std::string &error, const std::vector<uint8_t> *embeddedWeights) {
+                  std::string &error, const std::vector<uint8_t> *embeddedWeights,
+                  const std::string &objectPath) {
   mlir::DialectRegistry registry;
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
@@ -182,17 +183,41 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
     return true;
   }
 
-  llvm::SmallVector<char, 0> obj;
-  {
-    llvm::raw_svector_ostream os(obj);
+  auto emitObject = [&](llvm::raw_pwrite_stream &os) {
     llvm::legacy::PassManager pm;
     if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
       error = "the " + t.name + " back end cannot emit an object file";
       return false;
     }
     pm.run(*m);
+    return true;
+  };
+  if (upTo == HostStage::Object && !objectPath.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec, llvm::sys::fs::OF_None);
+    if (ec) {
+      error = "cannot write '" + objectPath + "': " + ec.message();
+      return false;
+    }
+    bool ok = emitObject(os);
+    out.objectSize = os.tell();
+    os.close();
+    if (ok && os.has_error())
+      error = "writing '" + objectPath + "' failed: " + os.error().message();
+    ok = ok && !os.has_error();
+    os.clear_error();
+    if (!ok) // no partial object left behind
+      llvm::sys::fs::remove(objectPath);
+    return ok;
+  }
+  llvm::SmallVector<char, 0> obj;
+  {
+    llvm::raw_svector_ostream os(obj);
+    if (!emitObject(os))
+      return false;
   }
   out.object.assign(obj.begin(), obj.end());
+  out.objectSize = out.object.size();
   if (upTo == HostStage::Object)
     return true;
   return linkSharedObject(out.object, out.sharedObject, error);

@@ -20,7 +20,8 @@ namespace kiln::codegen {
 
 struct HostCode {
   std::string llvmIr;                 // optimised IR (filled when asked for)
-  std::vector<uint8_t> object;        // relocatable ELF object
+  std::vector<uint8_t> object;        // relocatable ELF object (unless written to a file)
+  uint64_t objectSize = 0;            // its size in bytes, also when written to a file
   std::vector<uint8_t> sharedObject;  // linked ELF shared object (when asked for)
 };
 
@@ -28,9 +29,13 @@ enum class HostStage { LlvmIr, Object, SharedObject };
 
 // With `embeddedWeights`, the object also defines `kiln_model_weights` (64-byte aligned,
 // read-only) holding those bytes, so a static link needs no artifact file (--emit=obj).
+// With `objectPath` and upTo == Object, the object goes straight to that file instead of
+// `out.object`: with the weights embedded it is as large as the model, and LLVM already
+// holds two copies of them while it emits.
 bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &target, HostStage upTo,
                   HostCode &out, std::string &error,
-                  const std::vector<uint8_t> *embeddedWeights = nullptr);
+                  const std::vector<uint8_t> *embeddedWeights = nullptr,
+                  const std::string &objectPath = {});
 
 } // namespace kiln::codegen
 

@@ -1,5 +1,6 @@
 #include "compiler/artifact/ArtifactWriter.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -74,7 +75,20 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
 
 } // namespace
 
-std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
+namespace {
+
+// The file's layout: the preamble and header bytes, and where each section goes.
+struct Layout {
+  std::vector<uint8_t> head; // preamble + FlatBuffer header
+  std::vector<SectionInfo> sections; // [0] weights, [1] code
+  uint64_t fileSize = 0;
+};
+
+Layout layoutArtifact(const ArtifactContents &c) {
+  const std::vector<uint8_t> &weights = c.weightBytes();
+  // Hashed once: the weights can be gigabytes.
+  const uint64_t weightsHash = kiln_xxh64(weights.data(), weights.size());
+  const uint64_t codeHash = kiln_xxh64(c.code.data(), c.code.size());
   // Section offsets depend on the header size, which depends on the offsets' encoding
   // only through fixed-width fields: build once with placeholders to learn the size.
   auto sectionsFor = [&](uint64_t headerSize) {
@@ -82,30 +96,30 @@ std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
     uint64_t weightsAt = alignUp(KILN_ARTIFACT_PREAMBLE_SIZE + headerSize, kPage);
     s[0].kind = KILN_SECTION_WEIGHTS;
     s[0].offset = weightsAt;
-    s[0].size = c.weights.size();
-    s[0].xxh64 = kiln_xxh64(c.weights.data(), c.weights.size());
+    s[0].size = weights.size();
+    s[0].xxh64 = weightsHash;
     s[0].alignment = uint32_t(kPage);
     s[1].kind = KILN_SECTION_CODE;
-    s[1].offset = alignUp(weightsAt + c.weights.size(), KILN_ARTIFACT_SECTION_ALIGN);
+    s[1].offset = alignUp(weightsAt + weights.size(), KILN_ARTIFACT_SECTION_ALIGN);
     s[1].size = c.code.size();
-    s[1].xxh64 = kiln_xxh64(c.code.data(), c.code.size());
+    s[1].xxh64 = codeHash;
     s[1].alignment = KILN_ARTIFACT_SECTION_ALIGN;
     return s;
   };
   flatbuffers::FlatBufferBuilder probe;
   probe.Finish(buildHeader(probe, c, sectionsFor(0)), fb::ArtifactIdentifier());
   // Offsets only grow the page-rounded position; one more pass settles the size.
-  std::vector<SectionInfo> sections = sectionsFor(probe.GetSize());
+  Layout l;
+  l.sections = sectionsFor(probe.GetSize());
   flatbuffers::FlatBufferBuilder b;
-  b.Finish(buildHeader(b, c, sections), fb::ArtifactIdentifier());
-  if (alignUp(KILN_ARTIFACT_PREAMBLE_SIZE + b.GetSize(), kPage) != sections[0].offset) {
-    sections = sectionsFor(b.GetSize());
+  b.Finish(buildHeader(b, c, l.sections), fb::ArtifactIdentifier());
+  if (alignUp(KILN_ARTIFACT_PREAMBLE_SIZE + b.GetSize(), kPage) != l.sections[0].offset) {
+    l.sections = sectionsFor(b.GetSize());
     b.Clear();
-    b.Finish(buildHeader(b, c, sections), fb::ArtifactIdentifier());
+    b.Finish(buildHeader(b, c, l.sections), fb::ArtifactIdentifier());
   }
+  l.fileSize = l.sections[1].offset + l.sections[1].size;
 
-  const uint64_t fileSize = sections[1].offset + sections[1].size;
-  std::vector<uint8_t> out(fileSize, 0);
   kiln_artifact_preamble_t pre;
   std::memset(&pre, 0, sizeof pre);
   std::memcpy(pre.magic, KILN_ARTIFACT_MAGIC, 8);
@@ -114,25 +128,49 @@ std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
   pre.header_offset = KILN_ARTIFACT_PREAMBLE_SIZE;
   pre.header_size = b.GetSize();
   pre.header_xxh64 = kiln_xxh64(b.GetBufferPointer(), b.GetSize());
-  pre.file_size = fileSize;
-  std::memcpy(out.data(), &pre, sizeof pre);
-  std::memcpy(out.data() + KILN_ARTIFACT_PREAMBLE_SIZE, b.GetBufferPointer(), b.GetSize());
-  if (!c.weights.empty())
-    std::memcpy(out.data() + sections[0].offset, c.weights.data(), c.weights.size());
+  pre.file_size = l.fileSize;
+  l.head.assign(KILN_ARTIFACT_PREAMBLE_SIZE + b.GetSize(), 0);
+  std::memcpy(l.head.data(), &pre, sizeof pre);
+  std::memcpy(l.head.data() + KILN_ARTIFACT_PREAMBLE_SIZE, b.GetBufferPointer(), b.GetSize());
+  return l;
+}
+
+} // namespace
+
+std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
+  const Layout l = layoutArtifact(c);
+  const std::vector<uint8_t> &weights = c.weightBytes();
+  std::vector<uint8_t> out(l.fileSize, 0);
+  std::memcpy(out.data(), l.head.data(), l.head.size());
+  if (!weights.empty())
+    std::memcpy(out.data() + l.sections[0].offset, weights.data(), weights.size());
   if (!c.code.empty())
-    std::memcpy(out.data() + sections[1].offset, c.code.data(), c.code.size());
+    std::memcpy(out.data() + l.sections[1].offset, c.code.data(), c.code.size());
   return out;
 }
 
 bool writeArtifact(const ArtifactContents &c, const std::string &path, std::string &error) {
-  std::vector<uint8_t> bytes = serializeArtifact(c);
+  const Layout l = layoutArtifact(c);
+  const std::vector<uint8_t> &weights = c.weightBytes();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) {
     error = "cannot write '" + path + "'";
     return false;
   }
-  f.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
-  if (!f) {
+  uint64_t at = 0;
+  // Zeros up to `offset`, then `size` bytes from `data`.
+  auto put = [&](uint64_t offset, const uint8_t *data, uint64_t size) {
+    static const char zeros[4096] = {};
+    for (; at < offset; at += std::min<uint64_t>(offset - at, sizeof zeros))
+      f.write(zeros, std::streamsize(std::min<uint64_t>(offset - at, sizeof zeros)));
+    f.write(reinterpret_cast<const char *>(data), std::streamsize(size));
+    at += size;
+  };
+  put(0, l.head.data(), l.head.size());
+  put(l.sections[0].offset, weights.data(), weights.size());
+  put(l.sections[1].offset, c.code.data(), c.code.size());
+  f.close();
+  if (!f || at != l.fileSize) {
     error = "writing '" + path + "' failed";
     return false;
   }

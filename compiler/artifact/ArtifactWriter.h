@@ -72,11 +72,17 @@ struct ArtifactContents {
   MemoryPlanRecord memory;
   ProvenanceRecord provenance;
   std::vector<uint8_t> weights;      // the weights section
+  // When set, the weights section is these bytes instead of `weights`: the compiler's
+  // packed weights, which are as large as the model, are written without a copy.
+  const std::vector<uint8_t> *weightsRef = nullptr;
   std::vector<uint8_t> code;         // the code section (ELF shared object)
+
+  const std::vector<uint8_t> &weightBytes() const { return weightsRef ? *weightsRef : weights; }
 };
 
-// The whole file image.
+// The whole file image (tests; the compiler streams the file with writeArtifact).
 std::vector<uint8_t> serializeArtifact(const ArtifactContents &contents);
+// Writes the file section by section, holding no second copy of the weights.
 bool writeArtifact(const ArtifactContents &contents, const std::string &path,
                    std::string &error);
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "tests/unit/RuntimeFakeArtifact.h"
 
@@ -45,6 +47,27 @@ TEST(RuntimeArtifact, OpensFakeArtifact) {
   EXPECT_EQ(info.eos_id, 2);
   EXPECT_EQ(info.file_bytes, bytes.size());
   kiln_artifact_close(a);
+}
+
+// The compiler streams the file section by section from weights it does not copy
+// (weightsRef); the result must be the image serializeArtifact builds, byte for byte.
+TEST(RuntimeArtifact, StreamedFileEqualsImage) {
+  const ArtifactContents owned = fakeContents();
+  ArtifactContents borrowed = owned;
+  const std::vector<uint8_t> weights = borrowed.weights;
+  borrowed.weights.clear();
+  borrowed.weightsRef = &weights;
+  const std::vector<uint8_t> image = serializeArtifact(owned);
+  EXPECT_EQ(serializeArtifact(borrowed), image);
+  TempFile f({});
+  std::string error;
+  ASSERT_TRUE(kiln::artifact::writeArtifact(borrowed, f.path(), error)) << error;
+  std::ifstream in(f.path(), std::ios::binary);
+  const std::vector<uint8_t> written((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+  EXPECT_EQ(written, image);
+  EXPECT_FALSE(kiln::artifact::writeArtifact(owned, f.path() + "/not-a-dir/a.kiln", error));
+  EXPECT_NE(error.find("cannot write"), std::string::npos) << error;
 }
 
 TEST(RuntimeArtifact, LoadsCodeThroughTemporaryFile) {

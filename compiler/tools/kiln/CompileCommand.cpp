@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <fstream>
 
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -42,11 +41,21 @@ bool writeBytes(const std::string &path, const void *data, size_t size, std::str
   return bool(f);
 }
 
+// Read in chunks, not mapped: the frontend already maps the model, and a second mapping
+// of a multi-gigabyte file doubled the compile's resident pages.
 std::string sha256Hex(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, false);
-  if (!buf)
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
     return "";
-  auto digest = llvm::SHA256::hash(llvm::arrayRefFromStringRef((*buf)->getBuffer()));
+  llvm::SHA256 sha;
+  std::vector<char> chunk(1 << 20);
+  while (in) {
+    in.read(chunk.data(), std::streamsize(chunk.size()));
+    sha.update(llvm::arrayRefFromStringRef(llvm::StringRef(chunk.data(), size_t(in.gcount()))));
+  }
+  if (!in.eof())
+    return "";
+  auto digest = sha.final();
   std::string hex;
   char b[3];
   for (uint8_t x : digest) {
@@ -176,7 +185,8 @@ int runCompile(const CompileOptions &opts) {
                                                   : codegen::HostStage::SharedObject;
   codegen::HostCode code;
   if (!codegen::emitHostCode(*lowered.module, *target, stage, code, error,
-                             opts.emit == "obj" ? &lowered.weights.bytes() : nullptr))
+                             opts.emit == "obj" ? &lowered.weights.bytes() : nullptr,
+                             opts.emit == "obj" ? opts.output : std::string()))
     return fail(error);
   if (opts.emit == "llvm")
     return writeBytes(opts.output, code.llvmIr.data(), code.llvmIr.size(), error) ? 0
@@ -184,11 +194,11 @@ int runCompile(const CompileOptions &opts) {
   if (opts.emit == "obj") {
     std::string header = objectHeader(opts, *target, lowered, maxCtx, maxBatch);
     std::string headerPath = withExtension(opts.output, ".h");
-    if (!writeBytes(opts.output, code.object.data(), code.object.size(), error) ||
-        !writeBytes(headerPath, header.data(), header.size(), error))
+    if (!writeBytes(headerPath, header.data(), header.size(), error))
       return fail(error);
-    std::fprintf(stderr, "wrote %s (%zu bytes, code + %zu bytes of weights) and %s\n",
-                 opts.output.c_str(), code.object.size(), lowered.weights.bytes().size(),
+    std::fprintf(stderr, "wrote %s (%llu bytes, code + %zu bytes of weights) and %s\n",
+                 opts.output.c_str(), (unsigned long long)code.objectSize,
+                 lowered.weights.bytes().size(),
                  headerPath.c_str());
     return 0;
   }
@@ -226,13 +236,13 @@ int runCompile(const CompileOptions &opts) {
            std::to_string(lowered.scratchBytesWithoutReuse) +
            ",kv_bytes=" + std::to_string(lowered.kvBytes) +
            ",kv_bytes_per_token=" + std::to_string(lowered.kvBytesPerToken)});
-  a.weights = lowered.weights.bytes();
+  a.weightsRef = &lowered.weights.bytes();
   a.code = std::move(code.sharedObject);
   if (!artifact::writeArtifact(a, opts.output, error))
     return fail(error);
   std::fprintf(stderr, "wrote %s: target %s, weights %s (%zu bytes), code %zu bytes\n",
                opts.output.c_str(), target->name.c_str(), prec.precision.c_str(),
-               a.weights.size(), a.code.size());
+               a.weightBytes().size(), a.code.size());
   return 0;
 }
 
