@@ -65,6 +65,19 @@ public:
 
 private:
   bool plan(func::FuncOp fn, std::string &error);
+  // The layout packs weight `name`: built first when the store does not hold it and the
+  // caller builds weights on demand (LoweringOptions::materialize), released after.
+  bool addWeight(const std::string &name, uint32_t format, std::string &error,
+                 RowLayout layout = RowLayout::Block,
+                 uint64_t rowAlign = WeightLayout::kAlign) {
+    const bool onDemand = opts.materialize && !out.weights.find(name) && !store.find(name);
+    if (onDemand && !opts.materialize(name, error))
+      return false;
+    const bool ok = out.weights.addWeight(store, name, format, error, layout, rowAlign);
+    if (onDemand && opts.release)
+      opts.release(name);
+    return ok;
+  }
   void emit(func::FuncOp fn);
   LLVM::LLVMFuncOp declare(StringRef name, Type result, ArrayRef<Type> args);
   Value i32c(int64_t v) { return b.create<LLVM::ConstantOp>(loc, b.getI32Type(), v); }
@@ -196,11 +209,11 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       return uint32_t(o->getAttrOfType<StorageFormatAttr>("format").getValue());
     };
     if (auto e = dyn_cast<EmbedOp>(op)) {
-      if (!out.weights.addWeight(store, e.getWeight().str(), fmt(op), error))
+      if (!addWeight(e.getWeight().str(), fmt(op), error))
         return false;
     } else if (auto n = dyn_cast<RmsNormOp>(op)) {
       uint32_t normFormat = n.getFormat() ? uint32_t(*n.getFormat()) : uint32_t(KILN_GGML_TYPE_F32);
-      if (!out.weights.addWeight(store, n.getWeight().str(), normFormat, error))
+      if (!addWeight(n.getWeight().str(), normFormat, error))
         return false;
     } else if (isa<LinearOp, LogitsOp>(op)) {
       // kiln.layout from passes/layout; none: rows padded to the block
@@ -208,7 +221,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
       if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
         layout = rowLayoutOf(l.getValue());
       const std::string wname = op->getAttrOfType<StringAttr>("weight").str();
-      if (!out.weights.addWeight(store, wname, fmt(op), error, layout, rowAlignOf(op)))
+      if (!addWeight(wname, fmt(op), error, layout, rowAlignOf(op)))
         return false;
       if (kiln_is_packed(out.weights.find(wname)->format)) {
         // scratch for x quantised to int8, live during the op only
@@ -219,21 +232,20 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
         scoreOwners.push_back(op);
       }
       if (auto bias = op->getAttrOfType<StringAttr>("bias")) {
-        const WeightView *bv = store.find(bias.str());
-        if (bv && (bv->dims.size() != 1 || int64_t(bv->dims[0]) != features(op->getResult(0)))) {
+        if (!addWeight(bias.str(), KILN_GGML_TYPE_F32, error))
+          return false;
+        const std::vector<uint64_t> &bdims = out.weights.find(bias.str())->shape;
+        if (bdims.size() != 1 || int64_t(bdims[0]) != features(op->getResult(0))) {
           error = "kiln.linear bias '" + bias.str() + "' must be a 1-D [" +
                   std::to_string(features(op->getResult(0))) + "] f32 vector";
           return false;
         }
-        if (!out.weights.addWeight(store, bias.str(), KILN_GGML_TYPE_F32, error))
-          return false;
       }
     } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
       RowLayout layout = RowLayout::Block;
       if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
         layout = rowLayoutOf(l.getValue());
-      if (!out.weights.addWeight(store, f.getWeight().str(), fmt(op), error, layout,
-                                 rowAlignOf(op)))
+      if (!addWeight(f.getWeight().str(), fmt(op), error, layout, rowAlignOf(op)))
         return false;
       if (kiln_is_packed(out.weights.find(f.getWeight().str())->format)) {
         requests.push_back({uint64_t(opts.maxBatch) *

@@ -10,6 +10,7 @@
 #define KILN_CODEGEN_CPU_LOWERTOUKERNELS_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "mlir/IR/BuiltinOps.h"
@@ -25,6 +26,11 @@ struct LoweringOptions {
   uint32_t maxCtx = 0;   // positions the KV cache and RoPE tables hold
   uint32_t maxBatch = 0; // tokens per forward call
   KvFormat kv;           // KV cache element types (--kv)
+  // Builds a weight the store does not hold yet (kiln compile's derived weights, made one
+  // at a time so the fp32 stacked weights never exist all at once); `release` drops it
+  // again once the layout has packed it. Unset: every weight must be in the store.
+  std::function<bool(const std::string &name, std::string &error)> materialize;
+  std::function<void(const std::string &name)> release;
 };
 
 struct LoweredModel {

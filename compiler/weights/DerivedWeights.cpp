@@ -234,4 +234,22 @@ bool materializeDerivedWeights(ModuleOp module, WeightStore &store, std::string 
   return true;
 }
 
+bool materializeDerivedWeight(ModuleOp module, const std::string &name, WeightStore &store,
+                              std::string &error) {
+  auto all = module->getAttrOfType<DictionaryAttr>(kDerivedWeightsAttr);
+  auto recipe = all ? all.getAs<DictionaryAttr>(name) : DictionaryAttr();
+  if (!recipe) {
+    error = "weight '" + name + "' is not in the weight store and has no recipe";
+    return false;
+  }
+  std::vector<std::string> absent;
+  for (NamedAttribute entry : all)
+    if (entry.getName().str() != name && !store.find(entry.getName().str()))
+      absent.push_back(entry.getName().str());
+  const bool ok = materializeOne(name, recipe, all, store, 0, error);
+  for (const std::string &other : absent) // intermediates this call built
+    store.remove(other);
+  return ok;
+}
+
 } // namespace kiln

@@ -38,6 +38,13 @@ void addDerivedWeight(mlir::ModuleOp module, const std::string &name,
 // naming the weight on failure (unknown source or op, index out of range).
 bool materializeDerivedWeights(mlir::ModuleOp module, WeightStore &store, std::string &error);
 
+// Materialises the one derived weight `name` into `store`, for a consumer that packs
+// weights one at a time and removes each when done (kiln compile). The derived weights it
+// is built from are removed again unless the store already held them. One-line error
+// when `name` has no recipe or its recipe fails.
+bool materializeDerivedWeight(mlir::ModuleOp module, const std::string &name,
+                              WeightStore &store, std::string &error);
+
 } // namespace kiln
 
 #endif // KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H

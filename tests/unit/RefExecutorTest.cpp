@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <unistd.h>
 
 #include "mlir/IR/MLIRContext.h"
@@ -118,6 +120,45 @@ TEST(RefExecutor, FusedModuleTracksUnfused) {
     EXPECT_LE((want - got).cwiseAbs().maxCoeff(), 1e-4f) << "at position " << pos;
     pos += uint32_t(tokens.size());
   }
+}
+
+// kiln compile builds each derived weight when the layout packs it and drops it after
+// (materializeDerivedWeight): the same values as building them all, nothing left behind.
+TEST(RefExecutor, DerivedWeightsOneAtATimeMatchAll) {
+  auto m = syntheticModel(32);
+  mlir::OwningOpRef<mlir::ModuleOp> fused(m->imported.module->clone());
+  mlir::PassManager pm(&m->ctx);
+  pm.addPass(kiln::createKilnFoldNormIntoLinear());
+  pm.addPass(kiln::createKilnFuseSwiGlu());
+  pm.addPass(kiln::createKilnFuseQkv());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*fused)));
+  kiln::WeightStore &store = m->imported.weights;
+  std::set<std::string> read;
+  fused->walk([&](mlir::Operation *op) {
+    if (auto w = op->getAttrOfType<mlir::StringAttr>("weight"))
+      if (!store.find(w.str()))
+        read.insert(w.str());
+  });
+  ASSERT_GE(read.size(), 4u); // per layer: the stacked qkv and gate/up
+  const size_t before = store.all().size();
+  std::string error;
+  std::map<std::string, std::vector<float>> one;
+  for (const std::string &name : read) {
+    ASSERT_TRUE(kiln::materializeDerivedWeight(*fused, name, store, error)) << error;
+    EXPECT_EQ(store.all().size(), before + 1) << name << ": intermediates left behind";
+    ASSERT_TRUE(store.dequantize(name, one[name], error)) << error;
+    store.remove(name);
+  }
+  ASSERT_TRUE(kiln::materializeDerivedWeights(*fused, store, error)) << error;
+  for (const std::string &name : read) {
+    std::vector<float> all;
+    ASSERT_TRUE(store.dequantize(name, all, error)) << error;
+    EXPECT_EQ(one[name], all) << name;
+  }
+  EXPECT_FALSE(kiln::materializeDerivedWeight(*fused, "no.such.weight", store, error));
+  EXPECT_NE(error.find("'no.such.weight' is not in the weight store and has no recipe"),
+            std::string::npos)
+      << error;
 }
 
 TEST(RefExecutor, RejectsBadPositionsAndIds) {

@@ -156,7 +156,7 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     error = "--bpw and --max-weight-bytes are budgets of --precision auto";
     return false;
   }
-  return materializeDerivedWeights(module, s.model.weights, error);
+  return fusion.deferDerived || materializeDerivedWeights(module, s.model.weights, error);
 }
 
 int runImport(const ImportOptions &opts) {

@@ -42,6 +42,10 @@ struct FusionFlags {
   std::string fusion = "none"; // pipelines::parseFusion: all | none | auto | comma list
   std::string layout = "none"; // the codegen layout, which --fusion auto reads
   unsigned rowAlign = 64;      // the target's plain-row alignment (kiln compile)
+  // The derived weights of the finished module are left as recipes: kiln compile's
+  // lowering builds each one when it packs it (materializeDerivedWeight), so the fp32
+  // stacked weights of --fusion all never exist all at once.
+  bool deferDerived = false;
 };
 
 struct ImportOptions {

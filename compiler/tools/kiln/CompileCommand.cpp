@@ -16,6 +16,7 @@
 #include "codegen/targets/TargetResolver.h"
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/pipelines/CompilePipeline.h"
+#include "compiler/weights/DerivedWeights.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "kiln/abi.h"
@@ -136,6 +137,7 @@ int runCompile(const CompileOptions &opts) {
   fusion.fusion = opts.fusion;
   fusion.layout = layout;
   fusion.rowAlign = target->rowAlignBytes;
+  fusion.deferDerived = true; // built one at a time by the lowering, below
   if (!runPasses(s, opts.slim, prec, applied, error, fusion) ||
       !pipelines::runLayoutPass(module, layout, target->rowAlignBytes, false, applied, error))
     return fail(error);
@@ -169,7 +171,15 @@ int runCompile(const CompileOptions &opts) {
     return 0;
   }
   codegen::LoweredModel lowered;
-  if (!codegen::lowerToUkernels(module, s.model.weights, {maxCtx, maxBatch, kv}, lowered, error))
+  codegen::LoweringOptions lowering;
+  lowering.maxCtx = maxCtx;
+  lowering.maxBatch = maxBatch;
+  lowering.kv = kv;
+  lowering.materialize = [&](const std::string &name, std::string &err) {
+    return materializeDerivedWeight(module, name, s.model.weights, err);
+  };
+  lowering.release = [&](const std::string &name) { s.model.weights.remove(name); };
+  if (!codegen::lowerToUkernels(module, s.model.weights, lowering, lowered, error))
     return fail(error);
   if (opts.emit == "lowered") {
     std::error_code ec;
