@@ -1,5 +1,8 @@
 #include "codegen/cpu/EmitHostCode.h"
 
+#include <algorithm>
+#include <fstream>
+
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -11,6 +14,8 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -83,6 +88,82 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);
+}
+
+constexpr const char *kWeightsSymbol = "kiln_model_weights";
+constexpr const char *kWeightsSection = ".rodata.kiln_weights";
+
+// Where in the object file the zeros of kiln_model_weights lie: its section's file offset
+// (the symbol alone in it, at 0), checked against the expected size.
+bool weightsOffset(llvm::MemoryBufferRef object, uint64_t size, uint64_t &offset,
+                   std::string &error) {
+  auto file = llvm::object::ObjectFile::createObjectFile(object);
+  if (!file) {
+    error = "internal error: cannot read the emitted object: " +
+            llvm::toString(file.takeError());
+    return false;
+  }
+  auto *elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(file->get());
+  if (!elf) {
+    error = "internal error: the emitted object is not ELF";
+    return false;
+  }
+  for (const llvm::object::SectionRef &sec : elf->sections()) {
+    auto name = sec.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    if (*name != kWeightsSection)
+      continue;
+    if (sec.getSize() != size) {
+      error = "internal error: the weights section holds " + std::to_string(sec.getSize()) +
+              " bytes, not " + std::to_string(size);
+      return false;
+    }
+    for (const llvm::object::SymbolRef &sym : (*file)->symbols()) {
+      auto symName = sym.getName();
+      auto value = sym.getValue();
+      if (symName && *symName == kWeightsSymbol && value && *value != 0) {
+        error = "internal error: kiln_model_weights is not at the start of its section";
+        return false;
+      }
+      if (!symName)
+        llvm::consumeError(symName.takeError());
+      if (!value)
+        llvm::consumeError(value.takeError());
+    }
+    offset = llvm::object::ELFSectionRef(sec).getOffset();
+    return true;
+  }
+  error = "internal error: the emitted object has no " + std::string(kWeightsSection) +
+          " section";
+  return false;
+}
+
+// Writes the weights over the zeros of kiln_model_weights in the object file at `path`.
+bool placeWeights(const std::string &path, const std::vector<uint8_t> &weights,
+                  std::string &error) {
+  uint64_t at = 0;
+  {
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf) {
+      error = "cannot read back '" + path + "': " + buf.getError().message();
+      return false;
+    }
+    if (!weightsOffset((*buf)->getMemBufferRef(), weights.size(), at, error))
+      return false;
+  }
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(std::streamoff(at));
+  f.write(reinterpret_cast<const char *>(weights.data()), std::streamsize(weights.size()));
+  f.close();
+  if (!f) {
+    error = "writing the weights into '" + path + "' failed";
+    return false;
+  }
+  return true;
 }
 
 bool readFile(const std::string &path, std::vector<uint8_t> &out) {
@@ -158,19 +239,23 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
   }
   copyTargetAttributes(*m, t.tuneCpu);
   if (embeddedWeights) {
-    auto *init = llvm::ConstantDataArray::getRaw(
-        llvm::StringRef(reinterpret_cast<const char *>(embeddedWeights->data()),
-                        embeddedWeights->size()),
-        embeddedWeights->size(), llvm::Type::getInt8Ty(llvmCtx));
-    auto *gv = new llvm::GlobalVariable(*m, init->getType(), /*isConstant=*/true,
-                                        llvm::GlobalValue::ExternalLinkage, init,
-                                        "kiln_model_weights");
+    // Zeros in a section of its own, the bytes written into the object afterwards
+    // (placeWeights): as an LLVM constant they were copied twice more (the constant and
+    // the object's section) while the object was emitted. Externally initialised, so the
+    // optimiser never folds a load from it to the zeros.
+    auto *type = llvm::ArrayType::get(llvm::Type::getInt8Ty(llvmCtx), embeddedWeights->size());
+    auto *gv = new llvm::GlobalVariable(*m, type, /*isConstant=*/true,
+                                        llvm::GlobalValue::ExternalLinkage,
+                                        llvm::ConstantAggregateZero::get(type),
+                                        kWeightsSymbol);
+    gv->setExternallyInitialized(true);
+    gv->setSection(kWeightsSection);
     gv->setAlignment(llvm::Align(64));
   }
   // Only the ABI entry (and embedded weights) stay visible; everything else may be
   // inlined and dropped.
   llvm::internalizeModule(*m, [](const llvm::GlobalValue &gv) {
-    return gv.getName() == KILN_ABI_ENTRY || gv.getName() == "kiln_model_weights";
+    return gv.getName() == KILN_ABI_ENTRY || gv.getName() == kWeightsSymbol;
   });
   if (llvm::verifyModule(*m, &llvm::errs())) {
     error = "internal error: the linked LLVM module does not verify";
@@ -206,6 +291,7 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
       error = "writing '" + objectPath + "' failed: " + os.error().message();
     ok = ok && !os.has_error();
     os.clear_error();
+    ok = ok && (!embeddedWeights || placeWeights(objectPath, *embeddedWeights, error));
     if (!ok) // no partial object left behind
       llvm::sys::fs::remove(objectPath);
     return ok;
@@ -218,6 +304,13 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
   }
   out.object.assign(obj.begin(), obj.end());
   out.objectSize = out.object.size();
+  if (embeddedWeights) {
+    uint64_t at = 0;
+    if (!weightsOffset(llvm::MemoryBufferRef(llvm::StringRef(obj.data(), obj.size()), "object"),
+                       embeddedWeights->size(), at, error))
+      return false;
+    std::copy(embeddedWeights->begin(), embeddedWeights->end(), out.object.begin() + at);
+  }
   if (upTo == HostStage::Object)
     return true;
   return linkSharedObject(out.object, out.sharedObject, error);

@@ -28,7 +28,9 @@ struct HostCode {
 enum class HostStage { LlvmIr, Object, SharedObject };
 
 // With `embeddedWeights`, the object also defines `kiln_model_weights` (64-byte aligned,
-// read-only) holding those bytes, so a static link needs no artifact file (--emit=obj).
+// read-only, alone in section .rodata.kiln_weights) holding those bytes, so a static link
+// needs no artifact file (--emit=obj). LLVM emits zeros there; the bytes are written over
+// them in the finished object, never copied into LLVM.
 // With `objectPath` and upTo == Object, the object goes straight to that file instead of
 // `out.object`: with the weights embedded it is as large as the model, and LLVM already
 // holds two copies of them while it emits.
