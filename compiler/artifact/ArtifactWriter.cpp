@@ -73,10 +73,6 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
                             b.CreateVector(tensors), memory, provenance, b.CreateVector(secs));
 }
 
-} // namespace
-
-namespace {
-
 // The file's layout: the preamble and header bytes, and where each section goes.
 struct Layout {
   std::vector<uint8_t> head; // preamble + FlatBuffer header
