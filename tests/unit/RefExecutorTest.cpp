@@ -82,18 +82,26 @@ TEST(RefExecutor, PrefillEqualsTokenByTokenDecode) {
   EXPECT_LT((b.row(4) - all.row(7)).cwiseAbs().maxCoeff(), 1e-5f);
 }
 
+// The model's module with the four fusion passes run on a clone; null if they fail.
+mlir::OwningOpRef<mlir::ModuleOp> fusedClone(Model &m) {
+  mlir::OwningOpRef<mlir::ModuleOp> fused(m.imported.module->clone());
+  mlir::PassManager pm(&m.ctx);
+  pm.addPass(kiln::createKilnFoldNormIntoLinear());
+  pm.addPass(kiln::createKilnFuseSwiGlu());
+  pm.addPass(kiln::createKilnFuseQkv());
+  pm.addPass(kiln::createKilnFuseResidualAdd());
+  if (mlir::failed(pm.run(*fused)))
+    return nullptr;
+  return fused;
+}
+
 // The fusion passes change only where things are computed: the executor runs the fused
 // ops (fused_linear with segments, residual and swiglu; rms_normalize) and tracks the
 // unfused model through a prefill and two decode steps.
 TEST(RefExecutor, FusedModuleTracksUnfused) {
   auto m = syntheticModel(32);
-  mlir::OwningOpRef<mlir::ModuleOp> fused(m->imported.module->clone());
-  mlir::PassManager pm(&m->ctx);
-  pm.addPass(kiln::createKilnFoldNormIntoLinear());
-  pm.addPass(kiln::createKilnFuseSwiGlu());
-  pm.addPass(kiln::createKilnFuseQkv());
-  pm.addPass(kiln::createKilnFuseResidualAdd());
-  ASSERT_TRUE(mlir::succeeded(pm.run(*fused)));
+  mlir::OwningOpRef<mlir::ModuleOp> fused = fusedClone(*m);
+  ASSERT_TRUE(fused);
   int normalize = 0, swiglu = 0, qkv = 0, residual = 0;
   fused->walk([&](mlir::Operation *op) {
     normalize += mlir::isa<kiln::RmsNormalizeOp>(op);
@@ -126,12 +134,8 @@ TEST(RefExecutor, FusedModuleTracksUnfused) {
 // (materializeDerivedWeight): the same values as building them all, nothing left behind.
 TEST(RefExecutor, DerivedWeightsOneAtATimeMatchAll) {
   auto m = syntheticModel(32);
-  mlir::OwningOpRef<mlir::ModuleOp> fused(m->imported.module->clone());
-  mlir::PassManager pm(&m->ctx);
-  pm.addPass(kiln::createKilnFoldNormIntoLinear());
-  pm.addPass(kiln::createKilnFuseSwiGlu());
-  pm.addPass(kiln::createKilnFuseQkv());
-  ASSERT_TRUE(mlir::succeeded(pm.run(*fused)));
+  mlir::OwningOpRef<mlir::ModuleOp> fused = fusedClone(*m);
+  ASSERT_TRUE(fused);
   kiln::WeightStore &store = m->imported.weights;
   std::set<std::string> read;
   fused->walk([&](mlir::Operation *op) {
