@@ -60,22 +60,29 @@ KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, 
   for (int32_t b = 0; b < nb; ++b) {
     const int32_t i0 = b * KILN_PACK_BLOCK;
     const int32_t count = KILN_UK_MIN(KILN_PACK_BLOCK, in - i0);
+    /* the block read once, before any code is written: an int8 store may alias x, so
+     * with x read in the store loop a scalar core (Hexagon) ran the elements one by one */
+    float xb[KILN_PACK_BLOCK];
     float amax = 0.0f;
     for (int32_t j = 0; j < count; ++j) {
-      const float v = x[i0 + j] < 0.0f ? -x[i0 + j] : x[i0 + j];
+      xb[j] = x[i0 + j];
+      const float v = xb[j] < 0.0f ? -xb[j] : xb[j];
       amax = v > amax ? v : amax;
     }
     const float db = amax / 127.0f;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     int32_t sum = 0;
-    for (int32_t j = 0; j < KILN_PACK_BLOCK; ++j) {
-      const float v = j < count ? x[i0 + j] * id : 0.0f;
+    int32_t j = 0;
+    for (; j < count; ++j) {
+      const float v = xb[j] * id;
       /* round to nearest even: exact for |v| < 2^22, no libm */
       const float r = (v + 12582912.0f) - 12582912.0f;
       const int32_t qi = (int32_t)r;
       q[i0 + j] = (int8_t)qi;
       sum += qi;
     }
+    for (; j < KILN_PACK_BLOCK; ++j) /* a partial last block: zero codes */
+      q[i0 + j] = 0;
     d[b] = db;
     s[b] = sum;
     ds[b] = db * (float)sum;

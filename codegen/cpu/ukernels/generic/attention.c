@@ -170,15 +170,10 @@ KILN_UK_INLINE void softmax_row(float *s, int32_t len) {
     s[j] = s[j] / total;
 }
 
-/* The KV head query head h reads. */
-KILN_UK_INLINE int32_t kv_head_of(const attention_args_t *a, int32_t h) {
-  return a->kv_head_map ? a->kv_head_map[h] : h / (a->heads / a->kv_heads);
-}
-
-static void attend_head(const attention_args_t *a, int32_t t, int32_t h) {
+/* Query head h, which reads KV head g. */
+static void attend_head(const attention_args_t *a, int32_t t, int32_t h, int32_t g) {
   const int32_t d = a->head_dim;
   const int64_t kv_width = (int64_t)a->kv_heads * d;
-  const int32_t g = kv_head_of(a, h);
   const float *qh = a->q + ((int64_t)t * a->heads + h) * d;
   float qr[KILN_UK_ATTENTION_MAX_HEAD_DIM];
   if (a->rotary_dims > 0) {
@@ -326,7 +321,7 @@ static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const 
   const int32_t d = a->head_dim;
   if (nh == 1 || d % LANES != 0) {
     for (int32_t i = 0; i < nh; ++i)
-      attend_head(a, t, hs[i]);
+      attend_head(a, t, hs[i], g);
     return;
   }
   float qr[KILN_UK_ATTENTION_GROUP][KILN_UK_ATTENTION_MAX_HEAD_DIM];
@@ -358,24 +353,29 @@ static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const 
 #else
 static void attend_heads(const attention_args_t *a, int32_t t, int32_t g, const int32_t *hs,
                          int32_t nh) {
-  (void)g;
   for (int32_t i = 0; i < nh; ++i)
-    attend_head(a, t, hs[i]);
+    attend_head(a, t, hs[i], g);
 }
 #endif
 
 /* The task's heads [h0, h1) by KV head, up to KILN_UK_ATTENTION_GROUP at a time: with GQA
- * the query heads of one KV head share every cache row they read. */
+ * the query heads of one KV head share every cache row they read. Query head h reads KV
+ * head kv_head_map[h], or h / (heads / kv_heads) without a map: the heads [g * per,
+ * (g + 1) * per). One division per task: Hexagon has no divider, and a division per (token,
+ * KV head, head) was ~10% of a stories260K token there (docs/targets.md). */
 static void attention_task(void *arg, int32_t task, int32_t n_tasks) {
   const attention_args_t *a = (const attention_args_t *)arg;
   int64_t h0, h1;
   kiln_uk_task_range(a->heads, task, n_tasks, &h0, &h1);
+  const int32_t per = a->kv_head_map ? 0 : a->heads / a->kv_heads;
   int32_t hs[KILN_UK_ATTENTION_GROUP];
   for (int32_t t = 0; t < a->n; ++t)
     for (int32_t g = 0; g < a->kv_heads; ++g) {
       int32_t nh = 0;
-      for (int32_t h = (int32_t)h0; h < (int32_t)h1; ++h) {
-        if (kv_head_of(a, h) != g)
+      const int32_t lo = a->kv_head_map ? (int32_t)h0 : KILN_UK_MAX((int32_t)h0, g * per);
+      const int32_t hi = a->kv_head_map ? (int32_t)h1 : KILN_UK_MIN((int32_t)h1, (g + 1) * per);
+      for (int32_t h = lo; h < hi; ++h) {
+        if (a->kv_head_map && a->kv_head_map[h] != g)
           continue;
         hs[nh++] = h;
         if (nh == KILN_UK_ATTENTION_GROUP) {

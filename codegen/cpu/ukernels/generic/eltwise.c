@@ -7,11 +7,33 @@
 #include "common.h"
 #include "ukernel_abi.h"
 
+KILN_UK_INLINE float silu1(float v) { return v / (1.0f + kiln_uk_expf(-v)); }
+
+/* Hexagon (no float vectors before v68): blocks of 4, read before any is written and
+ * unrolled, so that 4 elements' exp chains share packets. out may be x, so without the
+ * block a store comes before the next element's load, and the chains run one by one:
+ * 27,620 -> 17,775 packets per stories260K q4_0 token (v67; blocks of 2, 3 and 8 took
+ * 20,770, 18,615 and 20,180). Elsewhere the plain loop, which the compiler vectorises
+ * (x86-64-v3: 1.0 ns an element, against 1.25-1.6 with the blocks). */
+#if defined(__hexagon__)
+#define SILU_BLOCK 4
+#else
+#define SILU_BLOCK 1
+#endif
+
 void kiln_uk_silu(const float *x, int64_t count, float *out) {
-  for (int64_t i = 0; i < count; ++i) {
-    const float v = x[i];
-    out[i] = v / (1.0f + kiln_uk_expf(-v));
+  int64_t i = 0;
+  for (; SILU_BLOCK > 1 && i + SILU_BLOCK <= count; i += SILU_BLOCK) {
+    float v[SILU_BLOCK];
+    KILN_UK_UNROLL
+    for (int32_t l = 0; l < SILU_BLOCK; ++l)
+      v[l] = x[i + l];
+    KILN_UK_UNROLL
+    for (int32_t l = 0; l < SILU_BLOCK; ++l)
+      out[i + l] = silu1(v[l]);
   }
+  for (; i < count; ++i)
+    out[i] = silu1(x[i]);
 }
 
 void kiln_uk_mul(const float *a, const float *b, int64_t count, float *out) {
