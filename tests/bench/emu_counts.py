@@ -17,15 +17,17 @@ do not depend on a noisy machine.
                        [--prompt-file F]
       instructions per decoded token of each artifact (greedy, 1 thread); with a long prompt
       the decode steps attend over that many positions
-  emu_counts.py hexagon-tokens [--prompt-file F] PROGRAM.elf:A.kiln [...]
+  emu_counts.py hexagon-tokens [--prompt-file F] [--by-symbol N] PROGRAM.elf:A.kiln [...]
       Hexagon packets per decoded token (qemu-hexagon-static -cpu v67) of each kiln-run
       program with its model linked in (tests/emu/hexagon/stories260k_e2e.py builds them)
-      and the artifact it was compiled with
+      and the artifact it was compiled with; --by-symbol N adds the N symbols with the
+      most packets per token
 
 Per call = (count with 3 calls - count with 1) / 2; per token = (count generating 12 -
 count generating 4) / 8: setup, loading and the prompt cancel out.
 """
 import argparse
+import collections
 import os
 import subprocess
 import sys
@@ -42,6 +44,16 @@ def count(cmd, qemu=(QEMU, "-L", SYSROOT)):
     if q.wait() != 0:
         sys.exit(f"error: {' '.join(cmd)} failed under qemu (exit {q.returncode})")
     return int(g.stdout or 0)
+
+
+def count_by_symbol(cmd, qemu):
+    """Executed blocks per symbol: qemu names the symbol last on each Trace line."""
+    q = subprocess.Popen([*qemu, "-singlestep", "-d", "nochain,exec", "-D", "/dev/stderr", *cmd],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    c = collections.Counter(line.split()[-1] for line in q.stderr if line.startswith("Trace"))
+    if q.wait() != 0:
+        sys.exit(f"error: {' '.join(cmd)} failed under qemu (exit {q.returncode})")
+    return c
 
 
 def kernels(a):
@@ -107,9 +119,18 @@ def hexagon_tokens(a):
             sys.exit(f"error: '{pair}' is not PROGRAM.elf:ARTIFACT.kiln")
         gen = [exe, "generate", art, "-p", prompt_of(a)]
         qemu = ("qemu-hexagon-static", "-cpu", "v67")
-        c4 = count(gen + ["-n", "4"], qemu)
-        c12 = count(gen + ["-n", "12"], qemu)
-        print(f"| {os.path.basename(exe)} | {(c12 - c4) / 8:,.0f} |", flush=True)
+        if not a.by_symbol:
+            c4 = count(gen + ["-n", "4"], qemu)
+            c12 = count(gen + ["-n", "12"], qemu)
+            print(f"| {os.path.basename(exe)} | {(c12 - c4) / 8:,.0f} |", flush=True)
+            continue
+        s4 = count_by_symbol(gen + ["-n", "4"], qemu)
+        s12 = count_by_symbol(gen + ["-n", "12"], qemu)
+        per = {k: (s12[k] - s4[k]) / 8 for k in s12}
+        total = sum(per.values())
+        print(f"| {os.path.basename(exe)} | {total:,.0f} |", flush=True)
+        for k, v in sorted(per.items(), key=lambda kv: -kv[1])[:a.by_symbol]:
+            print(f"|   {k} | {v:,.0f} ({100 * v / total:.1f}%) |")
 
 
 def main():
@@ -134,6 +155,8 @@ def main():
     t.add_argument("artifacts", nargs="+")
     h = sub.add_parser("hexagon-tokens")
     h.add_argument("--prompt-file", help="the prompt (default: Once upon a time)")
+    h.add_argument("--by-symbol", type=int, default=0, metavar="N",
+                   help="also the N symbols with the most packets per token")
     h.add_argument("pairs", nargs="+", metavar="PROGRAM.elf:A.kiln")
     a = ap.parse_args()
     {"kernels": kernels, "attention": attention, "tokens": tokens,

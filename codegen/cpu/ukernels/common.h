@@ -194,23 +194,19 @@ KILN_UK_INLINE int32_t kiln_uk_task_count(const kiln_exec_ctx_t *ctx, int64_t wo
   return (int32_t)(t < units ? t : units);
 }
 
-/* [begin, end) of `units` for `task` of n_tasks, as even as integers allow. Hexagon has no
- * divider: its 64-bit division helper took ~220 packets a call, 11% of a stories260K q4_0
- * token (docs/targets.md), so one task divides nothing and products that fit
- * in 32 bits divide in 32. */
+/* [begin, end) of `units` for `task` of n_tasks, as even as integers allow. One task (every
+ * call on a single thread, Hexagon's always) divides nothing: Hexagon has no divider, and
+ * its 64-bit division helper took ~220 packets a call, 11% of a stories260K q4_0 token
+ * (docs/targets.md). */
 KILN_UK_INLINE void kiln_uk_task_range(int64_t units, int32_t task, int32_t n_tasks,
                                        int64_t *begin, int64_t *end) {
   if (n_tasks == 1) {
     *begin = 0;
     *end = units;
-  } else if ((uint64_t)units * (uint64_t)n_tasks <= UINT32_MAX) {
-    const uint32_t u = (uint32_t)units, n = (uint32_t)n_tasks, t = (uint32_t)task;
-    *begin = u * t / n;
-    *end = u * (t + 1) / n;
-  } else {
-    *begin = units * task / n_tasks;
-    *end = units * (task + 1) / n_tasks;
+    return;
   }
+  *begin = units * task / n_tasks;
+  *end = units * (task + 1) / n_tasks;
 }
 
 /* Linear is parallel from this many multiply-adds (out_features * in * n) on. */
