@@ -12,9 +12,9 @@
  * - otherwise vpmaddubsw + vpmaddwd: q4 sums a block's int16 pairs before widening, q8 is
  *   unbiased and multiplied as |q| * (x * sign(q)), as ggml does.
  * Decode (one token) walks all of a group's rows at once (tile's H); prefill runs register
- * tiles of 16 rows (AVX2: 8, one half) x TT tokens, the decoded weight chunks reused by
- * every token of the tile and a group's codes (in * 9/16 bytes for q4) re-read from L1/L2
- * per tile.
+ * tiles of 16 rows (AVX2: 8, one half; 16 for q4 without VNNI) x TT tokens, the decoded
+ * weight chunks reused by every token of the tile and a group's codes (in * 9/16 bytes for
+ * q4) re-read from L1/L2 per tile.
  *
  * Software prefetch in decode only without AVX-512 (DECODE_PREFETCH). The weights are one
  * forward stream (kiln/quant_packed.h), which the hardware prefetchers follow. On the Zen 5
@@ -246,6 +246,56 @@ KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_
 }
 #endif
 
+#if HALVES == 2 && !Q8_BIAS
+#define Q4_GROUP_TILE 1
+/* AVX2 without VNNI, q4 prefill: one block of a whole 16-row group (both registers of rows)
+ * for T tokens, so each activation broadcast feeds two vpmaddubsw instead of one. The
+ * chunks are the outer loop: a raw 64-byte chunk is split into its two halves' low and high
+ * nibbles, used by every token, and dropped. The 2T int16 sums, the 4 nibble registers and
+ * two broadcasts fill the 16 registers (the float sums stay on the stack), so clang must not
+ * hoist the next chunks' loads: it did, and spilled the decoded nibbles (llvm-mca-19
+ * -mcpu=znver3: 83 cycles per block of 16 rows x 4 tokens). An empty asm makes each chunk's
+ * loads depend, for the compiler only, on the last chunk's sums: 68.4 cycles, against
+ * 2 x 37.4 for two 8-row tiles. Same int16 sums and float steps: the same bits. */
+KILN_UK_INLINE void block_dot_q4_group(uint32_t format, const uint8_t *codes,
+                                       const qact_t *xq, int32_t b, int32_t T, const vf_t *dw,
+                                       vf_t acc[HALVES][TT]) {
+  const vi_t low4 = VI_SET1_8(15);
+  const int8_t *xb[TT];
+  vi_t p[TT][HALVES]; /* int16 pairs */
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < T; ++t) {
+    xb[t] = xq[t].q + (int64_t)b * KILN_PACK_BLOCK;
+    p[t][0] = p[t][1] = VI_ZERO();
+  }
+  KILN_UK_UNROLL
+  for (int32_t k = 0; k < 4; ++k) {
+    if (k > 0)
+      KILN_UK_UNROLL
+      for (int32_t t = 0; t < T; ++t)
+        __asm__("" : "+r"(codes), "+r"(xb[t]) : "x"(p[t][0]), "x"(p[t][1]));
+    const vi_t r0 = VI_LOAD(codes + k * 64), r1 = VI_LOAD(codes + k * 64 + 32);
+    const vi_t l0 = VI_AND(r0, low4), h0 = VI_AND(VI_SRL4(r0), low4);
+    const vi_t l1 = VI_AND(r1, low4), h1 = VI_AND(VI_SRL4(r1), low4);
+    KILN_UK_UNROLL
+    for (int32_t t = 0; t < T; ++t) {
+      const vi_t xl = bcast4(xb[t] + 4 * k), xh = bcast4(xb[t] + 16 + 4 * k);
+      p[t][0] = I16_ADD(p[t][0], I16_ADD(U8S8_PAIRS(l0, xl), U8S8_PAIRS(h0, xh)));
+      p[t][1] = I16_ADD(p[t][1], I16_ADD(U8S8_PAIRS(l1, xl), U8S8_PAIRS(h1, xh)));
+    }
+  }
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < T; ++t) {
+    const vi_t offset = VI_SET1(format == KILN_TYPE_Q4_0_R16 ? 8 * xq[t].s[b] : 0);
+    KILN_UK_UNROLL
+    for (int32_t h = 0; h < HALVES; ++h)
+      acc[h][t] = add_block(acc[h][t], VI_SUB(I16_WIDEN(p[t][h]), offset), dw[h], xq[t].d[b]);
+  }
+}
+#else
+#define Q4_GROUP_TILE 0
+#endif
+
 /* The one place a tile's results reach y: half h of the group's rows for one token. */
 KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t h, int32_t t,
                                  vf_t acc) {
@@ -261,12 +311,12 @@ KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t h, i
 }
 
 /* Rows [h0*LANES, (h0+H)*LANES) of group g - H registers of rows, H = 1 or HALVES - for
- * tokens t0..t0+T-1 (T and H constant after inlining, T <= TT, H > 1 only if T = 1). Decode
- * (T = 1) takes all the group's halves in one walk, so each 64-byte code line is read
- * once, whole, from DRAM; walking the halves one after another read half of every line
- * from DRAM and the other half again from L2 (AVX2 on Zen 3, TinyLlama q4_0 decode, 2
- * threads: 52-70% -> 58-77% of the read). A prefill tile takes one half: its T
- * accumulators per half would not fit the registers twice. */
+ * tokens t0..t0+T-1 (T and H constant after inlining, T <= TT). Decode (T = 1) takes all
+ * the group's halves in one walk, so each 64-byte code line is read once, whole, from
+ * DRAM; walking the halves one after another read half of every line from DRAM and the
+ * other half again from L2 (AVX2 on Zen 3, TinyLlama q4_0 decode, 2 threads: 52-70% ->
+ * 58-77% of the read). A prefill tile takes one half (its T accumulators per half would
+ * not fit the registers twice), except AVX2's q4 tile (block_dot_q4_group). */
 KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h0,
                          int32_t H, int32_t t0, int32_t T) {
   const uint8_t *grp = a->w + g * a->group_stride;
@@ -300,6 +350,20 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       for (int64_t k = -1; k < cb / 64; ++k)
         _mm_prefetch((const char *)(block_codes + DECODE_PREFETCH + k * 64), _MM_HINT_T0);
 #endif
+#if Q4_GROUP_TILE
+    if (H == HALVES && T > 1) { /* q4 only (packed_groups) */
+      const vf_t dw[HALVES] = {VF_HALVES(block_scales), VF_HALVES(block_scales + LANES * 2)};
+      block_dot_q4_group(format, block_codes, xq, b, T, dw, acc);
+      if (format == KILN_TYPE_Q4_1_R16) /* mins */
+        KILN_UK_UNROLL
+        for (int32_t hh = 0; hh < HALVES; ++hh)
+          KILN_UK_UNROLL
+          for (int32_t t = 0; t < T; ++t)
+            acc[hh][t] = VF_FMA(VF_HALVES(block_scales + hh * LANES * 2 + 32),
+                                VF_SET1(xq[t].ds[b]), acc[hh][t]);
+      continue;
+    }
+#endif
     KILN_UK_UNROLL
     for (int32_t hh = 0; hh < H; ++hh) {
       /* this half's bytes inside a 64-byte chunk, and its scales inside 16 fp16 */
@@ -321,21 +385,23 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       packed_store(a, g, h0 + h, t0 + t, acc[h][t]);
 }
 
-/* Tokens t0.. of one group half: full tiles, then one constant-size remainder tile. */
-KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_t g, int32_t h) {
+/* Tokens t0.. of H registers of rows from half h: full tiles, then one constant-size
+ * remainder tile. */
+KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_t g, int32_t h,
+                                 int32_t H) {
   int32_t t = 0;
   for (; t + TT <= a->n; t += TT)
-    tile(a, format, g, h, 1, t, TT);
+    tile(a, format, g, h, H, t, TT);
   switch (a->n - t) {
   case 0: break;
-  case 1: tile(a, format, g, h, 1, t, 1); break;
-  case 2: tile(a, format, g, h, 1, t, 2); break;
-  case 3: tile(a, format, g, h, 1, t, 3); break;
+  case 1: tile(a, format, g, h, H, t, 1); break;
+  case 2: tile(a, format, g, h, H, t, 2); break;
+  case 3: tile(a, format, g, h, H, t, 3); break;
 #if TT > 4
-  case 4: tile(a, format, g, h, 1, t, 4); break;
-  case 5: tile(a, format, g, h, 1, t, 5); break;
-  case 6: tile(a, format, g, h, 1, t, 6); break;
-  default: tile(a, format, g, h, 1, t, 7); break;
+  case 4: tile(a, format, g, h, H, t, 4); break;
+  case 5: tile(a, format, g, h, H, t, 5); break;
+  case 6: tile(a, format, g, h, H, t, 6); break;
+  default: tile(a, format, g, h, H, t, 7); break;
 #endif
   }
 }
@@ -347,9 +413,14 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
       tile(a, format, g, 0, HALVES, 0, 1);
     return;
   }
+  if (Q4_GROUP_TILE && format != KILN_TYPE_Q8_0_R16) { /* AVX2 q4: 16-row tiles */
+    for (int64_t g = g0; g < g1; ++g)
+      group_tokens(a, format, g, 0, HALVES);
+    return;
+  }
   for (int64_t g = g0; g < g1; ++g)
     for (int32_t h = 0; h < HALVES; ++h)
-      group_tokens(a, format, g, h);
+      group_tokens(a, format, g, h, 1);
 }
 
 #include "linear_packed_entry.h"
