@@ -18,6 +18,9 @@ struct Rng {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
+  // the state `count` calls of next() ahead, without making them (splitmix64's state is a
+  // counter): each tensor is made later, when written, from where it starts in the stream
+  Rng skip(uint64_t count) const { return Rng{s + count * 0x9e3779b97f4a7c15ull}; }
   double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
   // Box-Muller; deterministic because it uses only IEEE double ops.
   float normal(float stddev) {
@@ -46,19 +49,27 @@ uint16_t toHalf(float f) {
   return uint16_t(h);
 }
 
+// Each tensor is made when the writer writes it, from its own copy of the generator state
+// (two next() per normal()), so a 7B model is never whole in memory; the bytes are those of
+// drawing every tensor in order from one stream.
 void addMatrix(gguf::GgufWriter &w, Rng &rng, const std::string &name, uint64_t cols,
                uint64_t rows, uint32_t type, float stddev) {
-  std::vector<float> v(cols * rows);
-  for (float &x : v)
-    x = rng.normal(stddev);
-  if (type == 1) {
-    std::vector<uint16_t> h(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      h[i] = toHalf(v[i]);
-    w.addTensor(name, 1, {cols, rows}, h.data(), h.size() * 2);
-  } else {
-    w.addTensor(name, 0, {cols, rows}, v.data(), v.size() * 4);
-  }
+  const uint64_t n = cols * rows;
+  const Rng start = rng;
+  rng = rng.skip(2 * n);
+  w.addTensorFill(name, type, {cols, rows}, size_t(n) * (type == 1 ? 2 : 4),
+                  [start, n, type, stddev](uint8_t *dst) {
+                    Rng r = start;
+                    for (uint64_t i = 0; i < n; ++i) {
+                      const float x = r.normal(stddev);
+                      if (type == 1) {
+                        const uint16_t h = toHalf(x);
+                        std::memcpy(dst + i * 2, &h, 2);
+                      } else {
+                        std::memcpy(dst + i * 4, &x, 4);
+                      }
+                    }
+                  });
 }
 
 void addNorm(gguf::GgufWriter &w, Rng &rng, const std::string &name, uint64_t n) {

@@ -6,8 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <unistd.h>
 
@@ -173,7 +176,9 @@ TEST_P(GgufAlignment, TensorRoundTrip) {
   GgufWriter w(align);
   w.addString("general.architecture", "test");
   w.addTensor("a.f32", KILN_GGML_TYPE_F32, {3, 4}, a.data(), a.size());
-  w.addTensor("b.f16", KILN_GGML_TYPE_F16, {5}, b.data(), b.size());
+  // made on demand (addTensorFill), as kiln synth's matrices are
+  w.addTensorFill("b.f16", KILN_GGML_TYPE_F16, {5}, b.size(),
+                  [&b](uint8_t *dst) { std::copy(b.begin(), b.end(), dst); });
   w.addTensor("c.q8_0", KILN_GGML_TYPE_Q8_0, {32, 1, 2, 1}, c.data(), c.size());
   std::vector<uint8_t> bytes = w.toBytes();
 
@@ -181,6 +186,9 @@ TEST_P(GgufAlignment, TensorRoundTrip) {
   ASSERT_FALSE(dir.path.empty());
   std::string path = dir.path + "/t.gguf", err;
   ASSERT_TRUE(w.writeFile(path, err)) << err;
+  // writeFile streams tensor by tensor; the file is the same bytes as toBytes
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_EQ(std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {}), bytes);
 
   std::unique_ptr<GgufFile> fromMemory = parseOk(bytes);
   std::unique_ptr<GgufFile> fromDisk = GgufFile::open(path, err);

@@ -1,6 +1,7 @@
 //===- GgufWriter.cpp - GGUF v3 writer -----------------------------------===//
 #include "compiler/frontends/gguf/GgufWriter.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -123,10 +124,15 @@ void GgufWriter::addI32Array(const std::string &key, const std::vector<int32_t> 
 void GgufWriter::addTensor(const std::string &name, uint32_t ggmlType,
                            const std::vector<uint64_t> &dims, const void *data, size_t nbytes) {
   const uint8_t *p = static_cast<const uint8_t *>(data);
-  tensors_.push_back(Tensor{name, ggmlType, dims, std::vector<uint8_t>(p, p + nbytes)});
+  tensors_.push_back(Tensor{name, ggmlType, dims, nbytes, std::vector<uint8_t>(p, p + nbytes), {}});
 }
 
-std::vector<uint8_t> GgufWriter::toBytes() const {
+void GgufWriter::addTensorFill(const std::string &name, uint32_t ggmlType,
+                               const std::vector<uint64_t> &dims, size_t nbytes, Fill fill) {
+  tensors_.push_back(Tensor{name, ggmlType, dims, nbytes, {}, std::move(fill)});
+}
+
+std::vector<uint8_t> GgufWriter::header() const {
   bool writeAlignment = alignment_ != 32 && !hasAlignmentKey_;
   std::vector<uint8_t> out;
   append(out, "GGUF", 4);
@@ -151,27 +157,60 @@ std::vector<uint8_t> GgufWriter::toBytes() const {
       put<uint64_t>(out, d);
     put<uint32_t>(out, t.type);
     put<uint64_t>(out, offset);
-    offset += t.bytes.size();
+    offset += t.nbytes;
     if (alignment_ > 1)
       offset = (offset + alignment_ - 1) / alignment_ * alignment_;
   }
   if (!tensors_.empty())
     padTo(out, alignment_);
+  return out;
+}
+
+const std::vector<uint8_t> &GgufWriter::tensorBytes(const Tensor &t,
+                                                    std::vector<uint8_t> &scratch) const {
+  if (!t.fill)
+    return t.bytes;
+  scratch.assign(t.nbytes, 0);
+  t.fill(scratch.data());
+  return scratch;
+}
+
+std::vector<uint8_t> GgufWriter::toBytes() const {
+  std::vector<uint8_t> out = header();
+  std::vector<uint8_t> scratch;
   for (const Tensor &t : tensors_) {
-    append(out, t.bytes.data(), t.bytes.size());
+    const std::vector<uint8_t> &bytes = tensorBytes(t, scratch);
+    append(out, bytes.data(), bytes.size());
     padTo(out, alignment_);
   }
   return out;
 }
 
 bool GgufWriter::writeFile(const std::string &path, std::string &error) const {
-  std::vector<uint8_t> bytes = toBytes();
   FILE *f = std::fopen(path.c_str(), "wb");
   if (!f) {
     error = "cannot create '" + path + "': " + std::strerror(errno);
     return false;
   }
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  // One tensor in memory at a time; the padding after each is the zeros GGUF asks for.
+  std::vector<uint8_t> chunk = header(), scratch;
+  bool ok = std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size();
+  uint64_t written = chunk.size();
+  for (const Tensor &t : tensors_) {
+    if (!ok)
+      break;
+    const std::vector<uint8_t> &bytes = tensorBytes(t, scratch);
+    ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    written += bytes.size();
+    const uint64_t pad = alignment_ > 1 ? (alignment_ - written % alignment_) % alignment_ : 0;
+    static const uint8_t zeros[256] = {};
+    for (uint64_t left = pad; ok && left > 0;) {
+      const size_t n = size_t(std::min<uint64_t>(left, sizeof zeros));
+      ok = std::fwrite(zeros, 1, n, f) == n;
+      left -= n;
+      written += n;
+    }
+  }
   ok = (std::fclose(f) == 0) && ok;
   if (!ok)
     error = "cannot write '" + path + "': " + std::strerror(errno);

@@ -1,8 +1,10 @@
 //===- GgufWriter.h - GGUF v3 writer for tests and generators ------------===//
 //
-// Builds a GGUF file in memory (layout documented in GgufFile.h): metadata entries in
-// the order they were added, then tensor infos, then each tensor's bytes at the next
-// multiple of the alignment, padded with zeros. The writer checks nothing on purpose -
+// Builds a GGUF file (layout documented in GgufFile.h): metadata entries in the order
+// they were added, then tensor infos, then each tensor's bytes at the next multiple of the
+// alignment, padded with zeros. Tensors are copied in, or made on demand as they are
+// written (addTensorFill), so writeFile holds one such tensor at a time: a 7B model's 13
+// GB of f16 need not fit in memory, let alone twice. The writer checks nothing on purpose -
 // duplicate keys, odd type ids or sizes that disagree with dims are written as given -
 // so that tests can craft bad files; GgufFile is the validator.
 //===----------------------------------------------------------------------===//
@@ -12,6 +14,7 @@
 #include "compiler/frontends/gguf/GgufFile.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,6 +71,11 @@ public:
   // `data` (nbytes) is copied. `dims` are in ggml order (dims[0] = row length).
   void addTensor(const std::string &name, uint32_t ggmlType, const std::vector<uint64_t> &dims,
                  const void *data, size_t nbytes);
+  // nbytes made by `fill` whenever the file is written: it must write the same bytes on
+  // every call.
+  using Fill = std::function<void(uint8_t *dst)>;
+  void addTensorFill(const std::string &name, uint32_t ggmlType,
+                     const std::vector<uint64_t> &dims, size_t nbytes, Fill fill);
 
   std::vector<uint8_t> toBytes() const;
   bool writeFile(const std::string &path, std::string &error) const;
@@ -82,8 +90,14 @@ private:
     std::string name;
     uint32_t type;
     std::vector<uint64_t> dims;
-    std::vector<uint8_t> bytes;
+    size_t nbytes;
+    std::vector<uint8_t> bytes; // or, when empty with nbytes > 0, made by fill
+    Fill fill;
   };
+  // Everything before the first tensor's bytes.
+  std::vector<uint8_t> header() const;
+  // Tensor t's bytes into scratch (made or copied), for the file's data section.
+  const std::vector<uint8_t> &tensorBytes(const Tensor &t, std::vector<uint8_t> &scratch) const;
 
   uint32_t alignment_;
   uint32_t version_ = 3;
