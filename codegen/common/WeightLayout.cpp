@@ -1,11 +1,60 @@
 #include "codegen/common/WeightLayout.h"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "kiln/quant.h"
 #include "kiln/quant_packed.h"
 
 namespace kiln::codegen {
+
+namespace {
+
+// Converts rows [0, rows) of a matrix from `srcFormat` (srcRowBytes apart) to `format`
+// (dstRowStride apart, rowLength elements zero-padded to paddedRowLength), split over the
+// machine's cores: each row is independent, so the bytes do not depend on the split. A
+// TinyLlama q4_0 compile spent most of its own thread here, one core of two idle.
+bool convertRows(uint32_t srcFormat, const uint8_t *src, uint64_t srcRowBytes, uint32_t format,
+                 uint8_t *dst, uint64_t dstRowStride, uint64_t rows, uint64_t rowLength,
+                 uint64_t paddedRowLength, const std::string &name, std::string &error) {
+  struct Failure {
+    uint64_t row = UINT64_MAX;
+    kiln_status_t status = KILN_STATUS_OK;
+  };
+  auto run = [&](uint64_t r0, uint64_t r1, Failure &f) {
+    std::vector<float> row(paddedRowLength, 0.0f);
+    for (uint64_t r = r0; r < r1; ++r) {
+      kiln_status_t st = kiln_dequantize(srcFormat, src + r * srcRowBytes, row.data(), rowLength);
+      if (st == KILN_STATUS_OK)
+        st = kiln_quantize(format, row.data(), dst + r * dstRowStride, paddedRowLength);
+      if (st != KILN_STATUS_OK) {
+        f = {r, st};
+        return;
+      }
+    }
+  };
+  // a thread per 2^20 elements at least, at most one per core (8 at most)
+  const uint64_t cores = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, 8);
+  const uint64_t parts = std::clamp<uint64_t>(rows * paddedRowLength >> 20, 1, cores);
+  std::vector<Failure> failures(parts);
+  std::vector<std::thread> threads;
+  for (uint64_t p = 1; p < parts; ++p)
+    threads.emplace_back(run, rows * p / parts, rows * (p + 1) / parts, std::ref(failures[p]));
+  run(0, rows / parts, failures[0]);
+  for (std::thread &t : threads)
+    t.join();
+  for (const Failure &f : failures) // the first failing row, as a serial loop reports it
+    if (f.status != KILN_STATUS_OK) {
+      error = "weight '" + name + "' row " + std::to_string(f.row) + ": " +
+              kiln_status_message(f.status);
+      return false;
+    }
+  return true;
+}
+
+} // namespace
 
 uint64_t WeightLayout::reserve(uint64_t size, uint64_t align) {
   uint64_t offset = (bytes_.size() + align - 1) / align * align;
@@ -130,18 +179,9 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
     }
     if (src->format == format && t.paddedRowLength != t.rowLength)
       t.conversion = std::string("re-encoded (rows padded) from ") + kiln_ggml_type_name(format);
-    std::vector<float> row(t.paddedRowLength, 0.0f);
-    for (uint64_t r = 0; r < t.rows; ++r) {
-      kiln_status_t st =
-          kiln_dequantize(src->format, src->data + r * srcRowBytes, row.data(), t.rowLength);
-      if (st == KILN_STATUS_OK)
-        st = kiln_quantize(format, row.data(), dst + r * t.rowStride, t.paddedRowLength);
-      if (st != KILN_STATUS_OK) {
-        error = "weight '" + name + "' row " + std::to_string(r) + ": " +
-                kiln_status_message(st);
-        return false;
-      }
-    }
+    if (!convertRows(src->format, src->data, srcRowBytes, format, dst, t.rowStride, t.rows,
+                     t.rowLength, t.paddedRowLength, name, error))
+      return false;
   }
   tensors_.push_back(std::move(t));
   return true;
@@ -171,18 +211,9 @@ bool WeightLayout::addPacked(const WeightView &src, PackedTensor &t, std::string
     if (src.format == base)
       t.conversion = std::string("re-encoded (rows padded) from ") + kiln_ggml_type_name(base);
     ggml.resize(rowBytes * t.rows);
-    std::vector<float> row(t.paddedRowLength, 0.0f);
-    for (uint64_t r = 0; r < t.rows; ++r) {
-      kiln_status_t st =
-          kiln_dequantize(src.format, src.data + r * srcRowBytes, row.data(), t.rowLength);
-      if (st == KILN_STATUS_OK)
-        st = kiln_quantize(base, row.data(), ggml.data() + r * rowBytes, t.paddedRowLength);
-      if (st != KILN_STATUS_OK) {
-        error = "weight '" + t.name + "' row " + std::to_string(r) + ": " +
-                kiln_status_message(st);
-        return false;
-      }
-    }
+    if (!convertRows(src.format, src.data, srcRowBytes, base, ggml.data(), rowBytes, t.rows,
+                     t.rowLength, t.paddedRowLength, t.name, error))
+      return false;
     rows = ggml.data();
   }
   // a group is whole 4 * groupRows-byte chunks: an r32 matrix on a 128-byte boundary keeps
