@@ -91,7 +91,7 @@ private:
     uint32_t type;
     std::vector<uint64_t> dims;
     size_t nbytes;
-    std::vector<uint8_t> bytes; // or, when empty with nbytes > 0, made by fill
+    std::vector<uint8_t> bytes; // the copied bytes; empty when fill makes them
     Fill fill;
   };
   // Everything before the first tensor's bytes.
