@@ -39,12 +39,18 @@ bool convertRows(uint32_t srcFormat, const uint8_t *src, uint64_t srcRowBytes, u
   const uint64_t cores = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, 8);
   const uint64_t parts = std::clamp<uint64_t>(rows * paddedRowLength >> 20, 1, cores);
   std::vector<Failure> failures(parts);
-  std::vector<std::thread> threads;
-  for (uint64_t p = 1; p < parts; ++p)
-    threads.emplace_back(run, rows * p / parts, rows * (p + 1) / parts, std::ref(failures[p]));
-  run(0, rows / parts, failures[0]);
-  for (std::thread &t : threads)
-    t.join();
+  struct Threads : std::vector<std::thread> { // joined however the function is left
+    ~Threads() {
+      for (std::thread &t : *this)
+        t.join();
+    }
+  };
+  {
+    Threads threads;
+    for (uint64_t p = 1; p < parts; ++p)
+      threads.emplace_back(run, rows * p / parts, rows * (p + 1) / parts, std::ref(failures[p]));
+    run(0, rows / parts, failures[0]);
+  }
   for (const Failure &f : failures) // the first failing row, as a serial loop reports it
     if (f.status != KILN_STATUS_OK) {
       error = "weight '" + name + "' row " + std::to_string(f.row) + ": " +

@@ -71,8 +71,8 @@ public:
   // `data` (nbytes) is copied. `dims` are in ggml order (dims[0] = row length).
   void addTensor(const std::string &name, uint32_t ggmlType, const std::vector<uint64_t> &dims,
                  const void *data, size_t nbytes);
-  // nbytes made by `fill` whenever the file is written: it must write the same bytes on
-  // every call.
+  // nbytes made by `fill` whenever the bytes are needed (writeFile, toBytes): it must write
+  // the same bytes on every call.
   using Fill = std::function<void(uint8_t *dst)>;
   void addTensorFill(const std::string &name, uint32_t ggmlType,
                      const std::vector<uint64_t> &dims, size_t nbytes, Fill fill);

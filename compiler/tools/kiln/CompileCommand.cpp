@@ -257,6 +257,8 @@ int runCompile(const CompileOptions &opts) {
               maxBatch,             maxCtx,          lowered.weightBytesPerToken,
               uint32_t(kv.k),       uint32_t(kv.v)};
   a.provenance.sourceFile = opts.model;
+  if (!sourceSha) // not started for this --emit (none other reaches here today)
+    sourceSha.emplace(opts.model);
   a.provenance.sourceSha256 = sourceSha->get();
   a.provenance.compilerVersion = kCompilerVersion;
   for (const pipelines::AppliedPass &p : applied)

@@ -186,7 +186,8 @@ KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_
  *   vpmaddwd and no int32 add per chunk (TinyLlama q4_0 prefill on Zen 3, AVX2, 2 threads:
  *   72-85 -> 105-110 tok/s). One token (decode) takes the nibbles straight from each chunk
  *   as loaded, one raw chunk live (all 8 decoded chunks held, for the one token, ran 10-15%
- *   slower in cache); a prefill tile decodes the 8 chunks once for its T tokens.
+ *   slower in cache); a prefill tile decodes the 8 chunks once for its T tokens (AVX-512
+ *   without VNNI; AVX2's q4 prefill runs block_dot_q4_group instead).
  * - q8: biased codes (<= 255) could saturate the pairs, so the codes are unbiased (q ^ 0x80)
  *   and multiplied as |q| * (x * sign(q)) (at most 2 * 128 * 127 < 32767), as ggml does; a
  *   pair sum is then too large to add to another in int16, so each chunk is widened. The
@@ -270,10 +271,11 @@ KILN_UK_INLINE void block_dot_q4_group(uint32_t format, const uint8_t *codes,
   }
   KILN_UK_UNROLL
   for (int32_t k = 0; k < 4; ++k) {
-    if (k > 0)
+    if (k > 0) {
       KILN_UK_UNROLL
       for (int32_t t = 0; t < T; ++t)
         __asm__("" : "+r"(codes), "+r"(xb[t]) : "x"(p[t][0]), "x"(p[t][1]));
+    }
     const vi_t r0 = VI_LOAD(codes + k * 64), r1 = VI_LOAD(codes + k * 64 + 32);
     const vi_t l0 = VI_AND(r0, low4), h0 = VI_AND(VI_SRL4(r0), low4);
     const vi_t l1 = VI_AND(r1, low4), h1 = VI_AND(VI_SRL4(r1), low4);
@@ -351,16 +353,18 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
         _mm_prefetch((const char *)(block_codes + DECODE_PREFETCH + k * 64), _MM_HINT_T0);
 #endif
 #if Q4_GROUP_TILE
-    if (H == HALVES && T > 1) { /* q4 only (packed_groups) */
+    if (H == HALVES && T > 1 && format != KILN_TYPE_Q8_0_R16) {
       const vf_t dw[HALVES] = {VF_HALVES(block_scales), VF_HALVES(block_scales + LANES * 2)};
       block_dot_q4_group(format, block_codes, xq, b, T, dw, acc);
-      if (format == KILN_TYPE_Q4_1_R16) /* mins */
+      if (format == KILN_TYPE_Q4_1_R16) { /* mins */
         KILN_UK_UNROLL
-        for (int32_t hh = 0; hh < HALVES; ++hh)
+        for (int32_t hh = 0; hh < HALVES; ++hh) {
           KILN_UK_UNROLL
           for (int32_t t = 0; t < T; ++t)
             acc[hh][t] = VF_FMA(VF_HALVES(block_scales + hh * LANES * 2 + 32),
                                 VF_SET1(xq[t].ds[b]), acc[hh][t]);
+        }
+      }
       continue;
     }
 #endif
