@@ -11,16 +11,17 @@ namespace {
 
 // splitmix64: tiny, fast and identical on every platform.
 struct Rng {
+  static constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull; // the state's step per next()
   uint64_t s;
   uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (s += kGamma);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
   // the state `count` calls of next() ahead, without making them (splitmix64's state is a
   // counter): each tensor is made later, when written, from where it starts in the stream
-  Rng skip(uint64_t count) const { return Rng{s + count * 0x9e3779b97f4a7c15ull}; }
+  Rng skip(uint64_t count) const { return Rng{s + count * kGamma}; }
   double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
   // Box-Muller; deterministic because it uses only IEEE double ops.
   float normal(float stddev) {
