@@ -42,8 +42,8 @@ model_for() {
 }
 
 {
-  echo "| shape | format | layout | threads | decode tok/s | prefill tok/s (64) | weight bytes/token | GB/s | read GB/s | % of bandwidth |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| shape | format | layout | threads | decode tok/s | prefill tok/s (64) | weight bytes/token | GB/s | read GB/s | % of bandwidth | % of peak read |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 } > "$OUT"
 for shape in $SHAPES; do
   model=$(model_for "$shape")
@@ -60,7 +60,8 @@ for shape in $SHAPES; do
         gbs=$(echo "$log" | awk '/^effective/ {print $2}')
         bw=$(echo "$log" | awk '/^read bandwidth/ {print $3}')
         pct=$(echo "$log" | awk '/^of bandwidth/ {print $3}')
-        echo "| $shape | $fmt | $layout | $t | $dec | $pre | $bpt | $gbs | $bw | $pct |" | tee -a "$OUT"
+        peak_pct=$(echo "$log" | awk '/^of peak read/ {print $4}')
+        echo "| $shape | $fmt | $layout | $t | $dec | $pre | $bpt | $gbs | $bw | $pct | $peak_pct |" | tee -a "$OUT"
       done
       rm -f "$art" # GBs each
     done

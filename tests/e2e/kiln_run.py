@@ -163,10 +163,15 @@ def main():
             out = p.stdout.decode()
             print(out)
             for key in ("prefill", "decode", "TTFT", "effective", "read bandwidth",
-                        "of bandwidth", "compute probe", "weights/token", "KV/token",
+                        "of bandwidth", "peak read", "of peak read", "compute probe", "weights/token", "KV/token",
                         "peak memory", "cpu stolen", "cpu others", "in 2 MiB pages"):
                 if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
                     fail(f"bench --weights {weights} output lacks '{key}'")
+            # the read's whole window can be no faster than its best pass
+            read = float(re.search(r"^read bandwidth\s+([0-9.]+)", out, re.M).group(1))
+            peak = float(re.search(r"^peak read\s+([0-9.]+)", out, re.M).group(1))
+            if not 0 < read <= peak:
+                fail(f"bench --weights {weights}: read bandwidth {read} GB/s, peak read {peak}")
             gflops = float(re.search(r"^compute probe\s+([0-9.]+)", out, re.M).group(1))
             if gflops <= 0:
                 fail(f"bench --weights {weights}: compute probe of {gflops} GFLOP/s")

@@ -53,8 +53,15 @@ double run_probe_timed(uint32_t n_threads, void *(*fn)(void *), void *args, size
  * of a benchmark. NULL when out of memory. */
 typedef struct run_probe_s run_probe_t;
 run_probe_t *run_probe_open(size_t bytes);
-/* Best-of-5 streaming read bandwidth over the probe's buffer with n threads, GB/s. */
-double run_probe_gbs(run_probe_t *probe, uint32_t n_threads);
+/* Streaming reads of the probe's buffer with n threads, pass after pass: at least
+ * RUN_PROBE_MIN_PASSES, and on until min_seconds have passed (at most
+ * RUN_PROBE_MAX_SECONDS). GB/s of the whole window, and of its best pass. */
+#define RUN_PROBE_MIN_PASSES 5
+#define RUN_PROBE_MAX_SECONDS 10.0
+typedef struct {
+  double sustained_gbs, peak_gbs;
+} run_probe_read_t;
+run_probe_read_t run_probe_read(run_probe_t *probe, uint32_t n_threads, double min_seconds);
 void run_probe_close(run_probe_t *probe);
 /* The compute probe (compute_probe.c): best-of-3 rate of a register-only multiply-add loop
  * (AVX2 + FMA where the CPU has them) run by n threads at once, GFLOP/s in all; a few ms. */
