@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -111,6 +112,76 @@ std::string conversionOf(uint32_t src, uint32_t dst) {
 
 } // namespace
 
+// Fills t's padded row, stride, size and padding bytes from its format, layout, rows and
+// row length (r16 / r32: t.format becomes the packed type). The one place a weight's size
+// is decided: addWeight and storedBytes both ask it.
+bool WeightLayout::sizeTensor(PackedTensor &t, uint64_t rowAlign, std::string &error) {
+  const uint64_t block = kiln_ggml_block_elems(t.format);
+  if (block == 0) {
+    error = "weight '" + t.name + "': unknown storage format " + std::to_string(t.format);
+    return false;
+  }
+  t.paddedRowLength = (t.rowLength + block - 1) / block * block;
+  if (t.layout == RowLayout::R16 || t.layout == RowLayout::R32) {
+    const uint32_t groupRows = t.layout == RowLayout::R32 ? 32 : 16;
+    const uint32_t packed = kiln_packed_type(t.format, groupRows);
+    if (!packed) {
+      error = "weight '" + t.name + "': the " + (t.layout == RowLayout::R16 ? "r16" : "r32") +
+              " layout needs q4_0, q4_1 or q8_0, not " + kiln_ggml_type_name(t.format);
+      return false;
+    }
+    uint64_t rowBytes = 0;
+    kiln_ggml_row_bytes(t.format, t.paddedRowLength, &rowBytes);
+    t.format = packed;
+    t.rowStride = kiln_packed_group_bytes(packed, t.paddedRowLength);
+    t.size = t.rowStride * ((t.rows + groupRows - 1) / groupRows);
+    // bytes of the logical elements at the format's bits per weight; the rest is padding
+    t.paddingBytes = t.size - rowBytes * t.rows * t.rowLength / t.paddedRowLength;
+    return true;
+  }
+  uint64_t blockRowBytes = 0;
+  if (kiln_ggml_row_bytes(t.format, t.paddedRowLength, &blockRowBytes) != KILN_STATUS_OK) {
+    error = "weight '" + t.name + "': row of " + std::to_string(t.paddedRowLength) +
+            " elements does not fit the format";
+    return false;
+  }
+  if (t.layout == RowLayout::Rows && (rowAlign < kAlign || (rowAlign & (rowAlign - 1)))) {
+    error = "weight '" + t.name + "': row alignment " + std::to_string(rowAlign) +
+            " is not a power of two >= " + std::to_string(kAlign);
+    return false;
+  }
+  t.rowStride = t.layout == RowLayout::Rows ? (blockRowBytes + rowAlign - 1) / rowAlign * rowAlign
+                                            : blockRowBytes;
+  t.size = t.rowStride * t.rows;
+  t.paddingBytes =
+      ((t.paddedRowLength - t.rowLength) * blockRowBytes / t.paddedRowLength +
+       (t.rowStride - blockRowBytes)) *
+      t.rows;
+  return true;
+}
+
+uint64_t WeightLayout::storedBytes(uint32_t format, RowLayout layout, uint64_t rows,
+                                   uint64_t rowLength, uint64_t rowAlign) {
+  PackedTensor t;
+  t.format = format;
+  t.layout = layout;
+  t.rows = rows;
+  t.rowLength = rowLength;
+  std::string error;
+  return sizeTensor(t, rowAlign, error) ? t.size : 0;
+}
+
+void WeightLayout::reserveBytes(uint64_t bytes) {
+  if (bytes <= bytes_.capacity())
+    return;
+  // A hint: where the address space is refused (a model larger than memory under strict
+  // overcommit), the section grows as before and the weights themselves say what fails.
+  try {
+    bytes_.reserve(bytes);
+  } catch (const std::exception &) {
+  }
+}
+
 bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
                              uint32_t format, std::string &error, RowLayout layout,
                              uint64_t rowAlign) {
@@ -129,11 +200,6 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
     error = "weight '" + name + "' is not in the weight store";
     return false;
   }
-  const uint64_t block = kiln_ggml_block_elems(format);
-  if (block == 0) {
-    error = "weight '" + name + "': unknown storage format " + std::to_string(format);
-    return false;
-  }
   PackedTensor t;
   t.name = name;
   t.format = format;
@@ -141,34 +207,13 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
   t.shape = src->dims;
   t.rowLength = src->rowLength();
   t.rows = src->numRows();
-  t.paddedRowLength = (t.rowLength + block - 1) / block * block;
+  if (!sizeTensor(t, rowAlign, error))
+    return false;
   t.conversion = conversionOf(src->format, format);
-  if (layout == RowLayout::R16 || layout == RowLayout::R32) {
-    if (!kiln_packed_type(format, 16)) {
-      error = "weight '" + name + "': the " + (layout == RowLayout::R16 ? "r16" : "r32") +
-              " layout needs q4_0, q4_1 or q8_0, not " + kiln_ggml_type_name(format);
-      return false;
-    }
-    return addPacked(*src, t, error);
-  }
+  if (layout == RowLayout::R16 || layout == RowLayout::R32)
+    return addPacked(*src, format, t, error);
   uint64_t blockRowBytes = 0;
-  if (kiln_ggml_row_bytes(format, t.paddedRowLength, &blockRowBytes) != KILN_STATUS_OK) {
-    error = "weight '" + name + "': row of " + std::to_string(t.paddedRowLength) +
-            " elements does not fit the format";
-    return false;
-  }
-  if (layout == RowLayout::Rows && (rowAlign < kAlign || (rowAlign & (rowAlign - 1)))) {
-    error = "weight '" + name + "': row alignment " + std::to_string(rowAlign) +
-            " is not a power of two >= " + std::to_string(kAlign);
-    return false;
-  }
-  t.rowStride = layout == RowLayout::Rows ? (blockRowBytes + rowAlign - 1) / rowAlign * rowAlign
-                                          : blockRowBytes;
-  t.size = t.rowStride * t.rows;
-  t.paddingBytes =
-      ((t.paddedRowLength - t.rowLength) * blockRowBytes / t.paddedRowLength +
-       (t.rowStride - blockRowBytes)) *
-      t.rows;
+  kiln_ggml_row_bytes(format, t.paddedRowLength, &blockRowBytes);
   t.offset = reserve(t.size, layout == RowLayout::Rows ? rowAlign : kAlign);
   uint8_t *dst = bytes_.data() + t.offset;
 
@@ -193,19 +238,14 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
   return true;
 }
 
-// r16 / r32: ggml rows of the base format (the source's bytes when it is already that
-// format with whole blocks, else quantised from fp32), then kiln_repack_packed.
-bool WeightLayout::addPacked(const WeightView &src, PackedTensor &t, std::string &error) {
-  const uint32_t base = t.format;
+// r16 / r32 (t sized by sizeTensor): ggml rows of the base format (the source's bytes when
+// it is already that format with whole blocks, else quantised from fp32), then
+// kiln_repack_packed.
+bool WeightLayout::addPacked(const WeightView &src, uint32_t base, PackedTensor &t,
+                             std::string &error) {
   const uint32_t groupRows = t.layout == RowLayout::R32 ? 32 : 16;
-  t.format = kiln_packed_type(base, groupRows);
-  t.rowStride = kiln_packed_group_bytes(t.format, t.paddedRowLength);
-  const uint64_t groups = (t.rows + groupRows - 1) / groupRows;
-  t.size = t.rowStride * groups;
   uint64_t rowBytes = 0;
   kiln_ggml_row_bytes(base, t.paddedRowLength, &rowBytes);
-  // bytes of the logical elements at the format's bits per weight; the rest is padding
-  t.paddingBytes = t.size - rowBytes * t.rows * t.rowLength / t.paddedRowLength;
   std::vector<uint8_t> ggml;
   const uint8_t *rows = src.data;
   if (src.format != base || t.paddedRowLength != t.rowLength) {

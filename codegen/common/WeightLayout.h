@@ -45,6 +45,13 @@ public:
   bool addWeight(const WeightStore &store, const std::string &name, uint32_t format,
                  std::string &error, RowLayout layout = RowLayout::Block,
                  uint64_t rowAlign = kAlign);
+  // Bytes addWeight stores for `rows` rows of `rowLength` elements in `format` and `layout`
+  // (without the alignment before it); 0 when the format or layout cannot hold it.
+  static uint64_t storedBytes(uint32_t format, RowLayout layout, uint64_t rows,
+                              uint64_t rowLength, uint64_t rowAlign = kAlign);
+  // Makes room for `bytes` of weights before they are added: the section grows in place
+  // up to that, where growing it by doubling copied all of it so far each time.
+  void reserveBytes(uint64_t bytes);
   // Stores an fp32 table the compiler computed (e.g. RoPE cos/sin).
   void addF32(const std::string &name, std::vector<uint64_t> shape,
               const std::vector<float> &data);
@@ -56,7 +63,8 @@ public:
 
 private:
   uint64_t reserve(uint64_t size, uint64_t align = kAlign);
-  bool addPacked(const WeightView &src, PackedTensor &t, std::string &error);
+  static bool sizeTensor(PackedTensor &t, uint64_t rowAlign, std::string &error);
+  bool addPacked(const WeightView &src, uint32_t base, PackedTensor &t, std::string &error);
   std::vector<PackedTensor> tensors_;
   std::vector<uint8_t> bytes_;
 };

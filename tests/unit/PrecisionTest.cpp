@@ -160,7 +160,8 @@ TEST(PrecisionSpec, RulesAndClasses) {
 
 // The budget's byte count is what the weight layout stores, in every layout kiln compile
 // uses (r16, r32 for HVX, rows64 at 64 and 128 bytes), for odd and even block counts and
-// ragged last groups: a --max-weight-bytes budget holds for the artifact.
+// ragged last groups: a --max-weight-bytes budget holds for the artifact. And so is
+// WeightLayout::storedBytes, which the lowering sizes the weights section by.
 TEST(PrecisionSpec, StoredBytesIsWhatTheLayoutStores) {
   namespace p = kiln::precision;
   using kiln::codegen::RowLayout;
@@ -192,6 +193,15 @@ TEST(PrecisionSpec, StoredBytesIsWhatTheLayoutStores) {
           ASSERT_TRUE(wl.addWeight(store, "w", format, error, layout, c.rowAlign)) << error;
           EXPECT_EQ(p::storedBytes(format, rowLen, rows, true, c.packRows, c.rowAlign),
                     wl.find("w")->size);
+          // the size the lowering reserves the weights section by
+          EXPECT_EQ(kiln::codegen::WeightLayout::storedBytes(format, layout, rows, rowLen,
+                                                             c.rowAlign),
+                    wl.find("w")->size);
+          kiln::codegen::WeightLayout block;
+          ASSERT_TRUE(block.addWeight(store, "w", format, error, RowLayout::Block)) << error;
+          EXPECT_EQ(kiln::codegen::WeightLayout::storedBytes(format, RowLayout::Block, rows,
+                                                             rowLen),
+                    block.find("w")->size);
         }
 }
 
