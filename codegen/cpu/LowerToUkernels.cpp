@@ -185,10 +185,10 @@ void Lowering::forTokenPanels(Operation *op,
 }
 
 // Sizes the weights section before plan fills it, so it never reallocates: growing by
-// doubling copied every weight so far each time (a Llama-2-7B q4_0 compile: 6.26 GB of
+// doubling copied every weight so far each time (a Llama-2-7B q4_0 compile: 6.23 GB of
 // anonymous memory at its peak for 3.79 GB of weights). The matrices' sizes come from
-// their ops' shapes (fused weights are built only when packed); the rest (norms, biases,
-// RoPE tables) from the store or a margin. Over-counting (a weight two ops read) costs
+// their ops' shapes (fused weights do not exist until plan builds them); the rest (norms,
+// biases, RoPE tables) from the store or a margin. Over-counting (a weight two ops read) costs
 // address space only: the pages are touched as weights are written.
 void Lowering::reserveWeights(ArrayRef<Operation *> ops) {
   uint64_t bytes = 1 << 20; // RoPE tables, biases, derived norms
