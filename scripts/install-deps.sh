@@ -9,6 +9,8 @@ PACKAGES=(
   libclang-rt-19-dev
   libflatbuffers-dev flatbuffers-compiler
   libeigen3-dev libcli11-dev libgtest-dev libgmock-dev
+  # The provenance's source SHA-256 in kiln compile (OpenSSL's libcrypto).
+  libssl-dev
   # Non-host targets, proven by emulation (issue 7): aarch64 cross C library and
   # compiler for runtime-min, qemu user-mode for aarch64 and Hexagon.
   qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross

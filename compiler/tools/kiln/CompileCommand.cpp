@@ -10,7 +10,6 @@
 #include <future>
 #include <optional>
 
-#include "llvm/Support/SHA256.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -21,6 +20,7 @@
 #include "compiler/pipelines/CompilePipeline.h"
 #include "compiler/weights/DerivedWeights.h"
 #include "compiler/tools/kiln/Commands.h"
+#include "compiler/tools/kiln/FileSha256.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "kiln/abi.h"
 #include "kiln/artifact.h"
@@ -45,38 +45,16 @@ bool writeBytes(const std::string &path, const void *data, size_t size, std::str
   return bool(f);
 }
 
-// Read in chunks, not mapped: the frontend already maps the model, and a second mapping
-// of a multi-gigabyte file doubled the compile's resident pages. "" if cancelled.
-std::string sha256Hex(const std::string &path, const std::atomic<bool> &cancel) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return "";
-  llvm::SHA256 sha;
-  std::vector<char> chunk(1 << 20);
-  while (in && !cancel) {
-    in.read(chunk.data(), std::streamsize(chunk.size()));
-    sha.update(llvm::arrayRefFromStringRef(llvm::StringRef(chunk.data(), size_t(in.gcount()))));
-  }
-  if (!in.eof())
-    return "";
-  auto digest = sha.final();
-  std::string hex;
-  char b[3];
-  for (uint8_t x : digest) {
-    std::snprintf(b, sizeof b, "%02x", x);
-    hex += b;
-  }
-  return hex;
-}
-
 // The source file's SHA-256 for the provenance, hashed on a thread of its own while the
-// compile converts the weights on another. LLVM's SHA256 runs at ~175 MB/s on a Zen 3: in
+// compile converts the weights on another. LLVM's SHA256 ran at ~175 MB/s on a Zen 3: in
 // line it was a third of a TinyLlama compile (perf: llvm::SHA256::hashBlock 34%) and over
-// a minute of a 7B one. A compile that fails stops it at the next 1 MiB.
+// a minute of a 7B one (and was wrong from 512 MiB on: FileSha256.h). A compile that
+// fails stops it at the next 1 MiB.
 class BackgroundSha256 {
 public:
   explicit BackgroundSha256(const std::string &path)
-      : result_(std::async(std::launch::async, [this, path] { return sha256Hex(path, cancel_); })) {}
+      : result_(std::async(std::launch::async,
+                           [this, path] { return fileSha256Hex(path, &cancel_); })) {}
   ~BackgroundSha256() {
     cancel_ = true;
     if (result_.valid())
