@@ -119,6 +119,7 @@ struct InspectOptions {
   std::string chip;        // --chip: also print the roofline decode estimate on this chip
   uint32_t ctx = 0;        // positions the KV read covers; 0: the artifact's max context
   double efficiency = codegen::kDefaultDecodeEfficiency;
+  std::string source;      // --source: check this file's sha256 against the provenance
 };
 
 struct TargetsOptions {

@@ -15,6 +15,7 @@
 #include "codegen/targets/KernelCost.h"
 #include "compiler/eval/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
+#include "compiler/tools/kiln/FileSha256.h"
 #include "kiln/artifact.h"
 #include "kiln/quant.h"
 #include "kiln/quant_packed.h"
@@ -186,6 +187,21 @@ int runInspect(const InspectOptions &opts) {
     return fail("a section lies outside the file or fails its checksum");
   if (!tensorsOk)
     return fail("a tensor lies outside the weights section");
+  if (!opts.source.empty()) {
+    const fb::Provenance *p = a->provenance();
+    if (!p || !p->source_sha256() || p->source_sha256()->size() == 0)
+      return fail("the artifact records no source sha256 to check '" + opts.source + "' against");
+    const std::string sha = fileSha256Hex(opts.source);
+    if (sha.empty())
+      return fail("cannot read the source '" + opts.source + "'");
+    if (sha != p->source_sha256()->str())
+      return fail("'" + opts.source + "' is not the artifact's source: its sha256 is " + sha +
+                  ", the artifact was compiled from " + p->source_sha256()->str() +
+                  " (artifacts from before 2026-12-02 carry a wrong sha256 for sources of "
+                  "512 MiB or more: docs/artifact-format.md)");
+    std::printf("source: '%s' is the artifact's source (sha256 %s)\n", opts.source.c_str(),
+                sha.c_str());
+  }
   return opts.chip.empty() ? 0 : printDecodeEstimate(opts, a);
 }
 

@@ -205,6 +205,9 @@ int main(int argc, char **argv) {
                          "share of the peak bandwidth decode reaches (docs/targets.md)")
       ->needs(chipOpt)
       ->check(CLI::Range(0.01, 1.0));
+  inspectCmd->add_option("--source", ins.source,
+                         "check that this model file is the one the artifact was compiled "
+                         "from (its sha256 against the provenance's)");
 
   TargetsOptions tgt;
   auto *targetsCmd = app.add_subcommand("targets", "list host targets and chip profiles");
