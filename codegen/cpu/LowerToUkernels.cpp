@@ -38,6 +38,31 @@ uint64_t rowAlignOf(Operation *op) {
 
 int64_t features(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
 
+// The storage format of an embed / linear / logits / fused_linear op's weight.
+uint32_t formatOf(Operation *op) {
+  return uint32_t(op->getAttrOfType<StorageFormatAttr>("format").getValue());
+}
+
+// How a linear's weight rows are stored: kiln.layout from passes/layout; without it, rows
+// padded to the block.
+RowLayout weightLayoutOf(Operation *op) {
+  auto l = op->getAttrOfType<StringAttr>("kiln.layout");
+  return l ? rowLayoutOf(l.getValue()) : RowLayout::Block;
+}
+
+// An rms_norm's scale format: f32 unless precision assignment chose f16.
+uint32_t normFormatOf(RmsNormOp n) {
+  return n.getFormat() ? uint32_t(*n.getFormat()) : uint32_t(KILN_GGML_TYPE_F32);
+}
+
+// Rows of a fused_linear's stacked weight: every result's, twice for SwiGLU (gate and up).
+int64_t fusedRows(FusedLinearOp f) {
+  int64_t rows = 0;
+  for (Value result : f.getResults())
+    rows += features(result) * (f.getSwiglu() ? 2 : 1);
+  return rows;
+}
+
 // RoPE angle tables exactly as the reference executor computes the angles.
 void ropeTables(float theta, int32_t rotaryDims, uint32_t maxCtx, std::vector<float> &cosT,
                 std::vector<float> &sinT) {
@@ -194,33 +219,23 @@ void Lowering::reserveWeights(ArrayRef<Operation *> ops) {
   uint64_t bytes = 1 << 20; // RoPE tables, biases, derived norms
   auto add = [&](uint64_t n) { bytes += n + 128; }; // + the alignment before it
   for (Operation *op : ops) {
-    auto fmt = [&] {
-      return uint32_t(op->getAttrOfType<StorageFormatAttr>("format").getValue());
-    };
-    auto layoutOf = [&] {
-      auto l = op->getAttrOfType<StringAttr>("kiln.layout");
-      return l ? rowLayoutOf(l.getValue()) : RowLayout::Block;
-    };
     auto fromStore = [&](StringRef name, uint32_t format) {
       if (const WeightView *w = store.find(name.str()))
         add(WeightLayout::storedBytes(format, RowLayout::Block, w->numRows(), w->rowLength()));
     };
     if (auto e = dyn_cast<EmbedOp>(op)) {
-      fromStore(e.getWeight(), fmt());
+      fromStore(e.getWeight(), formatOf(op));
     } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-      fromStore(n.getWeight(), n.getFormat() ? uint32_t(*n.getFormat())
-                                             : uint32_t(KILN_GGML_TYPE_F32));
+      fromStore(n.getWeight(), normFormatOf(n));
     } else if (isa<LinearOp, LogitsOp>(op)) {
-      add(WeightLayout::storedBytes(fmt(), layoutOf(), uint64_t(features(op->getResult(0))),
+      add(WeightLayout::storedBytes(formatOf(op), weightLayoutOf(op),
+                                    uint64_t(features(op->getResult(0))),
                                     uint64_t(features(op->getOperand(0))), rowAlignOf(op)));
       if (auto bias = op->getAttrOfType<StringAttr>("bias"))
         fromStore(bias.getValue(), KILN_GGML_TYPE_F32);
     } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
-      uint64_t rows = 0;
-      for (Value result : f.getResults())
-        rows += uint64_t(features(result)) * (f.getSwiglu() ? 2 : 1);
-      add(WeightLayout::storedBytes(fmt(), layoutOf(), rows, uint64_t(features(f.getInput())),
-                                    rowAlignOf(op)));
+      add(WeightLayout::storedBytes(formatOf(op), weightLayoutOf(op), uint64_t(fusedRows(f)),
+                                    uint64_t(features(f.getInput())), rowAlignOf(op)));
     }
   }
   out.weights.reserveBytes(bytes);
@@ -249,23 +264,15 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
 
   for (size_t i = 0; i < ops.size(); ++i) {
     Operation *op = ops[i];
-    auto fmt = [&](Operation *o) {
-      return uint32_t(o->getAttrOfType<StorageFormatAttr>("format").getValue());
-    };
     if (auto e = dyn_cast<EmbedOp>(op)) {
-      if (!addWeight(e.getWeight().str(), fmt(op), error))
+      if (!addWeight(e.getWeight().str(), formatOf(op), error))
         return false;
     } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-      uint32_t normFormat = n.getFormat() ? uint32_t(*n.getFormat()) : uint32_t(KILN_GGML_TYPE_F32);
-      if (!addWeight(n.getWeight().str(), normFormat, error))
+      if (!addWeight(n.getWeight().str(), normFormatOf(n), error))
         return false;
     } else if (isa<LinearOp, LogitsOp>(op)) {
-      // kiln.layout from passes/layout; none: rows padded to the block
-      RowLayout layout = RowLayout::Block;
-      if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
-        layout = rowLayoutOf(l.getValue());
       const std::string wname = op->getAttrOfType<StringAttr>("weight").str();
-      if (!addWeight(wname, fmt(op), error, layout, rowAlignOf(op)))
+      if (!addWeight(wname, formatOf(op), error, weightLayoutOf(op), rowAlignOf(op)))
         return false;
       if (kiln_is_packed(out.weights.find(wname)->format)) {
         // scratch for x quantised to int8, live during the op only
@@ -286,10 +293,8 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
         }
       }
     } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
-      RowLayout layout = RowLayout::Block;
-      if (auto l = op->getAttrOfType<StringAttr>("kiln.layout"))
-        layout = rowLayoutOf(l.getValue());
-      if (!addWeight(f.getWeight().str(), fmt(op), error, layout, rowAlignOf(op)))
+      if (!addWeight(f.getWeight().str(), formatOf(op), error, weightLayoutOf(op),
+                     rowAlignOf(op)))
         return false;
       if (kiln_is_packed(out.weights.find(f.getWeight().str())->format)) {
         requests.push_back({uint64_t(opts.maxBatch) *
@@ -298,9 +303,7 @@ bool Lowering::plan(func::FuncOp fn, std::string &error) {
         owners.push_back(Value());
         scoreOwners.push_back(op);
       }
-      int64_t rows = 0;
-      for (Value result : f.getResults())
-        rows += features(result) * (f.getSwiglu() ? 2 : 1);
+      const int64_t rows = fusedRows(f);
       const PackedTensor *t = out.weights.find(f.getWeight().str());
       if (int64_t(t->rows) != rows || int64_t(t->rowLength) != features(f.getInput())) {
         error = "kiln.fused_linear weight '" + f.getWeight().str() + "' is not [" +

@@ -163,8 +163,9 @@ def main():
             out = p.stdout.decode()
             print(out)
             for key in ("prefill", "decode", "TTFT", "effective", "read bandwidth",
-                        "of bandwidth", "peak read", "of peak read", "compute probe", "weights/token", "KV/token",
-                        "peak memory", "cpu stolen", "cpu others", "in 2 MiB pages"):
+                        "of bandwidth", "peak read", "of peak read", "compute probe",
+                        "weights/token", "KV/token", "peak memory", "cpu stolen", "cpu others",
+                        "in 2 MiB pages"):
                 if not re.search(rf"^{re.escape(key)}\s+[0-9.]+", out, re.M):
                     fail(f"bench --weights {weights} output lacks '{key}'")
             # the read's whole window can be no faster than its best pass

@@ -10,7 +10,6 @@
 #include <future>
 #include <optional>
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "codegen/cpu/EmitHostCode.h"

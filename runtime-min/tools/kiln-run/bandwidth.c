@@ -112,8 +112,8 @@ run_probe_read_t run_probe_read(run_probe_t *probe, uint32_t n_threads, double m
   run_probe_read_t out = {0.0, 0.0};
   double total_s = 0.0, total_bytes = 0.0;
   const double until = min_seconds < RUN_PROBE_MAX_SECONDS ? min_seconds : RUN_PROBE_MAX_SECONDS;
-  /* the pass cap: a clock that does not move (a bare-metal build) must still end it */
-  for (int pass = 0; pass < RUN_PROBE_MIN_PASSES || (total_s < until && pass < 1000); ++pass) {
+  for (int pass = 0;
+       pass < RUN_PROBE_MIN_PASSES || (total_s < until && pass < RUN_PROBE_MAX_PASSES); ++pass) {
     for (uint32_t t = 0; t < n_threads; ++t)
       slices[t] = (slice_t){buf + t * per, per, 0};
     const double s = run_probe_timed(n_threads, stream, slices, sizeof *slices);

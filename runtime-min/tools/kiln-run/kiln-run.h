@@ -55,8 +55,10 @@ typedef struct run_probe_s run_probe_t;
 run_probe_t *run_probe_open(size_t bytes);
 /* Streaming reads of the probe's buffer with n threads, pass after pass: at least
  * RUN_PROBE_MIN_PASSES, and on until min_seconds have passed (at most
- * RUN_PROBE_MAX_SECONDS). GB/s of the whole window, and of its best pass. */
+ * RUN_PROBE_MAX_SECONDS or RUN_PROBE_MAX_PASSES, so a clock that does not move, as on a
+ * bare-metal build, still ends it). GB/s of the whole window, and of its best pass. */
 #define RUN_PROBE_MIN_PASSES 5
+#define RUN_PROBE_MAX_PASSES 1000
 #define RUN_PROBE_MAX_SECONDS 10.0
 typedef struct {
   double sustained_gbs, peak_gbs;
