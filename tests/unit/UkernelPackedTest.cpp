@@ -177,6 +177,10 @@ void runShapes(uint32_t base, MaxErr &tight, MaxErr &loose, uint32_t groupRows =
         if (::testing::Test::HasFatalFailure())
           return;
       }
+  // A decode step large enough to run in tasks on 2 and 3 threads: 133 r16 groups, so the
+  // x86 decode's lanes (PACKED_DECODE_LANES) are cut between tasks and a group is left past
+  // them, and the last group is partial.
+  checkPacked(base, groupRows, 1, 2048, 2116, tight, loose);
 }
 
 TEST_F(UkernelPacked, Q4_0) {
@@ -377,6 +381,9 @@ TEST_F(UkernelPacked, FusedStoreSegmentsResidualSwiGlu) {
         for (int32_t in : {32, 172})
           for (int32_t rows : {40, 344})
             ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, n, in, rows, groupRows));
+  // decode in tasks on 3 threads (see runShapes)
+  for (uint32_t base : {KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1, KILN_GGML_TYPE_Q8_0})
+    ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, 1, 2048, 2116, 16));
 }
 
 } // namespace

@@ -24,17 +24,25 @@ typedef struct {
   uint64_t sink;
 } slice_t;
 
+/* A thread reads its slice as LANES forward streams, 128 bytes of each in turn: on the
+ * Zen 5 (2 threads) that read 69.4 GB/s against 63.5 for one stream per thread (means of 8
+ * alternations), and the x86 decode kernel walks its weights the same way
+ * (DECODE_STREAMS). */
+#define LANES 4
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t words) {
+/* lane: words per lane, a multiple of 16 */
+__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size_t lane) {
   __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-  size_t i = 0;
-  for (; i + 16 <= words; i += 16) {
-    a = _mm256_xor_si256(a, _mm256_load_si256((const __m256i *)(p + i)));
-    b = _mm256_xor_si256(b, _mm256_load_si256((const __m256i *)(p + i + 4)));
-    c = _mm256_xor_si256(c, _mm256_load_si256((const __m256i *)(p + i + 8)));
-    d = _mm256_xor_si256(d, _mm256_load_si256((const __m256i *)(p + i + 12)));
-  }
+  for (size_t i = 0; i < lane; i += 16)
+    for (size_t k = 0; k < LANES; ++k) {
+      const uint64_t *q = p + k * lane + i;
+      a = _mm256_xor_si256(a, _mm256_load_si256((const __m256i *)q));
+      b = _mm256_xor_si256(b, _mm256_load_si256((const __m256i *)(q + 4)));
+      c = _mm256_xor_si256(c, _mm256_load_si256((const __m256i *)(q + 8)));
+      d = _mm256_xor_si256(d, _mm256_load_si256((const __m256i *)(q + 12)));
+    }
   a = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
   uint64_t out[4];
   _mm256_storeu_si256((__m256i *)out, a);
@@ -42,14 +50,16 @@ __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, size
 }
 #endif
 
-static uint64_t sum_scalar(const uint64_t *p, size_t words) {
+static uint64_t sum_scalar(const uint64_t *p, size_t lane) {
   uint64_t a = 0, b = 0, c = 0, d = 0;
-  for (size_t i = 0; i + 4 <= words; i += 4) {
-    a ^= p[i];
-    b ^= p[i + 1];
-    c ^= p[i + 2];
-    d ^= p[i + 3];
-  }
+  for (size_t i = 0; i < lane; i += 4)
+    for (size_t k = 0; k < LANES; ++k) {
+      const uint64_t *q = p + k * lane + i;
+      a ^= q[0];
+      b ^= q[1];
+      c ^= q[2];
+      d ^= q[3];
+    }
   return a ^ b ^ c ^ d;
 }
 
@@ -57,11 +67,11 @@ static void *stream(void *arg) {
   slice_t *s = arg;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (__builtin_cpu_supports("avx2")) {
-    s->sink = sum_avx2(s->p, s->words);
+    s->sink = sum_avx2(s->p, s->words / LANES);
     return NULL;
   }
 #endif
-  s->sink = sum_scalar(s->p, s->words);
+  s->sink = sum_scalar(s->p, s->words / LANES);
   return NULL;
 }
 
@@ -106,7 +116,7 @@ void run_probe_close(run_probe_t *p) {
 run_probe_read_t run_probe_read(run_probe_t *probe, uint32_t n_threads, double min_seconds) {
   n_threads = run_probe_threads(n_threads);
   uint64_t *buf = probe->buf;
-  const size_t words = probe->bytes / 8, per = words / n_threads / 16 * 16;
+  const size_t words = probe->bytes / 8, per = words / n_threads / (16 * LANES) * (16 * LANES);
   const double bytes = (double)(per * 8 * n_threads);
   slice_t slices[RUN_PROBE_MAX_THREADS];
   run_probe_read_t out = {0.0, 0.0};

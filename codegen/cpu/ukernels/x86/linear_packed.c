@@ -16,6 +16,12 @@
  * weight chunks reused by every token of the tile and a group's codes (in * 9/16 bytes for
  * q4) re-read from L1/L2 per tile.
  *
+ * Decode with AVX-512 walks DECODE_STREAMS = 4 groups at once, a block of each in turn, from
+ * 4 lanes of the matrix (packed_decode_lanes): a core keeps more lines in flight with
+ * several forward streams than with one. On the Zen 5, 2 threads, TinyLlama q4_0 whole
+ * decode 66.8 -> 79.3 tok/s (5 alternating pairs, tests/bench/README.md); 4 adjacent
+ * groups instead of 4 lanes read slower than one stream.
+ *
  * Software prefetch in decode only without AVX-512 (DECODE_PREFETCH). The weights are one
  * forward stream (kiln/quant_packed.h), which the hardware prefetchers follow. On the Zen 5
  * (AVX-512), tests/bench/linear_packed_bench.c (1 thread, TinyLlama FFN matrices from DRAM,
@@ -34,6 +40,7 @@
 #define HALVES 1 /* registers per 16 rows */
 #define TT 8     /* tokens per prefill tile */
 #define DECODE_PREFETCH 0 /* bytes ahead; none: see the top comment */
+#define DECODE_STREAMS 4  /* lanes walked at once in decode; see the top comment */
 typedef __m512i vi_t;
 typedef __m512 vf_t;
 #define VI_ZERO() _mm512_setzero_si512()
@@ -75,6 +82,7 @@ KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
 #define HALVES 2
 #define TT 4
 #define DECODE_PREFETCH 8192
+#define DECODE_STREAMS 1 /* not measured on AVX2-only CPUs; 4 streams x 2 halves would spill */
 typedef __m256i vi_t;
 typedef __m256 vf_t;
 #define VI_ZERO() _mm256_setzero_si256()
@@ -312,81 +320,99 @@ KILN_UK_INLINE void packed_store(const packed_args_t *a, int64_t g, int32_t h, i
   packed_store_fused(a, t, r0, v, count);
 }
 
-/* Rows [h0*LANES, (h0+H)*LANES) of group g - H registers of rows, H = 1 or HALVES - for
- * tokens t0..t0+T-1 (T and H constant after inlining, T <= TT). Decode (T = 1) takes all
- * the group's halves in one walk, so each 64-byte code line is read once, whole, from
- * DRAM; walking the halves one after another read half of every line from DRAM and the
- * other half again from L2 (AVX2 on Zen 3, TinyLlama q4_0 decode, 2 threads: 52-70% ->
- * 58-77% of the read). A prefill tile takes one half (its T accumulators per half would
- * not fit the registers twice), except AVX2's q4 tile (block_dot_q4_group). */
-KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h0,
-                         int32_t H, int32_t t0, int32_t T) {
-  const uint8_t *grp = a->w + g * a->group_stride;
+/* One block of rows [h0*LANES, (h0+H)*LANES) of one group (its codes and scales in the
+ * stream) for T tokens into acc[h][t]. */
+KILN_UK_INLINE void tile_block(uint32_t format, const uint8_t *block_codes,
+                               const uint8_t *block_scales, const qact_t *xq, int32_t b,
+                               int32_t h0, int32_t H, int32_t T, vf_t acc[HALVES][TT]) {
+#if DECODE_PREFETCH
+  /* AVX2 decode on Zen 3: a core's demand misses plus the hardware prefetchers keep too
+   * few lines in flight for the DRAM stream, so the lines DECODE_PREFETCH bytes ahead of
+   * this block's codes are asked for too, with the line before them (a unit's header,
+   * every ub blocks) */
+  if (T == 1)
+    for (int64_t k = -1; k < (int64_t)kiln_packed_code_bytes(format) / 64; ++k)
+      _mm_prefetch((const char *)(block_codes + DECODE_PREFETCH + k * 64), _MM_HINT_T0);
+#endif
+#if Q4_GROUP_TILE
+  if (H == HALVES && T > 1 && format != KILN_TYPE_Q8_0_R16) {
+    const vf_t dw[HALVES] = {VF_HALVES(block_scales), VF_HALVES(block_scales + LANES * 2)};
+    block_dot_q4_group(format, block_codes, xq, b, T, dw, acc);
+    if (format == KILN_TYPE_Q4_1_R16) { /* mins */
+      KILN_UK_UNROLL
+      for (int32_t hh = 0; hh < HALVES; ++hh) {
+        KILN_UK_UNROLL
+        for (int32_t t = 0; t < T; ++t)
+          acc[hh][t] = VF_FMA(VF_HALVES(block_scales + hh * LANES * 2 + 32),
+                              VF_SET1(xq[t].ds[b]), acc[hh][t]);
+      }
+    }
+    return;
+  }
+#endif
+  KILN_UK_UNROLL
+  for (int32_t hh = 0; hh < H; ++hh) {
+    /* this half's bytes inside a 64-byte chunk, and its scales inside 16 fp16 */
+    const uint8_t *codes = block_codes + (h0 + hh) * LANES * 4;
+    const uint8_t *scales = block_scales + (h0 + hh) * LANES * 2;
+    const vf_t dw = VF_HALVES(scales);
+    block_dot(format, codes, xq, b, T, dw, acc[hh]);
+    if (format == KILN_TYPE_Q4_1_R16) { /* mins */
+      KILN_UK_UNROLL
+      for (int32_t t = 0; t < T; ++t)
+        acc[hh][t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[hh][t]);
+    }
+  }
+}
+
+/* Rows [h0*LANES, (h0+H)*LANES) - H registers of rows, H = 1 or HALVES - of the NG groups
+ * g, g + gstep, ..., for tokens t0..t0+T-1 (NG, H and T constant after inlining, T <= TT,
+ * NG <= DECODE_STREAMS). Decode (T = 1) takes all of a group's halves in one walk, so each
+ * 64-byte code line is read once, whole, from DRAM; walking the halves one after another
+ * read half of every line from DRAM and the other half again from L2 (AVX2 on Zen 3,
+ * TinyLlama q4_0 decode, 2 threads: 52-70% -> 58-77% of the read). With NG > 1 (decode
+ * only) a block of each group is taken in turn: NG forward streams (see DECODE_STREAMS). A
+ * prefill tile takes one half of one group (its T accumulators per half would not fit the
+ * registers twice), except AVX2's q4 tile (block_dot_q4_group). */
+KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int64_t gstep,
+                         int32_t NG, int32_t h0, int32_t H, int32_t t0, int32_t T) {
   qact_t xq[TT];
-  vf_t acc[HALVES][TT];
+  vf_t acc[DECODE_STREAMS][HALVES][TT];
   KILN_UK_UNROLL
   for (int32_t t = 0; t < T; ++t) {
     xq[t] = packed_qact(a, t0 + t);
     KILN_UK_UNROLL
-    for (int32_t h = 0; h < H; ++h)
-      acc[h][t] = VF_ZERO();
+    for (int32_t k = 0; k < NG; ++k)
+      KILN_UK_UNROLL
+      for (int32_t h = 0; h < H; ++h)
+        acc[k][h][t] = VF_ZERO();
   }
   /* the weights' units in stream order: the header line, then each block's codes */
   const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
   const int64_t cb = (int64_t)kiln_packed_code_bytes(format);
   const int64_t unit_bytes = (int64_t)kiln_packed_unit_bytes(format);
-  const uint8_t *unit = grp;
+  const uint8_t *unit[DECODE_STREAMS];
+  KILN_UK_UNROLL
+  for (int32_t k = 0; k < NG; ++k)
+    unit[k] = a->w + (g + k * gstep) * a->group_stride;
   for (int32_t b = 0, j = 0; b < a->nb; ++b) {
-    const uint8_t *block_codes = unit + 64 + j * cb;
-    const uint8_t *block_scales = unit + j * 32;
+    KILN_UK_UNROLL
+    for (int32_t k = 0; k < NG; ++k)
+      tile_block(format, unit[k] + 64 + j * cb, unit[k] + j * 32, xq, b, h0, H, T, acc[k]);
     if (++j == ub) {
       j = 0;
-      unit += unit_bytes;
-    }
-#if DECODE_PREFETCH
-    /* AVX2 decode on Zen 3: a core's demand misses plus the hardware prefetchers keep too
-     * few lines in flight for the DRAM stream, so the lines DECODE_PREFETCH bytes ahead of
-     * this block's codes are asked for too, with the line before them (a unit's header,
-     * every ub blocks) */
-    if (T == 1)
-      for (int64_t k = -1; k < cb / 64; ++k)
-        _mm_prefetch((const char *)(block_codes + DECODE_PREFETCH + k * 64), _MM_HINT_T0);
-#endif
-#if Q4_GROUP_TILE
-    if (H == HALVES && T > 1 && format != KILN_TYPE_Q8_0_R16) {
-      const vf_t dw[HALVES] = {VF_HALVES(block_scales), VF_HALVES(block_scales + LANES * 2)};
-      block_dot_q4_group(format, block_codes, xq, b, T, dw, acc);
-      if (format == KILN_TYPE_Q4_1_R16) { /* mins */
-        KILN_UK_UNROLL
-        for (int32_t hh = 0; hh < HALVES; ++hh) {
-          KILN_UK_UNROLL
-          for (int32_t t = 0; t < T; ++t)
-            acc[hh][t] = VF_FMA(VF_HALVES(block_scales + hh * LANES * 2 + 32),
-                                VF_SET1(xq[t].ds[b]), acc[hh][t]);
-        }
-      }
-      continue;
-    }
-#endif
-    KILN_UK_UNROLL
-    for (int32_t hh = 0; hh < H; ++hh) {
-      /* this half's bytes inside a 64-byte chunk, and its scales inside 16 fp16 */
-      const uint8_t *codes = block_codes + (h0 + hh) * LANES * 4;
-      const uint8_t *scales = block_scales + (h0 + hh) * LANES * 2;
-      const vf_t dw = VF_HALVES(scales);
-      block_dot(format, codes, xq, b, T, dw, acc[hh]);
-      if (format == KILN_TYPE_Q4_1_R16) { /* mins */
-        KILN_UK_UNROLL
-        for (int32_t t = 0; t < T; ++t)
-          acc[hh][t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[hh][t]);
-      }
+      KILN_UK_UNROLL
+      for (int32_t k = 0; k < NG; ++k)
+        unit[k] += unit_bytes;
     }
   }
   KILN_UK_UNROLL
-  for (int32_t t = 0; t < T; ++t)
+  for (int32_t k = 0; k < NG; ++k)
     KILN_UK_UNROLL
-    for (int32_t h = 0; h < H; ++h)
-      packed_store(a, g, h0 + h, t0 + t, acc[h][t]);
+    for (int32_t t = 0; t < T; ++t)
+      KILN_UK_UNROLL
+      for (int32_t h = 0; h < H; ++h)
+        packed_store(a, g + k * gstep, h0 + h, t0 + t, acc[k][h][t]);
 }
 
 /* Tokens t0.. of H registers of rows from half h: full tiles, then one constant-size
@@ -395,26 +421,44 @@ KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_
                                  int32_t H) {
   int32_t t = 0;
   for (; t + TT <= a->n; t += TT)
-    tile(a, format, g, h, H, t, TT);
+    tile(a, format, g, 0, 1, h, H, t, TT);
   switch (a->n - t) {
   case 0: break;
-  case 1: tile(a, format, g, h, H, t, 1); break;
-  case 2: tile(a, format, g, h, H, t, 2); break;
-  case 3: tile(a, format, g, h, H, t, 3); break;
+  case 1: tile(a, format, g, 0, 1, h, H, t, 1); break;
+  case 2: tile(a, format, g, 0, 1, h, H, t, 2); break;
+  case 3: tile(a, format, g, 0, 1, h, H, t, 3); break;
 #if TT > 4
-  case 4: tile(a, format, g, h, H, t, 4); break;
-  case 5: tile(a, format, g, h, H, t, 5); break;
-  case 6: tile(a, format, g, h, H, t, 6); break;
-  default: tile(a, format, g, h, H, t, 7); break;
+  case 4: tile(a, format, g, 0, 1, h, H, t, 4); break;
+  case 5: tile(a, format, g, 0, 1, h, H, t, 5); break;
+  case 6: tile(a, format, g, 0, 1, h, H, t, 6); break;
+  default: tile(a, format, g, 0, 1, h, H, t, 7); break;
 #endif
   }
 }
 
+#if DECODE_STREAMS > 1
+/* Decode task `task` of n_tasks (linear_packed_entry.h): its share of each of the
+ * DECODE_STREAMS lanes, a group of every lane at a time; the last task also takes the
+ * groups past the lanes, one at a time. */
+#define PACKED_DECODE_LANES DECODE_STREAMS
+KILN_UK_INLINE void packed_decode_lanes(const packed_args_t *a, uint32_t format,
+                                        int32_t task, int32_t n_tasks) {
+  const int64_t lane = a->groups / DECODE_STREAMS;
+  int64_t r0, r1;
+  kiln_uk_task_range(lane, task, n_tasks, &r0, &r1);
+  for (int64_t g = r0; g < r1; ++g)
+    tile(a, format, g, lane, DECODE_STREAMS, 0, HALVES, 0, 1);
+  if (task == n_tasks - 1)
+    for (int64_t g = lane * DECODE_STREAMS; g < a->groups; ++g)
+      tile(a, format, g, 0, 1, 0, HALVES, 0, 1);
+}
+#endif
+
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                   int64_t g1) {
-  if (a->n == 1) { /* decode: every half in one walk of the group */
+  if (a->n == 1) { /* decode: every half in one walk of each group */
     for (int64_t g = g0; g < g1; ++g)
-      tile(a, format, g, 0, HALVES, 0, 1);
+      tile(a, format, g, 0, 1, 0, HALVES, 0, 1);
     return;
   }
   if (Q4_GROUP_TILE && format != KILN_TYPE_Q8_0_R16) { /* AVX2 q4: 16-row tiles */
