@@ -436,24 +436,6 @@ KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_
   }
 }
 
-#if DECODE_STREAMS > 1
-/* Decode task `task` of n_tasks (linear_packed_entry.h): its share of each of the
- * DECODE_STREAMS lanes, a group of every lane at a time; the last task also takes the
- * groups past the lanes, one at a time. */
-#define PACKED_DECODE_LANES DECODE_STREAMS
-KILN_UK_INLINE void packed_decode_lanes(const packed_args_t *a, uint32_t format,
-                                        int32_t task, int32_t n_tasks) {
-  const int64_t lane = a->groups / DECODE_STREAMS;
-  int64_t r0, r1;
-  kiln_uk_task_range(lane, task, n_tasks, &r0, &r1);
-  for (int64_t g = r0; g < r1; ++g)
-    tile(a, format, g, lane, DECODE_STREAMS, 0, HALVES, 0, 1);
-  if (task == n_tasks - 1)
-    for (int64_t g = lane * DECODE_STREAMS; g < a->groups; ++g)
-      tile(a, format, g, 0, 1, 0, HALVES, 0, 1);
-}
-#endif
-
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                   int64_t g1) {
   if (a->n == 1) { /* decode: every half in one walk of each group */
@@ -470,5 +452,22 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
     for (int32_t h = 0; h < HALVES; ++h)
       group_tokens(a, format, g, h, 1);
 }
+
+#if DECODE_STREAMS > 1
+/* Decode task `task` of n_tasks (linear_packed_entry.h): its share of each of the
+ * DECODE_STREAMS lanes, a group of every lane at a time; the last task also takes the
+ * groups past the lanes, one at a time. */
+#define PACKED_DECODE_LANES DECODE_STREAMS
+KILN_UK_INLINE void packed_decode_lanes(const packed_args_t *a, uint32_t format,
+                                        int32_t task, int32_t n_tasks) {
+  const int64_t lane = a->groups / DECODE_STREAMS;
+  int64_t r0, r1;
+  kiln_uk_task_range(lane, task, n_tasks, &r0, &r1);
+  for (int64_t g = r0; g < r1; ++g)
+    tile(a, format, g, lane, DECODE_STREAMS, 0, HALVES, 0, 1);
+  if (task == n_tasks - 1)
+    packed_groups(a, format, lane * DECODE_STREAMS, a->groups);
+}
+#endif
 
 #include "linear_packed_entry.h"
