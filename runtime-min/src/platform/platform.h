@@ -53,6 +53,13 @@ typedef struct kiln_linked_model_s {
 } kiln_linked_model_t;
 const kiln_linked_model_t *kiln_platform_linked_model(void);
 
+/* The page size a large buffer may ask for (Linux transparent huge pages: 2 MiB), 0 where
+ * the platform has none. */
+size_t kiln_platform_huge_page_size(void);
+/* Advice that [p, p + size) (huge-page aligned, not yet touched) be backed by huge pages;
+ * nothing where the platform has none, or when the OS declines. */
+void kiln_platform_advise_huge_pages(void *p, size_t size);
+
 /* Monotonic seconds. */
 double kiln_platform_now(void);
 

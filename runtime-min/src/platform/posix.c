@@ -104,6 +104,23 @@ void kiln_platform_unmap_file(kiln_file_map_t *map) {
   memset(map, 0, sizeof *map);
 }
 
+size_t kiln_platform_huge_page_size(void) {
+#ifdef MADV_HUGEPAGE
+  return (size_t)2 << 20;
+#else
+  return 0;
+#endif
+}
+
+void kiln_platform_advise_huge_pages(void *p, size_t size) {
+#ifdef MADV_HUGEPAGE
+  (void)madvise(p, size, MADV_HUGEPAGE); /* advice only: without THP the pages stay 4 KiB */
+#else
+  (void)p;
+  (void)size;
+#endif
+}
+
 double kiln_platform_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -66,6 +66,13 @@ extern const kiln_linked_model_t kiln_linked_model;
 
 const kiln_linked_model_t *kiln_platform_linked_model(void) { return &kiln_linked_model; }
 
+size_t kiln_platform_huge_page_size(void) { return 0; }
+
+void kiln_platform_advise_huge_pages(void *p, size_t size) {
+  (void)p;
+  (void)size;
+}
+
 double kiln_platform_now(void) {
   struct {
     int64_t sec;
