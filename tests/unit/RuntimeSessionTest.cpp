@@ -353,8 +353,12 @@ struct FailingAllocator {
   }
 };
 
-TEST(RuntimeAllocation, EveryAllocationFailureIsClean) {
-  TempFile file(fakeArtifact());
+// Opens `artifact` and creates a 2-thread session with an allocator that fails its k-th
+// call, for k = 1, 2, ... until every allocation succeeds; then runs `use` on the session.
+// Each failure must be OUT_OF_MEMORY with a message, and every k leaves nothing allocated.
+template <typename Use>
+static void everyAllocationFailureIsClean(const std::vector<uint8_t> &artifact, Use use) {
+  TempFile file(artifact);
   bool succeeded = false;
   for (long k = 1; k < 100 && !succeeded; ++k) {
     SCOPED_TRACE(k);
@@ -369,15 +373,10 @@ TEST(RuntimeAllocation, EveryAllocationFailureIsClean) {
       kiln_session_options_t o = kiln_session_options_default();
       o.allocator = &alloc;
       o.n_threads = 2;
+      const size_t before = f.liveBytes;
       st = kiln_session_create(a, &o, &s, &err);
       if (st == KILN_STATUS_OK) {
-        const int32_t toks[3] = {4, 5, 6};
-        EXPECT_EQ(kiln_session_prefill(s, toks, 3, &err), KILN_STATUS_OK);
-        const long before = f.calls;
-        int32_t t;
-        EXPECT_EQ(kiln_session_sample(s, &t, &err), KILN_STATUS_OK);
-        EXPECT_EQ(kiln_session_decode(s, t, &err), KILN_STATUS_OK);
-        EXPECT_EQ(f.calls, before) << "prefill/decode/sample must not allocate";
+        use(s, f, f.liveBytes - before);
         succeeded = true;
         EXPECT_EQ(f.calls, k - 1); // every allocation succeeded
         kiln_session_destroy(s);
@@ -399,51 +398,40 @@ TEST(RuntimeAllocation, EveryAllocationFailureIsClean) {
   EXPECT_TRUE(succeeded);
 }
 
+TEST(RuntimeAllocation, EveryAllocationFailureIsClean) {
+  everyAllocationFailureIsClean(fakeArtifact(), [](kiln_session_t *s, FailingAllocator &f,
+                                                   size_t) {
+    kiln_error_t err;
+    const int32_t toks[3] = {4, 5, 6};
+    EXPECT_EQ(kiln_session_prefill(s, toks, 3, &err), KILN_STATUS_OK);
+    const long before = f.calls;
+    int32_t t;
+    EXPECT_EQ(kiln_session_sample(s, &t, &err), KILN_STATUS_OK);
+    EXPECT_EQ(kiln_session_decode(s, t, &err), KILN_STATUS_OK);
+    EXPECT_EQ(f.calls, before) << "prefill/decode/sample must not allocate";
+  });
+}
+
 // A KV cache of a huge page or more is asked for with room to start on one (Linux: 2 MiB):
 // every allocation failure along the way is still clean, the session runs, and what it
 // frees is exactly what it took (ASan, in the sanitizer build, also sees the pointer).
 TEST(RuntimeAllocation, LargeKvCacheRunsAndFreesWhatItTook) {
   kiln::artifact::ArtifactContents c = fakeContents();
   c.memory.kvBytes = (3u << 20) + 64;
-  TempFile file(kiln::artifact::serializeArtifact(c));
-  bool succeeded = false;
-  for (long k = 1; k < 100 && !succeeded; ++k) {
-    SCOPED_TRACE(k);
-    FailingAllocator f;
-    f.failAt = k;
-    kiln_allocator_t alloc = {FailingAllocator::alloc, FailingAllocator::release, &f};
-    kiln_artifact_t *a = nullptr;
-    kiln_session_t *s = nullptr;
-    kiln_error_t err;
-    if (kiln_artifact_open(file.path().c_str(), &alloc, &a, &err) != KILN_STATUS_OK) {
-      EXPECT_EQ(f.live, 0);
-      continue;
-    }
-    kiln_session_options_t o = kiln_session_options_default();
-    o.allocator = &alloc;
-    o.n_threads = 2;
-    const size_t before = f.liveBytes;
-    if (kiln_session_create(a, &o, &s, &err) == KILN_STATUS_OK) {
-      EXPECT_GE(f.liveBytes - before, c.memory.kvBytes);
-      kiln_session_stats_t st;
-      kiln_session_stats(s, &st);
-      EXPECT_EQ(st.session_bytes, f.liveBytes - before);
-      const int32_t toks[3] = {4, 5, 6};
-      EXPECT_EQ(kiln_session_prefill(s, toks, 3, &err), KILN_STATUS_OK) << err.message;
-      int32_t t;
-      EXPECT_EQ(kiln_session_sample(s, &t, &err), KILN_STATUS_OK);
-      EXPECT_EQ(t, 7); // the fake model predicts token + 1
-      kiln_session_destroy(s);
-      succeeded = true;
-    } else {
-      EXPECT_NE(std::string(err.message).find("cannot allocate"), std::string::npos)
-          << err.message;
-    }
-    kiln_artifact_close(a);
-    EXPECT_EQ(f.live, 0) << "leaked allocations";
-    EXPECT_EQ(f.liveBytes, 0u);
-  }
-  EXPECT_TRUE(succeeded);
+  everyAllocationFailureIsClean(
+      kiln::artifact::serializeArtifact(c),
+      [&](kiln_session_t *s, FailingAllocator &, size_t session_alloc) {
+        EXPECT_GE(session_alloc, c.memory.kvBytes);
+        kiln_session_stats_t st;
+        kiln_session_stats(s, &st);
+        EXPECT_EQ(st.session_bytes, session_alloc);
+        kiln_error_t err;
+        const int32_t toks[3] = {4, 5, 6};
+        EXPECT_EQ(kiln_session_prefill(s, toks, 3, &err), KILN_STATUS_OK) << err.message;
+        int32_t t;
+        EXPECT_EQ(kiln_session_sample(s, &t, &err), KILN_STATUS_OK);
+        EXPECT_EQ(t, 7); // the fake model predicts token + 1
+      });
 }
 
 TEST(RuntimeAllocation, MisalignedAllocatorIsRefused) {

@@ -34,9 +34,7 @@ static kiln_status_t read_into_huge_pages(int fd, const char *path, size_t size,
                           "cannot allocate %zu bytes to read '%s' into: %s", len, path,
                           strerror(errno));
   uint8_t *p = (uint8_t *)(((uintptr_t)base + huge - 1) & ~(uintptr_t)(huge - 1));
-#ifdef MADV_HUGEPAGE
-  (void)madvise(p, body, MADV_HUGEPAGE); /* advice only: without THP the pages stay 4 KiB */
-#endif
+  kiln_platform_advise_huge_pages(p, body);
   for (size_t done = 0; done < size;) {
     const size_t want = size - done < ((size_t)64 << 20) ? size - done : ((size_t)64 << 20);
     const ssize_t n = pread(fd, p + done, want, (off_t)done);
