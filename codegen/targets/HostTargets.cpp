@@ -10,6 +10,8 @@ extern "C" const unsigned char kiln_ukernels_x86_64_v4[];
 extern "C" const size_t kiln_ukernels_x86_64_v4_size;
 extern "C" const unsigned char kiln_ukernels_x86_64_v4_vnni[];
 extern "C" const size_t kiln_ukernels_x86_64_v4_vnni_size;
+extern "C" const unsigned char kiln_ukernels_x86_64_v4_amx[];
+extern "C" const size_t kiln_ukernels_x86_64_v4_amx_size;
 
 namespace kiln::codegen {
 
@@ -31,6 +33,11 @@ const std::vector<HostTarget> &targets() {
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
         "avx512vl", "avx512vnni"},
        kiln_ukernels_x86_64_v4_vnni, kiln_ukernels_x86_64_v4_vnni_size},
+      // v4-vnni + AMX int8 tiles (Sapphire Rapids and later): prefill as tile multiplies
+      {"x86-64-v4-amx", "x86_64-unknown-linux-gnu", "x86-64-v4", "",
+       {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
+        "avx512vl", "avx512vnni", "amx-tile", "amx-int8"},
+       kiln_ukernels_x86_64_v4_amx, kiln_ukernels_x86_64_v4_amx_size},
   };
   return t;
 }
@@ -55,7 +62,10 @@ const HostTarget *findHostTarget(const std::string &name, std::string &error) {
       error = "this machine's CPU lacks AVX2/FMA/F16C: kiln's x86 targets need x86-64-v3";
       return nullptr;
     }
-    wanted = v4 ? (f.lookup("avx512vnni") ? "x86-64-v4-vnni" : "x86-64-v4") : "x86-64-v3";
+    bool vnni = v4 && f.lookup("avx512vnni");
+    wanted = vnni ? (f.lookup("amx-tile") && f.lookup("amx-int8") ? "x86-64-v4-amx"
+                                                                 : "x86-64-v4-vnni")
+                  : v4 ? "x86-64-v4" : "x86-64-v3";
   }
   for (const HostTarget &t : targets())
     if (t.name == wanted)

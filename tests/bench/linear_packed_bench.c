@@ -23,7 +23,8 @@
  *   clang-19 -std=c11 -O2 -ffreestanding -fno-math-errno -march=x86-64-v4 -mavx512vnni \
  *       -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \
  *       -c codegen/cpu/ukernels/x86/linear_packed.c -o /tmp/lpk.o
- * and linked with /tmp/lpk.o in place of the library.
+ * and linked with /tmp/lpk.o in place of the library (x86-64-v4-amx's prefill: add
+ * -mamx-tile -mamx-int8; main asks Linux for the tile state).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,6 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <immintrin.h>
 
@@ -148,6 +153,11 @@ static double timed(bench_t *b, worker_t *wk, int what) {
 
 int main(int argc, char **argv) {
   bench_t b = {0};
+#if defined(__linux__)
+  /* a kernel built with AMX needs the tile data state, which Linux grants on request
+   * (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); harmless where there is none */
+  syscall(SYS_arch_prctl, 0x1023, 18);
+#endif
   const char *fname = argc > 1 ? argv[1] : "q4_0_r16";
   b.format = !strcmp(fname, "q8_0_r16")   ? KILN_TYPE_Q8_0_R16
              : !strcmp(fname, "q4_1_r16") ? KILN_TYPE_Q4_1_R16

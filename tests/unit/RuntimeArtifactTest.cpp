@@ -11,6 +11,8 @@
 
 #if defined(__aarch64__)
 #include <sys/auxv.h>
+#elif defined(__x86_64__)
+#include <cpuid.h>
 #endif
 
 using namespace kiln::test;
@@ -255,8 +257,13 @@ TEST(RuntimeArtifact, MissingCpuFeature) {
     GTEST_SKIP() << "this CPU has every optional feature the runtime checks";
   c.target.features = {"neon", lacking};
 #else
-  // This machine (AMD, AVX-512) has no AMX.
-  const char *lacking = "amx-tile";
+  // Intel CPUs lack AMD's SSE4a and AMD's lack Intel's AMX: one of them is missing here.
+  unsigned a, b, ecx, edx;
+  const bool hasAmx = __get_cpuid_count(7, 0, &a, &b, &ecx, &edx) && ((edx >> 24) & 1);
+  const bool hasSse4a = __get_cpuid(0x80000001u, &a, &b, &ecx, &edx) && ((ecx >> 6) & 1);
+  const char *lacking = !hasAmx ? "amx-tile" : !hasSse4a ? "sse4a" : nullptr;
+  if (!lacking)
+    GTEST_SKIP() << "this CPU has both AMX and SSE4a";
   c.target.features = {"avx2", lacking};
 #endif
   OpenResult r = openBytes(serializeArtifact(c));

@@ -10,10 +10,14 @@
 #include <vector>
 
 #include "kiln/abi.h"
+#include "kiln/status.h"
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
+
+// runtime-min/src/platform/platform.h (a C header without extern "C")
+extern "C" kiln_status_t kiln_platform_cpu_has(const char *feature, int *out_has);
 
 namespace {
 
@@ -62,6 +66,11 @@ struct Ctx {
 // ---------------------------------------------------------------------------------------
 // Helpers
 
+bool runtimeFindsCpuFeature(const char *name) {
+  int has = 0;
+  return kiln_platform_cpu_has(name, &has) == KILN_STATUS_OK && has;
+}
+
 bool isaSupported() {
   const std::string isa = KILN_UK_TEST_ISA;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -74,6 +83,9 @@ bool isaSupported() {
     return v4;
   if (isa == "x86-64-v4-vnni")
     return v4 && __builtin_cpu_supports("avx512vnni");
+  if (isa == "x86-64-v4-amx") // the runtime's check also asks Linux for the tile state
+    return v4 && __builtin_cpu_supports("avx512vnni") && runtimeFindsCpuFeature("amx-tile") &&
+           runtimeFindsCpuFeature("amx-int8");
   if (isa == "x86-64-v3-avxvnni")
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("avxvnni");

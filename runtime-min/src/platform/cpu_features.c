@@ -1,7 +1,8 @@
 /* CPU feature checks for the artifact's Target.features. Names are LLVM's subtarget
  * feature spellings (what the compiler requires the code to run on). x86 reads CPUID
  * directly and also checks, with XGETBV, that the OS saves the registers a feature needs
- * (AVX, AVX-512, AMX); aarch64 reads the kernel's HWCAP bits; Hexagon knows its HVX
+ * (AVX, AVX-512, AMX) - and, on Linux, asks for AMX's tile data state, which a process must
+ * request before its first tile instruction; aarch64 reads the kernel's HWCAP bits; Hexagon knows its HVX
  * length at compile time. An unknown name is an error, so a new feature never runs as an
  * illegal instruction. */
 #include "platform.h"
@@ -10,6 +11,10 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
@@ -80,6 +85,17 @@ static void read_words(uint32_t w[N_WORDS]) {
   w[OS_AVX] = (xcr0 & 0x6) == 0x6;
   w[OS_AVX512] = w[OS_AVX] && (xcr0 & 0xE0) == 0xE0;
   w[OS_AMX] = (xcr0 & 0x60000) == 0x60000;
+}
+
+/* Linux (5.16 and later) enables AMX's tile data, the 8 KiB of tile registers, only for a
+ * process that asks (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); without it the first tile
+ * instruction is SIGILL. Asking again is harmless. 1 when the process may use the tiles. */
+static int os_grants_amx(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+#else
+  return 1;
+#endif
 }
 
 /* The register state a feature needs the OS to save, or -1. */
@@ -156,6 +172,10 @@ kiln_status_t kiln_platform_cpu_has(const char *feature, int *out_has) {
     read_words(w);
     int os = os_word(f);
     *out_has = ((w[f->word] >> f->bit) & 1u) && (os < 0 || w[os]);
+#if defined(__x86_64__) || defined(__i386__)
+    if (*out_has && os == OS_AMX)
+      *out_has = os_grants_amx();
+#endif
     return KILN_STATUS_OK;
   }
   return KILN_STATUS_UNSUPPORTED;

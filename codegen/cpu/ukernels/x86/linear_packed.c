@@ -14,7 +14,8 @@
  * Decode (one token) walks all of a group's rows at once (tile's H); prefill runs register
  * tiles of 16 rows (AVX2: 8, one half; 16 for q4 without VNNI) x TT tokens, the decoded
  * weight chunks reused by every token of the tile and a group's codes (in * 9/16 bytes for
- * q4) re-read from L1/L2 per tile.
+ * q4) re-read from L1/L2 per tile. With AMX (target x86-64-v4-amx) prefill runs tile
+ * multiplies of 16 tokens instead (amx_groups, below).
  *
  * Decode with AVX-512 walks DECODE_STREAMS = 4 groups at once, a block of each in turn, from
  * 4 lanes of the matrix (packed_decode_lanes): a core keeps more lines in flight with
@@ -415,11 +416,10 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
         packed_store(a, g + k * gstep, h0 + h, t0 + t, acc[k][h][t]);
 }
 
-/* Tokens t0.. of H registers of rows from half h: full tiles, then one constant-size
+/* Tokens t.. of H registers of rows from half h: full tiles, then one constant-size
  * remainder tile. */
 KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_t g, int32_t h,
-                                 int32_t H) {
-  int32_t t = 0;
+                                 int32_t H, int32_t t) {
   for (; t + TT <= a->n; t += TT)
     tile(a, format, g, 0, 1, h, H, t, TT);
   switch (a->n - t) {
@@ -436,6 +436,155 @@ KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_
   }
 }
 
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && HALVES == 1
+#define AMX_PREFILL 1
+#define AMX_TOKENS 16 /* tokens per tile multiply (a tile's rows) */
+/* Prefill with AMX (Sapphire Rapids and later): per block of 32, one tdpbsud multiplies 16
+ * tokens' int8 activations (tile A, 16 x 32 bytes, straight from qscratch) by one group's
+ * 16 rows of codes (tile B, 8 x 64 bytes: chunk j of the block is B's row j, 4 codes of each
+ * row per lane, the layout vpdpbusd reads; q8's biased codes as stored, q4's nibbles split
+ * into a buffer first) into 16 x 16 int32 sums (tile C), exact as vpdpbusd's. C goes
+ * through memory to registers, where the block's offsets and scales are applied with the
+ * same float steps as block_dot's: the same bits as the VNNI tile. Tiles: A 0/3, B 1/4,
+ * C 2/5, two blocks in flight. The tile state is configured and released per call (per
+ * task): a thread's tiles are its own. */
+static const uint8_t kAmxConfig[64] __attribute__((aligned(64))) = {
+    1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* palette 1 */
+    32, 0, 64, 0, 64, 0, 32, 0, 64, 0, 64, 0, 0, 0, 0, 0, /* bytes per row, tiles 0-7 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* tiles 8-15 */
+    16, 8, 16, 16, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* rows */
+};
+
+/* acc[t] += block b's C (cbuf) for the 16 tokens at xq, as block_dot's one_chain step (the
+ * weights' offsets are already in C: amx_unpack) */
+KILN_UK_INLINE void amx_add_block(uint32_t format, const int32_t *cbuf, const uint8_t *scales,
+                                  const qact_t *xq, int32_t b, vf_t *acc) {
+  const vf_t dw = VF_HALVES(scales);
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < AMX_TOKENS; ++t) {
+    acc[t] = add_block(acc[t], VI_LOAD(cbuf + 16 * t), dw, xq[t].d[b]);
+    if (format == KILN_TYPE_Q4_1_R16) /* mins */
+      acc[t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[t]);
+  }
+}
+
+/* Block b's codes and scales in group g's stream */
+KILN_UK_INLINE const uint8_t *amx_unit(const packed_args_t *a, uint32_t format, int64_t g,
+                                       int32_t b) {
+  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
+  return a->w + g * a->group_stride + (int64_t)(b / ub) * kiln_packed_unit_bytes(format);
+}
+KILN_UK_INLINE const uint8_t *amx_codes(const packed_args_t *a, uint32_t format, int64_t g,
+                                        int32_t b) {
+  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
+  return amx_unit(a, format, g, b) + 64 + (int64_t)(b % ub) * kiln_packed_code_bytes(format);
+}
+KILN_UK_INLINE const uint8_t *amx_scales(const packed_args_t *a, uint32_t format, int64_t g,
+                                         int32_t b) {
+  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
+  return amx_unit(a, format, g, b) + (b % ub) * 32;
+}
+
+/* Block b's codes as B's 8 rows of 64 bytes at buf, signed where the format has an offset
+ * (q4_0's q + 8 less 8, q8's q + 128 flipped to q): the exact int32 sums block_dot gets by
+ * subtracting the offset times the activations' code sum, with no work per token. */
+KILN_UK_INLINE void amx_unpack(uint32_t format, const uint8_t *codes, uint8_t *buf) {
+  if (format == KILN_TYPE_Q8_0_R16) {
+    for (int32_t k = 0; k < 8; ++k)
+      _mm512_store_si512((void *)(buf + k * 64), VI_XOR80(VI_LOAD(codes + k * 64)));
+    return;
+  }
+  const vi_t low4 = VI_SET1_8(15), bias = VI_SET1_8(format == KILN_TYPE_Q4_0_R16 ? 8 : 0);
+  for (int32_t k = 0; k < 4; ++k) {
+    const vi_t raw = VI_LOAD(codes + k * 64);
+    _mm512_store_si512((void *)(buf + k * 64), _mm512_sub_epi8(VI_AND(raw, low4), bias));
+    _mm512_store_si512((void *)(buf + (4 + k) * 64),
+                       _mm512_sub_epi8(VI_AND(VI_SRL4(raw), low4), bias));
+  }
+}
+
+/* C (tile 2 or 5, by parity) = A (0 or 3: 16 tokens' codes at x, rows xs apart) times B
+ * (1 or 4, at w). Tile numbers are immediates, hence the two copies. */
+KILN_UK_INLINE void amx_mul(uint32_t format, int32_t parity, const uint8_t *w, const int8_t *x,
+                            int64_t xs) {
+  if (parity == 0) {
+    _tile_loadd(1, w, 64);
+    _tile_loadd(0, x, xs);
+    _tile_zero(2);
+    if (format == KILN_TYPE_Q4_1_R16)
+      _tile_dpbsud(2, 0, 1);
+    else
+      _tile_dpbssd(2, 0, 1);
+  } else {
+    _tile_loadd(4, w, 64);
+    _tile_loadd(3, x, xs);
+    _tile_zero(5);
+    if (format == KILN_TYPE_Q4_1_R16)
+      _tile_dpbsud(5, 3, 4);
+    else
+      _tile_dpbssd(5, 3, 4);
+  }
+}
+KILN_UK_INLINE void amx_store(int32_t parity, int32_t *cbuf) {
+  if (parity == 0)
+    _tile_stored(2, cbuf, 64);
+  else
+    _tile_stored(5, cbuf, 64);
+}
+
+#define AMX_RING 4 /* q4 blocks unpacked ahead: a tile load right after the stores stalls */
+
+/* One group's 16 rows for the 16 tokens from t0. Block b's multiply is issued before block
+ * b - 1's sums are read back and scaled, so the two overlap. */
+KILN_UK_INLINE void amx_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t t0) {
+  int32_t cbuf[AMX_TOKENS * 16] __attribute__((aligned(64)));
+  uint8_t ring[AMX_RING][512] __attribute__((aligned(64)));
+  qact_t xq[AMX_TOKENS];
+  vf_t acc[AMX_TOKENS];
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < AMX_TOKENS; ++t) {
+    xq[t] = packed_qact(a, t0 + t);
+    acc[t] = VF_ZERO();
+  }
+  const int8_t *x = xq[0].q;
+  const int64_t xs = a->qx_stride;
+  const int32_t nb = a->nb;
+  for (int32_t b = 0; b < AMX_RING - 1 && b < nb; ++b)
+    amx_unpack(format, amx_codes(a, format, g, b), ring[b]);
+  for (int32_t b = 0; b < nb; ++b) {
+    amx_mul(format, b & 1, ring[b % AMX_RING], x + (int64_t)b * KILN_PACK_BLOCK, xs);
+    if (b + AMX_RING - 1 < nb)
+      amx_unpack(format, amx_codes(a, format, g, b + AMX_RING - 1),
+                 ring[(b + AMX_RING - 1) % AMX_RING]);
+    if (b > 0) {
+      amx_store((b - 1) & 1, cbuf);
+      amx_add_block(format, cbuf, amx_scales(a, format, g, b - 1), xq, b - 1, acc);
+    }
+  }
+  amx_store((nb - 1) & 1, cbuf);
+  amx_add_block(format, cbuf, amx_scales(a, format, g, nb - 1), xq, nb - 1, acc);
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < AMX_TOKENS; ++t)
+    packed_store(a, g, 0, t0 + t, acc[t]);
+}
+
+/* Groups [g0, g1) for every token: AMX tiles of 16 tokens, the rest in vpdpbusd tiles. */
+KILN_UK_INLINE void amx_groups(const packed_args_t *a, uint32_t format, int64_t g0,
+                               int64_t g1) {
+  const int32_t full = a->n / AMX_TOKENS * AMX_TOKENS;
+  _tile_loadconfig(kAmxConfig);
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int32_t t = 0; t < full; t += AMX_TOKENS)
+      amx_tile(a, format, g, t);
+    if (full < a->n)
+      group_tokens(a, format, g, 0, 1, full);
+  }
+  _tile_release();
+}
+#else
+#define AMX_PREFILL 0
+#endif
+
 KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                   int64_t g1) {
   if (a->n == 1) { /* decode: every half in one walk of each group */
@@ -445,12 +594,18 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
   }
   if (Q4_GROUP_TILE && format != KILN_TYPE_Q8_0_R16) { /* AVX2 q4: 16-row tiles */
     for (int64_t g = g0; g < g1; ++g)
-      group_tokens(a, format, g, 0, HALVES);
+      group_tokens(a, format, g, 0, HALVES, 0);
     return;
   }
+#if AMX_PREFILL
+  if (a->n >= AMX_TOKENS) {
+    amx_groups(a, format, g0, g1);
+    return;
+  }
+#endif
   for (int64_t g = g0; g < g1; ++g)
     for (int32_t h = 0; h < HALVES; ++h)
-      group_tokens(a, format, g, h, 1);
+      group_tokens(a, format, g, h, 1, 0);
 }
 
 #if DECODE_STREAMS > 1
