@@ -439,12 +439,13 @@ KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_
 #if defined(__AMX_TILE__) && defined(__AMX_INT8__) && HALVES == 1
 #define AMX_PREFILL 1
 #define AMX_TOKENS 16 /* tokens per tile multiply (a tile's rows) */
-/* Prefill with AMX (Sapphire Rapids and later): per block of 32, one tdpbsud multiplies 16
- * tokens' int8 activations (tile A, 16 x 32 bytes, straight from qscratch) by one group's
- * 16 rows of codes (tile B, 8 x 64 bytes: chunk j of the block is B's row j, 4 codes of each
- * row per lane, the layout vpdpbusd reads; q8's biased codes as stored, q4's nibbles split
- * into a buffer first) into 16 x 16 int32 sums (tile C), exact as vpdpbusd's. C goes
- * through memory to registers, where the block's offsets and scales are applied with the
+/* Prefill with AMX (Sapphire Rapids and later): per block of 32, one tdpbssd (q4_1:
+ * tdpbsud) multiplies 16 tokens' int8 activations (tile A, 16 x 32 bytes, straight from
+ * qscratch) by one group's 16 rows of codes (tile B, 8 x 64 bytes: chunk j of the block is
+ * B's row j, 4 codes of each row per lane, the layout vpdpbusd reads; made signed, q4's
+ * nibbles split, by amx_unpack a few blocks ahead) into 16 x 16 int32 sums (tile C), the
+ * exact sums vpdpbusd's path gets after its offset correction. C goes
+ * through memory to registers, where the block's scales are applied with the
  * same float steps as block_dot's: the same bits as the VNNI tile. Tiles: A 0/3, B 1/4,
  * C 2/5, two blocks in flight. The tile state is configured and released per call (per
  * task): a thread's tiles are its own. */
