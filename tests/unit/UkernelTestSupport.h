@@ -66,7 +66,8 @@ struct Ctx {
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-bool runtimeFindsCpuFeature(const char *name) {
+// (used by isaSupported on x86 only)
+[[maybe_unused]] bool runtimeFindsCpuFeature(const char *name) {
   int has = 0;
   return kiln_platform_cpu_has(name, &has) == KILN_STATUS_OK && has;
 }
