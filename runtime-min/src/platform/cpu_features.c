@@ -2,9 +2,9 @@
  * feature spellings (what the compiler requires the code to run on). x86 reads CPUID
  * directly and also checks, with XGETBV, that the OS saves the registers a feature needs
  * (AVX, AVX-512, AMX) - and, on Linux, asks for AMX's tile data state, which a process must
- * request before its first tile instruction; aarch64 reads the kernel's HWCAP bits; Hexagon knows its HVX
- * length at compile time. An unknown name is an error, so a new feature never runs as an
- * illegal instruction. */
+ * request before its first tile instruction; aarch64 reads the kernel's HWCAP bits; Hexagon
+ * knows its HVX length at compile time. An unknown name is an error, so a new feature never
+ * runs as an illegal instruction. */
 #include "platform.h"
 
 #include <string.h>

@@ -469,23 +469,6 @@ KILN_UK_INLINE void amx_add_block(uint32_t format, const int32_t *cbuf, const ui
   }
 }
 
-/* Block b's codes and scales in group g's stream */
-KILN_UK_INLINE const uint8_t *amx_unit(const packed_args_t *a, uint32_t format, int64_t g,
-                                       int32_t b) {
-  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
-  return a->w + g * a->group_stride + (int64_t)(b / ub) * kiln_packed_unit_bytes(format);
-}
-KILN_UK_INLINE const uint8_t *amx_codes(const packed_args_t *a, uint32_t format, int64_t g,
-                                        int32_t b) {
-  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
-  return amx_unit(a, format, g, b) + 64 + (int64_t)(b % ub) * kiln_packed_code_bytes(format);
-}
-KILN_UK_INLINE const uint8_t *amx_scales(const packed_args_t *a, uint32_t format, int64_t g,
-                                         int32_t b) {
-  const int32_t ub = (int32_t)kiln_packed_unit_blocks(format);
-  return amx_unit(a, format, g, b) + (b % ub) * 32;
-}
-
 /* Block b's codes as B's 8 rows of 64 bytes at buf, signed where the format has an offset
  * (q4_0's q + 8 less 8, q8's q + 128 flipped to q): the exact int32 sums block_dot gets by
  * subtracting the offset times the activations' code sum, with no work per token. */
@@ -505,26 +488,23 @@ KILN_UK_INLINE void amx_unpack(uint32_t format, const uint8_t *codes, uint8_t *b
 }
 
 /* C (tile 2 or 5, by parity) = A (0 or 3: 16 tokens' codes at x, rows xs apart) times B
- * (1 or 4, at w). Tile numbers are immediates, hence the two copies. */
+ * (1 or 4, at w). Tile numbers are immediates, hence the macro. */
+#define AMX_MUL(format, A, B, C, w, x, xs)                                                     \
+  do {                                                                                         \
+    _tile_loadd(B, w, 64);                                                                     \
+    _tile_loadd(A, x, xs);                                                                     \
+    _tile_zero(C);                                                                             \
+    if ((format) == KILN_TYPE_Q4_1_R16)                                                        \
+      _tile_dpbsud(C, A, B);                                                                   \
+    else                                                                                       \
+      _tile_dpbssd(C, A, B);                                                                   \
+  } while (0)
 KILN_UK_INLINE void amx_mul(uint32_t format, int32_t parity, const uint8_t *w, const int8_t *x,
                             int64_t xs) {
-  if (parity == 0) {
-    _tile_loadd(1, w, 64);
-    _tile_loadd(0, x, xs);
-    _tile_zero(2);
-    if (format == KILN_TYPE_Q4_1_R16)
-      _tile_dpbsud(2, 0, 1);
-    else
-      _tile_dpbssd(2, 0, 1);
-  } else {
-    _tile_loadd(4, w, 64);
-    _tile_loadd(3, x, xs);
-    _tile_zero(5);
-    if (format == KILN_TYPE_Q4_1_R16)
-      _tile_dpbsud(5, 3, 4);
-    else
-      _tile_dpbssd(5, 3, 4);
-  }
+  if (parity == 0)
+    AMX_MUL(format, 0, 1, 2, w, x, xs);
+  else
+    AMX_MUL(format, 3, 4, 5, w, x, xs);
 }
 KILN_UK_INLINE void amx_store(int32_t parity, int32_t *cbuf) {
   if (parity == 0)
@@ -533,7 +513,7 @@ KILN_UK_INLINE void amx_store(int32_t parity, int32_t *cbuf) {
     _tile_stored(5, cbuf, 64);
 }
 
-#define AMX_RING 4 /* q4 blocks unpacked ahead: a tile load right after the stores stalls */
+#define AMX_RING 4 /* blocks unpacked ahead: a tile load right after the stores stalls */
 
 /* One group's 16 rows for the 16 tokens from t0. Block b's multiply is issued before block
  * b - 1's sums are read back and scaled, so the two overlap. */
@@ -547,23 +527,27 @@ KILN_UK_INLINE void amx_tile(const packed_args_t *a, uint32_t format, int64_t g,
     xq[t] = packed_qact(a, t0 + t);
     acc[t] = VF_ZERO();
   }
+  const uint8_t *grp = a->w + g * a->group_stride;
   const int8_t *x = xq[0].q;
   const int64_t xs = a->qx_stride;
   const int32_t nb = a->nb;
   for (int32_t b = 0; b < AMX_RING - 1 && b < nb; ++b)
-    amx_unpack(format, amx_codes(a, format, g, b), ring[b]);
+    amx_unpack(format, grp + kiln_packed_codes_offset(format, (uint64_t)b), ring[b]);
   for (int32_t b = 0; b < nb; ++b) {
     amx_mul(format, b & 1, ring[b % AMX_RING], x + (int64_t)b * KILN_PACK_BLOCK, xs);
-    if (b + AMX_RING - 1 < nb)
-      amx_unpack(format, amx_codes(a, format, g, b + AMX_RING - 1),
-                 ring[(b + AMX_RING - 1) % AMX_RING]);
+    const int32_t ahead = b + AMX_RING - 1;
+    if (ahead < nb)
+      amx_unpack(format, grp + kiln_packed_codes_offset(format, (uint64_t)ahead),
+                 ring[ahead % AMX_RING]);
     if (b > 0) {
       amx_store((b - 1) & 1, cbuf);
-      amx_add_block(format, cbuf, amx_scales(a, format, g, b - 1), xq, b - 1, acc);
+      amx_add_block(format, cbuf, grp + kiln_packed_scales_offset(format, (uint64_t)(b - 1)),
+                    xq, b - 1, acc);
     }
   }
   amx_store((nb - 1) & 1, cbuf);
-  amx_add_block(format, cbuf, amx_scales(a, format, g, nb - 1), xq, nb - 1, acc);
+  amx_add_block(format, cbuf, grp + kiln_packed_scales_offset(format, (uint64_t)(nb - 1)), xq,
+                nb - 1, acc);
   KILN_UK_UNROLL
   for (int32_t t = 0; t < AMX_TOKENS; ++t)
     packed_store(a, g, 0, t0 + t, acc[t]);
