@@ -18,6 +18,8 @@
 #include "models/llama/SyntheticLlama.h"
 #include "tests/unit/TestPaths.h"
 
+extern "C" kiln_status_t kiln_platform_cpu_has(const char *feature, int *out_has);
+
 namespace {
 
 std::string tempPath(const std::string &name) {
@@ -41,8 +43,9 @@ struct Compiled {
 void compileAndOpen(const std::string &model, const std::string &weights, uint32_t ctx,
                     uint32_t maxBatch, Compiled &c, const std::string &kv = "f32",
                     bool fuseRope = true, const std::string &precision = "",
-                    std::optional<uint32_t> l2Kib = std::nullopt) {
-  std::string path = tempPath(weights + ".kiln"), error;
+                    std::optional<uint32_t> l2Kib = std::nullopt,
+                    const std::string &target = "host") {
+  std::string path = tempPath(target + "-" + weights + ".kiln"), error;
   kiln::KvFormat kvFormat;
   ASSERT_TRUE(kiln::parseKvFormat(kv, kvFormat, error)) << error;
   kiln::tool::CompileOptions o;
@@ -59,6 +62,7 @@ void compileAndOpen(const std::string &model, const std::string &weights, uint32
   o.kv = kv;
   o.fusion = fuseRope ? "all" : "qkv,swiglu,norm,residual";
   o.l2Kib = l2Kib;
+  o.target = target;
   ASSERT_EQ(kiln::tool::runCompile(o), 0);
   ASSERT_TRUE(c.ref.load(model, error)) << error;
   if (!precision.empty()) {
@@ -266,6 +270,56 @@ TEST(ArtifactVsReference, Stories260KPrefillPanelsBitExact) {
       ASSERT_EQ(std::memcmp(a, b, 512 * sizeof(float)), 0) << "step " << step;
       const int32_t next = int32_t(std::max_element(a, a + 512) - a);
       for (kiln_session_t *s : {whole.session, split.session})
+        ASSERT_EQ(kiln_session_decode(s, next, &err), KILN_STATUS_OK) << err.message;
+    }
+  }
+}
+
+bool cpuHas(const char *feature) {
+  int has = 0;
+  return kiln_platform_cpu_has(feature, &has) == KILN_STATUS_OK && has;
+}
+
+// The x86-64-v4-amx target's kernels give the same bits as x86-64-v4-vnni's: prefill of
+// the r16 formats as AMX tile multiplies (16 tokens a tile; 120 tokens also leave a
+// remainder for the VNNI tile) applies the block scales with the VNNI tile's float steps,
+// and f16 decode's 8-row tile (AMX targets) runs each row's chain of the row-by-row order
+// (the other targets with AVX-512). Every logit of every prompt position, then 16 decode
+// steps. Needs a CPU (and OS) with AMX.
+TEST(ArtifactVsReference, Stories260KAmxTargetBitExactWithVnni) {
+  if (!cpuHas("avx512vnni") || !cpuHas("amx-tile") || !cpuHas("amx-int8"))
+    GTEST_SKIP() << "this CPU or OS has no AMX (amx-tile, amx-int8)";
+  std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
+  KILN_REQUIRE_FILE(model);
+  for (const char *weights : {"q4_0", "q4_1", "q8_0", "f16"}) {
+    SCOPED_TRACE(weights);
+    Compiled vnni, amx;
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, vnni, "f32", true, "",
+                                           std::nullopt, "x86-64-v4-vnni"));
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, amx, "f32", true, "",
+                                           std::nullopt, "x86-64-v4-amx"));
+    std::string text;
+    for (int i = 0; i < 8; ++i)
+      text += "Once upon a time, there was a little girl who liked to play in the park. ";
+    std::vector<int32_t> prompt = vnni.ref.tokenizer->encode(text, true);
+    prompt.resize(std::min<size_t>(prompt.size(), 120));
+    ASSERT_EQ(prompt.size(), 120u);
+    kiln_error_t err{};
+    for (kiln_session_t *s : {vnni.session, amx.session})
+      ASSERT_EQ(kiln_session_prefill(s, prompt.data(), prompt.size(), &err), KILN_STATUS_OK)
+          << err.message;
+    uint32_t rowsV = 0, rowsA = 0;
+    const float *a = kiln_session_batch_logits(vnni.session, &rowsV, nullptr);
+    const float *b = kiln_session_batch_logits(amx.session, &rowsA, nullptr);
+    ASSERT_EQ(rowsV, 120u);
+    ASSERT_EQ(rowsA, 120u);
+    ASSERT_EQ(std::memcmp(a, b, size_t(120) * 512 * sizeof(float)), 0) << "prefill logits";
+    for (int step = 0; step < 16; ++step) {
+      a = kiln_session_logits(vnni.session);
+      b = kiln_session_logits(amx.session);
+      ASSERT_EQ(std::memcmp(a, b, 512 * sizeof(float)), 0) << "decode step " << step;
+      const int32_t next = int32_t(std::max_element(a, a + 512) - a);
+      for (kiln_session_t *s : {vnni.session, amx.session})
         ASSERT_EQ(kiln_session_decode(s, next, &err), KILN_STATUS_OK) << err.message;
     }
   }
