@@ -132,6 +132,9 @@ private:
     b.create<LLVM::CallOp>(loc, kernels.at(name.str()), args);
   }
   void forTokenPanels(Operation *op, llvm::function_ref<void(Value t0, Value count)> body);
+  // body(n - 1, 1) where the caller asked for the last row's logits only
+  // (ctx->last_logits_only), else forTokenPanels(op, body).
+  void lastRowOr(Operation *op, llvm::function_ref<void(Value t0, Value count)> body);
   // Row t0 of an [n, width] f32 activation at base (base itself when t0 is null).
   Value rowsAt(Value base, Value t0, int64_t width) {
     if (!t0)
@@ -163,6 +166,7 @@ private:
   std::map<std::pair<float, int32_t>, std::string> ropeTableNames;
   std::map<std::string, LLVM::LLVMFuncOp> kernels;
   Value weightsBase, scratchBase, kvBase, ctxArg, tokensArg, positionsArg, nArg, logitsArg;
+  Value lastLogitsOnly; // kiln_exec_ctx_t.last_logits_only
 };
 
 // The name of the cos/sin tables of (theta, rotary dims), made on first use.
@@ -206,6 +210,24 @@ void Lowering::forTokenPanels(Operation *op,
   body(t0, count);
   b.create<LLVM::BrOp>(loc, ValueRange{b.create<LLVM::AddOp>(loc, t0, panel).getResult()},
                        header);
+  b.setInsertionPointToStart(after);
+}
+
+void Lowering::lastRowOr(Operation *op, llvm::function_ref<void(Value t0, Value count)> body) {
+  Region *region = b.getInsertionBlock()->getParent();
+  Block *last = new Block(), *all = new Block(), *after = new Block();
+  region->push_back(last);
+  region->push_back(all);
+  region->push_back(after);
+  b.create<LLVM::CondBrOp>(
+      loc, b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::ne, lastLogitsOnly, i32c(0)), last,
+      all);
+  b.setInsertionPointToStart(last);
+  body(b.create<LLVM::SubOp>(loc, nArg, i32c(1)), i32c(1));
+  b.create<LLVM::BrOp>(loc, ValueRange{}, after);
+  b.setInsertionPointToStart(all);
+  forTokenPanels(op, body);
+  b.create<LLVM::BrOp>(loc, ValueRange{}, after);
   b.setInsertionPointToStart(after);
 }
 
@@ -465,8 +487,10 @@ void Lowering::emit(func::FuncOp fn) {
   b.create<LLVM::ReturnOp>(loc, i32c(-1));
 
   b.setInsertionPointToStart(run);
-  // kiln_exec_ctx_t = {u32 abi, u32 threads, weights, scratch, kv, parallel_for, pool}
-  auto ctxTy = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, ptrTy});
+  // kiln_exec_ctx_t = {u32 abi, u32 threads, weights, scratch, kv, parallel_for, pool,
+  // u32 last_logits_only}
+  auto ctxTy =
+      LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, ptrTy, i32});
   auto field = [&](int32_t i) {
     Value p = b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, i});
     return b.create<LLVM::LoadOp>(loc, ptrTy, p).getResult();
@@ -474,6 +498,8 @@ void Lowering::emit(func::FuncOp fn) {
   weightsBase = field(2);
   scratchBase = field(3);
   kvBase = field(4);
+  lastLogitsOnly = b.create<LLVM::LoadOp>(
+      loc, i32, b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, 7}));
 
   for (Operation &opRef : fn.getBody().front()) {
     Operation *op = &opRef;
@@ -526,7 +552,7 @@ void Lowering::emit(func::FuncOp fn) {
       std::string name = op->getAttrOfType<StringAttr>("weight").str();
       const PackedTensor *t = out.weights.find(name);
       auto dstOf = [&] { return isa<LogitsOp>(op) ? logitsArg : bufferPtr(result); };
-      forTokenPanels(op, [&](Value t0, Value count) {
+      auto rows = [&](Value t0, Value count) {
         Value x = rowsAt(bufferPtr(input), t0, features(input));
         Value y = rowsAt(dstOf(), t0, features(result));
         if (kiln_is_packed(t->format))
@@ -538,9 +564,14 @@ void Lowering::emit(func::FuncOp fn) {
           call("kiln_uk_linear", {ctxArg, i32c(t->format), x, count, i32c(features(input)),
                                   weightPtr(name), i64c(int64_t(t->rowStride)),
                                   i32c(features(result)), y});
-      });
-      if (auto bias = op->getAttrOfType<StringAttr>("bias"))
-        call("kiln_uk_add_bias", {dstOf(), weightPtr(bias.getValue()), nArg, i32c(features(result))});
+        if (auto bias = op->getAttrOfType<StringAttr>("bias"))
+          call("kiln_uk_add_bias",
+               {y, weightPtr(bias.getValue()), count, i32c(features(result))});
+      };
+      if (isa<LogitsOp>(op))
+        lastRowOr(op, rows);
+      else
+        forTokenPanels(op, rows);
     } else if (auto r = dyn_cast<RopeOp>(op)) {
       const std::string &table =
           ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));

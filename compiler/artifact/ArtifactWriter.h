@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/abi.h"
+
 namespace kiln::artifact {
 
 struct TargetRecord {
@@ -19,8 +21,8 @@ struct TargetRecord {
   std::string triple;  // "x86_64-unknown-linux-gnu"
   std::string cpu;     // "x86-64-v3"
   std::vector<std::string> features; // required CPU features ("avx2", "fma", ...)
-  uint32_t abiVersion = 1;
-  std::string entry = "kiln_model_forward";
+  uint32_t abiVersion = KILN_ABI_VERSION;
+  std::string entry = KILN_ABI_ENTRY;
 };
 
 struct ModelConfigRecord {

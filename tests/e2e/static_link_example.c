@@ -27,7 +27,7 @@ int main(void) {
   float *logits = malloc(sizeof(float) * 5 * KILN_MODEL_VOCAB);
   if (!scratch || !kv || !logits)
     return 1;
-  kiln_exec_ctx_t ctx = {KILN_ABI_VERSION, 1, kiln_model_weights, scratch, kv, serial_for, NULL};
+  kiln_exec_ctx_t ctx = {KILN_ABI_VERSION, 1, kiln_model_weights, scratch, kv, serial_for, NULL, 0};
   int32_t tokens[5] = {1, 403, 407, 261, 378}; /* "Once upon a time" with BOS */
   int32_t positions[5] = {0, 1, 2, 3, 4};
   if (kiln_model_forward(&ctx, tokens, positions, 5, logits) != 0)

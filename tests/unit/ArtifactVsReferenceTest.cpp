@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <unistd.h>
 
@@ -44,7 +45,7 @@ void compileAndOpen(const std::string &model, const std::string &weights, uint32
                     uint32_t maxBatch, Compiled &c, const std::string &kv = "f32",
                     bool fuseRope = true, const std::string &precision = "",
                     std::optional<uint32_t> l2Kib = std::nullopt,
-                    const std::string &target = "host") {
+                    const std::string &target = "host", bool allLogits = false) {
   std::string path = tempPath(target + "-" + weights + ".kiln"), error;
   kiln::KvFormat kvFormat;
   ASSERT_TRUE(kiln::parseKvFormat(kv, kvFormat, error)) << error;
@@ -76,6 +77,7 @@ void compileAndOpen(const std::string &model, const std::string &weights, uint32
   std::filesystem::remove(path); // mapped: stays valid
   kiln_session_options_t so = kiln_session_options_default();
   so.n_threads = 1;
+  so.all_logits = allLogits;
   ASSERT_EQ(kiln_session_create(c.artifact, &so, &c.session, &err), KILN_STATUS_OK)
       << err.message;
 }
@@ -275,6 +277,53 @@ TEST(ArtifactVsReference, Stories260KPrefillPanelsBitExact) {
   }
 }
 
+// A session without options.all_logits computes the output matrix for a batch's last
+// position only; that row must be the bits of the all-rows session's last row, and the
+// other rows are not handed out.
+TEST(ArtifactVsReference, Stories260KLastRowOnlyLogitsBitExact) {
+  std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
+  KILN_REQUIRE_FILE(model);
+  for (const char *weights : {"q4_0", "q8_0", "f16", "f32"}) {
+    SCOPED_TRACE(weights);
+    Compiled all;
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, all, "f32", true, "",
+                                           std::nullopt, "host", true));
+    kiln_session_options_t so = kiln_session_options_default();
+    so.n_threads = 1;
+    kiln_session_t *last = nullptr;
+    kiln_error_t err{};
+    ASSERT_EQ(kiln_session_create(all.artifact, &so, &last, &err), KILN_STATUS_OK)
+        << err.message;
+    std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> own(last, kiln_session_destroy);
+    std::string text;
+    for (int i = 0; i < 8; ++i)
+      text += "Once upon a time, there was a little girl who liked to play in the park. ";
+    std::vector<int32_t> prompt = all.ref.tokenizer->encode(text, true);
+    prompt.resize(std::min<size_t>(prompt.size(), 120));
+    for (kiln_session_t *s : {all.session, last})
+      ASSERT_EQ(kiln_session_prefill(s, prompt.data(), prompt.size(), &err), KILN_STATUS_OK)
+          << err.message;
+    uint32_t rows = 0, rowsLast = 7;
+    const float *every = kiln_session_batch_logits(all.session, &rows, nullptr);
+    ASSERT_EQ(rows, prompt.size());
+    EXPECT_EQ(kiln_session_batch_logits(last, &rowsLast, nullptr), nullptr);
+    EXPECT_EQ(rowsLast, 0u);
+    ASSERT_EQ(std::memcmp(every + size_t(rows - 1) * 512, kiln_session_logits(last),
+                          512 * sizeof(float)),
+              0)
+        << "prefill: worst difference "
+        << maxAbsDiff(every + size_t(rows - 1) * 512, kiln_session_logits(last), 512);
+    for (int step = 0; step < 4; ++step) {
+      const float *a = kiln_session_logits(all.session);
+      ASSERT_EQ(std::memcmp(a, kiln_session_logits(last), 512 * sizeof(float)), 0)
+          << "decode step " << step;
+      const int32_t next = int32_t(std::max_element(a, a + 512) - a);
+      for (kiln_session_t *s : {all.session, last})
+        ASSERT_EQ(kiln_session_decode(s, next, &err), KILN_STATUS_OK) << err.message;
+    }
+  }
+}
+
 bool cpuHas(const char *feature) {
   int has = 0;
   return kiln_platform_cpu_has(feature, &has) == KILN_STATUS_OK && has;
@@ -295,9 +344,9 @@ TEST(ArtifactVsReference, Stories260KAmxTargetBitExactWithVnni) {
     SCOPED_TRACE(weights);
     Compiled vnni, amx;
     ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, vnni, "f32", true, "",
-                                           std::nullopt, "x86-64-v4-vnni"));
+                                           std::nullopt, "x86-64-v4-vnni", true));
     ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, amx, "f32", true, "",
-                                           std::nullopt, "x86-64-v4-amx"));
+                                           std::nullopt, "x86-64-v4-amx", true));
     std::string text;
     for (int i = 0; i < 8; ++i)
       text += "Once upon a time, there was a little girl who liked to play in the park. ";

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <string>
 
+#include "kiln/abi.h"
 #include "tests/unit/RuntimeFakeArtifact.h"
 
 #if defined(__aarch64__)
@@ -229,10 +231,12 @@ TEST(RuntimeArtifact, WrongFileIdentifier) {
 
 TEST(RuntimeArtifact, WrongAbiVersion) {
   ArtifactContents c = fakeContents();
-  c.target.abiVersion = 2;
+  c.target.abiVersion = KILN_ABI_VERSION + 1;
   OpenResult r = openBytes(serializeArtifact(c));
   EXPECT_EQ(r.status, KILN_STATUS_UNSUPPORTED);
-  EXPECT_NE(r.message.find("ABI version 2"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("ABI version " + std::to_string(KILN_ABI_VERSION + 1)),
+            std::string::npos)
+      << r.message;
 }
 
 TEST(RuntimeArtifact, WrongIsa) {

@@ -7,7 +7,8 @@
  *          positions were never written is rejected (-4), so tests see when the runtime
  *          skips or repeats positions.
  * logits:  row i = 10 at (tokens[i] + 1) % vocab, 0 elsewhere, written by parallel_for
- *          tasks (one row each). */
+ *          tasks (one row each); with ctx->last_logits_only the last row only (the
+ *          others keep what was there, as generated code leaves them). */
 #include <stdint.h>
 
 #include "kiln/abi.h"
@@ -52,7 +53,8 @@ kiln_model_forward(const kiln_exec_ctx_t *ctx, const int32_t *tokens, const int3
         return -4;
     kv[positions[i]] = tokens[i] + 1;
   }
-  rows_t r = {tokens, logits, vocab};
-  ctx->parallel_for(ctx->pool, row_task, &r, n_tokens);
+  const int32_t first = ctx->last_logits_only ? n_tokens - 1 : 0;
+  rows_t r = {tokens + first, logits + (uint64_t)first * vocab, vocab};
+  ctx->parallel_for(ctx->pool, row_task, &r, n_tokens - first);
   return 0;
 }

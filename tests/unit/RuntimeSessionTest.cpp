@@ -31,9 +31,10 @@ protected:
   }
   void TearDown() override { kiln_artifact_close(a_); }
 
-  kiln_session_t *session(uint32_t threads = 1) {
+  kiln_session_t *session(uint32_t threads = 1, uint32_t allLogits = 1) {
     kiln_session_options_t o = kiln_session_options_default();
     o.n_threads = threads;
+    o.all_logits = allLogits;
     kiln_session_t *s = nullptr;
     kiln_error_t err;
     EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_OK) << err.message;
@@ -91,6 +92,26 @@ TEST_F(RuntimeSession, PrefillDecodeAndLogits) {
     EXPECT_GE(st.session_bytes, info_.kv_bytes + 8 * info_.vocab_size * sizeof(float));
     kiln_session_destroy(s);
   }
+}
+
+// Without options.all_logits the code computes each batch's last row only (the fake model
+// leaves the others alone): the session hands out that row and no batch rows.
+TEST_F(RuntimeSession, LastRowOnlyWithoutAllLogits) {
+  kiln_session_t *s = session(2, 0);
+  ASSERT_NE(s, nullptr);
+  std::vector<int32_t> toks;
+  for (int i = 0; i < 19; ++i)
+    toks.push_back(10 + i);
+  kiln_error_t err;
+  ASSERT_EQ(kiln_session_prefill(s, toks.data(), toks.size(), &err), KILN_STATUS_OK)
+      << err.message;
+  EXPECT_EQ(argmaxOf(kiln_session_logits(s)), 29);
+  uint32_t rows = 7, first = 7;
+  EXPECT_EQ(kiln_session_batch_logits(s, &rows, &first), nullptr);
+  EXPECT_EQ(rows, 0u);
+  ASSERT_EQ(kiln_session_decode(s, 29, &err), KILN_STATUS_OK) << err.message;
+  EXPECT_EQ(argmaxOf(kiln_session_logits(s)), 30);
+  kiln_session_destroy(s);
 }
 
 TEST_F(RuntimeSession, ContextLimitRefusedNoWrap) {

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 1u
+#define KILN_ABI_VERSION 2u /* 2: kiln_exec_ctx_t.last_logits_only */
 #define KILN_ABI_ENTRY "kiln_model_forward"
 
 /* Runs fn(arg, task, n_tasks) for every task in [0, n_tasks), possibly on several threads,
@@ -33,12 +33,16 @@ typedef struct kiln_exec_ctx_s {
   uint8_t *kv;                    /* MemoryPlan.kv_bytes, 64-byte aligned */
   kiln_parallel_for_fn_t parallel_for; /* never NULL (a serial loop for 1 thread) */
   void *pool;                     /* passed back to parallel_for */
+  uint32_t last_logits_only;      /* nonzero: the logits of row n_tokens - 1 only (the
+                                     other rows of the logits buffer are left unspecified):
+                                     a prompt's other positions need no output matrix */
 } kiln_exec_ctx_t;
 
 /* The entry point. Evaluates n_tokens (1..MemoryPlan.max_batch) tokens at the given
  * positions (each < MemoryPlan.max_ctx; the KV cache must hold every earlier position)
- * and writes n_tokens rows of vocab_size logits. Returns 0, or a negative value when an
- * argument is out of range (nothing is written then). */
+ * and writes n_tokens rows of vocab_size logits (the last only with ctx->last_logits_only).
+ * Returns 0, or a negative value when an argument is out of range (nothing is written
+ * then). */
 typedef int32_t (*kiln_model_forward_fn_t)(const kiln_exec_ctx_t *ctx, const int32_t *tokens,
                                            const int32_t *positions, int32_t n_tokens,
                                            float *logits);

@@ -182,9 +182,12 @@ typedef struct kiln_session_options_s {
   uint32_t n_threads;               /* 0: this machine's physical cores */
   const kiln_allocator_t *allocator; /* NULL: malloc */
   kiln_sampler_params_t sampler;    /* the session's sampler */
+  uint32_t all_logits;              /* nonzero: every position's logits (perplexity); 0:
+                                       only each batch's last position's, which saves the
+                                       output matrix for the others */
 } kiln_session_options_t;
 
-/* n_threads 0, allocator NULL, greedy sampler. */
+/* n_threads 0, allocator NULL, greedy sampler, all_logits 0. */
 kiln_session_options_t kiln_session_options_default(void);
 
 typedef struct kiln_session_stats_s {
@@ -225,8 +228,9 @@ kiln_sampler_t *kiln_session_sampler(kiln_session_t *session);
 /* The last token's logits (vocab_size floats), or NULL before any forward pass. */
 const float *kiln_session_logits(const kiln_session_t *session);
 /* All rows of the last forward batch: *out_rows rows of vocab_size floats, row i for
- * position *out_first_pos + i (NULL and 0 rows before any forward pass). Perplexity
- * tools prefill in pieces of at most max_batch tokens and read every row. */
+ * position *out_first_pos + i (NULL and 0 rows before any forward pass, and in a session
+ * created without options.all_logits). Perplexity tools prefill in pieces of at most
+ * max_batch tokens and read every row. */
 const float *kiln_session_batch_logits(const kiln_session_t *session, uint32_t *out_rows,
                                        uint32_t *out_first_pos);
 uint32_t kiln_session_n_past(const kiln_session_t *session);

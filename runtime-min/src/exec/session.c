@@ -108,6 +108,7 @@ static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o
   s->ctx.weights = s->artifact->weights;
   s->ctx.parallel_for = kiln_pool_parallel_for;
   s->ctx.pool = s->pool;
+  s->ctx.last_logits_only = o->all_logits ? 0 : 1;
   return KILN_STATUS_OK;
 }
 
@@ -245,7 +246,7 @@ const float *kiln_session_logits(const kiln_session_t *s) {
 
 const float *kiln_session_batch_logits(const kiln_session_t *s, uint32_t *out_rows,
                                        uint32_t *out_first_pos) {
-  const int any = s && s->rows > 0;
+  const int any = s && s->rows > 0 && !s->ctx.last_logits_only;
   if (out_rows)
     *out_rows = any ? s->rows : 0;
   if (out_first_pos)

@@ -4,9 +4,11 @@
  *                     [--threads N] [--no-bos] [--weights map|huge]
  *   kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N] [--weights map|huge]
  *   kiln-run bench A.kiln [-p 64] [-n 128] [-r 5] [--threads N] [--weights map|huge]
+ *                  [--all-logits]
  *
  * --weights: map the artifact (the default) or read it into 2 MiB pages
- * (KILN_WEIGHTS_HUGE_PAGES in kiln/kiln.h).
+ * (KILN_WEIGHTS_HUGE_PAGES in kiln/kiln.h). --all-logits: bench computes every prompt
+ * position's logits, as ppl does (kiln_session_options_t.all_logits), not the last only.
  *
  * generate streams the prompt (verbatim) and then each generated piece to stdout, and the
  * timings to stderr. ppl is llama.cpp's perplexity method (see run_ppl.c); bench measures
@@ -26,9 +28,10 @@ static const char kUsage[] =
     "                         [--seed S] [--threads N] [--no-bos] [--weights map|huge]\n"
     "       kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N] [--weights map|huge]\n"
     "       kiln-run bench A.kiln [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--threads N]\n"
-    "                      [--weights map|huge]\n"
+    "                      [--weights map|huge] [--all-logits]\n"
     "--weights map: the artifact is mapped from its file (the default); huge: read into\n"
-    "memory in 2 MiB pages where the OS has them (faster decode, slower open)\n";
+    "memory in 2 MiB pages where the OS has them (faster decode, slower open)\n"
+    "--all-logits: bench's prefill computes every position's logits (ppl always does)\n";
 
 int run_fail(const char *fmt, ...) {
   va_list ap;
@@ -129,6 +132,8 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
       bad = parse_u32(a, v, 0, 1u << 30, &o->chunks);
     else if (bench && !strcmp(a, "-p"))
       bad = parse_u32(a, v, 1, 1u << 20, &o->prompt_tokens);
+    else if (bench && !strcmp(a, "--all-logits"))
+      o->all_logits = 1, used = 0;
     else if (bench && !strcmp(a, "-r"))
       bad = parse_u32(a, v, 1, 1000, &o->reps);
     else
@@ -163,8 +168,10 @@ int main(int argc, char **argv) {
     return 1;
   if (!strcmp(cmd, "generate"))
     return run_generate(&o);
-  if (!strcmp(cmd, "ppl"))
+  if (!strcmp(cmd, "ppl")) {
+    o.all_logits = 1;
     return run_ppl(&o);
+  }
   return run_bench(&o);
 }
 
@@ -180,6 +187,7 @@ int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
   kiln_session_options_t so = kiln_session_options_default();
   so.n_threads = o->threads;
   so.sampler = o->sampler;
+  so.all_logits = (uint32_t)o->all_logits;
   if (kiln_session_create(*out_artifact, &so, out_session, &err) != KILN_STATUS_OK) {
     kiln_artifact_close(*out_artifact);
     *out_artifact = NULL;

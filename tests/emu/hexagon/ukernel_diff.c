@@ -203,7 +203,7 @@ static void check_linear(uint32_t f, int32_t n, int32_t in, int32_t out, int gen
     x[(int64_t)n * in + i] = kiln_uk_f32_from_bits(0x7fc00000u);
   const size_t ny = (size_t)n * out;
   float *y1 = kiln_fs_malloc(4 * ny), *y3 = kiln_fs_malloc(4 * ny), *yg = kiln_fs_malloc(4 * ny);
-  kiln_exec_ctx_t three = {0, 3, 0, 0, 0, serial_for, 0};
+  kiln_exec_ctx_t three = {0, 3, 0, 0, 0, serial_for, 0, 0};
   kiln_uk_linear(0, f, x, n, in, w, rs, out, y1);
   if (verbose)
     kiln_fs_printf("  hvx done\n");
@@ -359,7 +359,7 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
   const size_t ny = (size_t)n * out;
   float *y1 = kiln_fs_malloc(4 * ny), *y3 = kiln_fs_malloc(4 * ny), *yg = kiln_fs_malloc(4 * ny),
         *yl = kiln_fs_malloc(4 * ny);
-  kiln_exec_ctx_t three = {0, 3, 0, 0, 0, serial_for, 0};
+  kiln_exec_ctx_t three = {0, 3, 0, 0, 0, serial_for, 0, 0};
   kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, y1, qs, 0);
   kiln_uk_linear_packed(&three, ptype, x, n, in, w, gstride, out, y3, qs, 0);
   gen_kiln_uk_linear_packed(0, ptype, x, n, in, w, gstride, out, yg, qs, 0);
