@@ -20,7 +20,7 @@ typedef struct run_options_s {
   uint32_t threads;        /* 0: physical cores */
   uint32_t weights_memory; /* --weights: kiln_weights_memory_t */
   int no_bos;
-  int all_logits;          /* ppl: every position's logits */
+  int all_logits;          /* every position's logits: ppl, bench --all-logits */
   kiln_sampler_params_t sampler;
 } run_options_t;
 
