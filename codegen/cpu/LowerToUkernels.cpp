@@ -123,18 +123,24 @@ private:
   }
   Value weightPtr(StringRef name) { return offsetPtr(weightsBase, out.weights.find(name.str())->offset); }
   Value bufferPtr(Value v) { return offsetPtr(scratchBase, offsets.lookup(v)); }
-  // n * k as i64 (element counts of [n, k] activations).
-  Value count(int64_t k) {
-    Value n64 = b.create<LLVM::SExtOp>(loc, b.getI64Type(), nArg);
+  // rows * k as i64 (element counts of [rows, k] activations).
+  Value count(Value rows, int64_t k) {
+    Value n64 = b.create<LLVM::SExtOp>(loc, b.getI64Type(), rows);
     return b.create<LLVM::MulOp>(loc, n64, i64c(k));
   }
   void call(StringRef name, ValueRange args) {
     b.create<LLVM::CallOp>(loc, kernels.at(name.str()), args);
   }
   void forTokenPanels(Operation *op, llvm::function_ref<void(Value t0, Value count)> body);
-  // body(n - 1, 1) where the caller asked for the last row's logits only
-  // (ctx->last_logits_only), else forTokenPanels(op, body).
-  void lastRowOr(Operation *op, llvm::function_ref<void(Value t0, Value count)> body);
+  // body(row, 1) for one row, else forTokenPanels(op, body).
+  void forRows(Operation *op, Value row, llvm::function_ref<void(Value t0, Value count)> body) {
+    if (row)
+      body(row, i32c(1));
+    else
+      forTokenPanels(op, body);
+  }
+  // Emits op for all n rows, or for `row` alone when it is set (the last-row tail).
+  void emitOp(Operation *op, Value row);
   // Row t0 of an [n, width] f32 activation at base (base itself when t0 is null).
   Value rowsAt(Value base, Value t0, int64_t width) {
     if (!t0)
@@ -167,6 +173,7 @@ private:
   std::map<std::string, LLVM::LLVMFuncOp> kernels;
   Value weightsBase, scratchBase, kvBase, ctxArg, tokensArg, positionsArg, nArg, logitsArg;
   Value lastLogitsOnly; // kiln_exec_ctx_t.last_logits_only
+  llvm::DenseMap<Operation *, std::string> headMaps; // constant query-head -> KV-head maps
 };
 
 // The name of the cos/sin tables of (theta, rotary dims), made on first use.
@@ -210,24 +217,6 @@ void Lowering::forTokenPanels(Operation *op,
   body(t0, count);
   b.create<LLVM::BrOp>(loc, ValueRange{b.create<LLVM::AddOp>(loc, t0, panel).getResult()},
                        header);
-  b.setInsertionPointToStart(after);
-}
-
-void Lowering::lastRowOr(Operation *op, llvm::function_ref<void(Value t0, Value count)> body) {
-  Region *region = b.getInsertionBlock()->getParent();
-  Block *last = new Block(), *all = new Block(), *after = new Block();
-  region->push_back(last);
-  region->push_back(all);
-  region->push_back(after);
-  b.create<LLVM::CondBrOp>(
-      loc, b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::ne, lastLogitsOnly, i32c(0)), last,
-      all);
-  b.setInsertionPointToStart(last);
-  body(b.create<LLVM::SubOp>(loc, nArg, i32c(1)), i32c(1));
-  b.create<LLVM::BrOp>(loc, ValueRange{}, after);
-  b.setInsertionPointToStart(all);
-  forTokenPanels(op, body);
-  b.create<LLVM::BrOp>(loc, ValueRange{}, after);
   b.setInsertionPointToStart(after);
 }
 
@@ -453,7 +442,6 @@ void Lowering::emit(func::FuncOp fn) {
   declare("kiln_uk_add_bias", voidTy, {ptrTy, ptrTy, i32, i32});
 
   // Constant query-head -> KV-head maps of attention ops that carry one.
-  llvm::DenseMap<Operation *, std::string> headMaps;
   fn.walk([&](AttentionOp a) {
     if (auto map = a.getKvHeadMap()) {
       std::string name = "kiln_kv_head_map_" + std::to_string(headMaps.size());
@@ -501,118 +489,143 @@ void Lowering::emit(func::FuncOp fn) {
   lastLogitsOnly = b.create<LLVM::LoadOp>(
       loc, i32, b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, 7}));
 
-  for (Operation &opRef : fn.getBody().front()) {
-    Operation *op = &opRef;
-    if (auto e = dyn_cast<EmbedOp>(op)) {
-      const PackedTensor *t = out.weights.find(e.getWeight().str());
-      call("kiln_uk_embed", {ctxArg, i32c(t->format), weightPtr(e.getWeight()),
-                             i64c(int64_t(t->rowStride)), i32c(features(e)), tokensArg, nArg,
-                             bufferPtr(e)});
-    } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-      const PackedTensor *t = out.weights.find(n.getWeight().str());
-      call("kiln_uk_rms_norm", {i32c(t->format), bufferPtr(n.getInput()),
-                                weightPtr(n.getWeight()), nArg,
-                                i32c(features(n)), f32c(n.getEps().convertToFloat()),
-                                bufferPtr(n)});
-    } else if (auto n = dyn_cast<RmsNormalizeOp>(op)) {
-      call("kiln_uk_rms_norm", {i32c(KILN_GGML_TYPE_F32), bufferPtr(n.getInput()),
-                                b.create<LLVM::ZeroOp>(loc, ptrTy),
-                                nArg, i32c(features(n)), f32c(n.getEps().convertToFloat()),
-                                bufferPtr(n)});
-    } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
-      const PackedTensor *t = out.weights.find(f.getWeight().str());
-      forTokenPanels(op, [&](Value t0, Value count) {
-        Value null = b.create<LLVM::ZeroOp>(loc, ptrTy);
-        SmallVector<Value, 6> segs; // (y, width) per segment, unused ones (NULL, 0)
-        for (unsigned k = 0; k < 3; ++k) {
-          const bool used = k < f.getNumResults();
-          segs.push_back(used ? rowsAt(bufferPtr(f.getResult(k)), t0, features(f.getResult(k)))
-                              : null);
-          segs.push_back(i32c(used ? features(f.getResult(k)) : 0));
-        }
-        // the residual has the first segment's rows
-        Value residual = f.getResidual()
-                             ? rowsAt(bufferPtr(f.getResidual()), t0, features(f.getResult(0)))
-                             : null;
-        SmallVector<Value, 18> args = {
-            ctxArg, i32c(t->format), rowsAt(bufferPtr(f.getInput()), t0, features(f.getInput())),
-            count, i32c(features(f.getInput())), weightPtr(f.getWeight()),
-            i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)), segs[0], segs[1], segs[2],
-            segs[3], segs[4], segs[5], residual, i32c(f.getSwiglu() ? 1 : 0)};
-        if (kiln_is_packed(t->format)) {
-          args.push_back(offsetPtr(scratchBase, qacts.lookup(op)));
-          args.push_back(shardGroups(op));
-          call("kiln_uk_linear_packed_fused", args);
-        } else {
-          call("kiln_uk_linear_fused", args);
-        }
-      });
-    } else if (isa<LinearOp, LogitsOp>(op)) {
-      Value input = op->getOperand(0), result = op->getResult(0);
-      std::string name = op->getAttrOfType<StringAttr>("weight").str();
-      const PackedTensor *t = out.weights.find(name);
-      auto dstOf = [&] { return isa<LogitsOp>(op) ? logitsArg : bufferPtr(result); };
-      auto rows = [&](Value t0, Value count) {
-        Value x = rowsAt(bufferPtr(input), t0, features(input));
-        Value y = rowsAt(dstOf(), t0, features(result));
-        if (kiln_is_packed(t->format))
-          call("kiln_uk_linear_packed",
-               {ctxArg, i32c(t->format), x, count, i32c(features(input)), weightPtr(name),
-                i64c(int64_t(t->rowStride)), i32c(features(result)), y,
-                offsetPtr(scratchBase, qacts.lookup(op)), shardGroups(op)});
-        else
-          call("kiln_uk_linear", {ctxArg, i32c(t->format), x, count, i32c(features(input)),
-                                  weightPtr(name), i64c(int64_t(t->rowStride)),
-                                  i32c(features(result)), y});
-        if (auto bias = op->getAttrOfType<StringAttr>("bias"))
-          call("kiln_uk_add_bias",
-               {y, weightPtr(bias.getValue()), count, i32c(features(result))});
-      };
-      if (isa<LogitsOp>(op))
-        lastRowOr(op, rows);
-      else
-        forTokenPanels(op, rows);
-    } else if (auto r = dyn_cast<RopeOp>(op)) {
-      const std::string &table =
-          ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
-      call("kiln_uk_rope", {bufferPtr(r), nArg, i32c(features(r)), i32c(r.getHeadDim()),
-                            i32c(r.getRotaryDims()),
-                            i32c(r.getStyle() == RopeStyle::rotate_half ? 1 : 0), positionsArg,
-                            weightPtr(table + ".cos"), weightPtr(table + ".sin")});
-    } else if (auto a = dyn_cast<AttentionOp>(op)) {
-      const KvSlots &slots = kvOffsets[int32_t(a.getLayer())];
-      auto null = [&] { return b.create<LLVM::ZeroOp>(loc, ptrTy).getResult(); };
-      Value map = headMaps.count(a)
-                      ? b.create<LLVM::AddressOfOp>(loc, ptrTy, headMaps[a]).getResult()
-                      : null();
-      // Fused RoPE (kiln-fuse-rope-into-attention): the kernel rotates q and k itself.
-      int32_t rotDims = 0, rotHalf = 0;
-      Value cosT = null(), sinT = null();
-      if (a.getRopeRotaryDimsAttr()) {
-        rotDims = int32_t(*a.getRopeRotaryDims());
-        rotHalf = *a.getRopeStyle() == RopeStyle::rotate_half ? 1 : 0;
-        const std::string &table =
-            ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), rotDims);
-        cosT = weightPtr(table + ".cos");
-        sinT = weightPtr(table + ".sin");
-      }
-      call("kiln_uk_attention",
-           {ctxArg, bufferPtr(a.getQ()), bufferPtr(a.getK()), bufferPtr(a.getV()), nArg,
-            positionsArg, i32c(a.getNumHeads()), i32c(a.getNumKvHeads()), i32c(a.getHeadDim()),
-            f32c(a.getScale().convertToFloat()), map, i32c(int64_t(opts.kv.k)),
-            i32c(int64_t(opts.kv.v)), offsetPtr(kvBase, slots.k),
-            opts.kv.k == KvElem::I8 ? offsetPtr(kvBase, slots.kScales) : null(),
-            offsetPtr(kvBase, slots.v), i32c(opts.maxCtx), i32c(rotDims), i32c(rotHalf), cosT,
-            sinT, offsetPtr(scratchBase, scores.lookup(op)), bufferPtr(a)});
-    } else if (auto s = dyn_cast<SiluOp>(op)) {
-      call("kiln_uk_silu", {bufferPtr(s.getInput()), count(features(s)), bufferPtr(s)});
-    } else if (isa<MulOp, AddOp>(op)) {
-      call(isa<MulOp>(op) ? "kiln_uk_mul" : "kiln_uk_add",
-           {bufferPtr(op->getOperand(0)), bufferPtr(op->getOperand(1)),
-            count(features(op->getResult(0))), bufferPtr(op->getResult(0))});
-    }
-  }
+  // Every op after the last one that mixes rows (attention) works row by row and feeds
+  // only the logits: with ctx->last_logits_only that tail runs on row n - 1 alone, so it
+  // is emitted twice, behind one branch (llama.cpp drops those rows the same way).
+  std::vector<Operation *> ops;
+  for (Operation &op : fn.getBody().front())
+    ops.push_back(&op);
+  size_t tail = ops.size();
+  while (tail > 0 && isa<LinearOp, FusedLinearOp, LogitsOp, RmsNormOp, RmsNormalizeOp, SiluOp,
+                         MulOp, AddOp, func::ReturnOp>(ops[tail - 1]))
+    --tail;
+  for (size_t i = 0; i < tail; ++i)
+    emitOp(ops[i], Value());
+  Region *region = b.getInsertionBlock()->getParent();
+  Block *lastOnly = new Block(), *all = new Block();
+  region->push_back(lastOnly);
+  region->push_back(all);
+  b.create<LLVM::CondBrOp>(
+      loc, b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::ne, lastLogitsOnly, i32c(0)),
+      lastOnly, all);
+  b.setInsertionPointToStart(lastOnly);
+  Value lastRow = b.create<LLVM::SubOp>(loc, nArg, i32c(1));
+  for (size_t i = tail; i < ops.size(); ++i)
+    emitOp(ops[i], lastRow);
   b.create<LLVM::ReturnOp>(loc, i32c(0));
+  b.setInsertionPointToStart(all);
+  for (size_t i = tail; i < ops.size(); ++i)
+    emitOp(ops[i], Value());
+  b.create<LLVM::ReturnOp>(loc, i32c(0));
+}
+
+void Lowering::emitOp(Operation *op, Value row) {
+  Value rows = row ? i32c(1) : nArg; // rows of a panel-less op
+  // v's rows from `row` on (all of v without one)
+  auto from = [&](Value v) { return rowsAt(bufferPtr(v), row, features(v)); };
+  if (auto e = dyn_cast<EmbedOp>(op)) {
+    const PackedTensor *t = out.weights.find(e.getWeight().str());
+    call("kiln_uk_embed", {ctxArg, i32c(t->format), weightPtr(e.getWeight()),
+                           i64c(int64_t(t->rowStride)), i32c(features(e)), tokensArg, nArg,
+                           bufferPtr(e)});
+  } else if (auto n = dyn_cast<RmsNormOp>(op)) {
+    const PackedTensor *t = out.weights.find(n.getWeight().str());
+    call("kiln_uk_rms_norm", {i32c(t->format), from(n.getInput()), weightPtr(n.getWeight()),
+                              rows, i32c(features(n)), f32c(n.getEps().convertToFloat()),
+                              from(n)});
+  } else if (auto n = dyn_cast<RmsNormalizeOp>(op)) {
+    call("kiln_uk_rms_norm", {i32c(KILN_GGML_TYPE_F32), from(n.getInput()),
+                              b.create<LLVM::ZeroOp>(loc, ptrTy), rows, i32c(features(n)),
+                              f32c(n.getEps().convertToFloat()), from(n)});
+  } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
+    const PackedTensor *t = out.weights.find(f.getWeight().str());
+    forRows(op, row, [&](Value t0, Value count) {
+      Value null = b.create<LLVM::ZeroOp>(loc, ptrTy);
+      SmallVector<Value, 6> segs; // (y, width) per segment, unused ones (NULL, 0)
+      for (unsigned k = 0; k < 3; ++k) {
+        const bool used = k < f.getNumResults();
+        segs.push_back(used ? rowsAt(bufferPtr(f.getResult(k)), t0, features(f.getResult(k)))
+                            : null);
+        segs.push_back(i32c(used ? features(f.getResult(k)) : 0));
+      }
+      // the residual has the first segment's rows
+      Value residual = f.getResidual()
+                           ? rowsAt(bufferPtr(f.getResidual()), t0, features(f.getResult(0)))
+                           : null;
+      SmallVector<Value, 18> args = {
+          ctxArg, i32c(t->format), rowsAt(bufferPtr(f.getInput()), t0, features(f.getInput())),
+          count, i32c(features(f.getInput())), weightPtr(f.getWeight()),
+          i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)), segs[0], segs[1], segs[2],
+          segs[3], segs[4], segs[5], residual, i32c(f.getSwiglu() ? 1 : 0)};
+      if (kiln_is_packed(t->format)) {
+        args.push_back(offsetPtr(scratchBase, qacts.lookup(op)));
+        args.push_back(shardGroups(op));
+        call("kiln_uk_linear_packed_fused", args);
+      } else {
+        call("kiln_uk_linear_fused", args);
+      }
+    });
+  } else if (isa<LinearOp, LogitsOp>(op)) {
+    Value input = op->getOperand(0), result = op->getResult(0);
+    std::string name = op->getAttrOfType<StringAttr>("weight").str();
+    const PackedTensor *t = out.weights.find(name);
+    auto dstOf = [&] { return isa<LogitsOp>(op) ? logitsArg : bufferPtr(result); };
+    auto rows = [&](Value t0, Value count) {
+      Value x = rowsAt(bufferPtr(input), t0, features(input));
+      Value y = rowsAt(dstOf(), t0, features(result));
+      if (kiln_is_packed(t->format))
+        call("kiln_uk_linear_packed",
+             {ctxArg, i32c(t->format), x, count, i32c(features(input)), weightPtr(name),
+              i64c(int64_t(t->rowStride)), i32c(features(result)), y,
+              offsetPtr(scratchBase, qacts.lookup(op)), shardGroups(op)});
+      else
+        call("kiln_uk_linear", {ctxArg, i32c(t->format), x, count, i32c(features(input)),
+                                weightPtr(name), i64c(int64_t(t->rowStride)),
+                                i32c(features(result)), y});
+      if (auto bias = op->getAttrOfType<StringAttr>("bias"))
+        call("kiln_uk_add_bias",
+             {y, weightPtr(bias.getValue()), count, i32c(features(result))});
+    };
+    forRows(op, row, rows);
+  } else if (auto r = dyn_cast<RopeOp>(op)) {
+    const std::string &table =
+        ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
+    call("kiln_uk_rope", {bufferPtr(r), nArg, i32c(features(r)), i32c(r.getHeadDim()),
+                          i32c(r.getRotaryDims()),
+                          i32c(r.getStyle() == RopeStyle::rotate_half ? 1 : 0), positionsArg,
+                          weightPtr(table + ".cos"), weightPtr(table + ".sin")});
+  } else if (auto a = dyn_cast<AttentionOp>(op)) {
+    const KvSlots &slots = kvOffsets[int32_t(a.getLayer())];
+    auto null = [&] { return b.create<LLVM::ZeroOp>(loc, ptrTy).getResult(); };
+    Value map = headMaps.count(a)
+                    ? b.create<LLVM::AddressOfOp>(loc, ptrTy, headMaps[a]).getResult()
+                    : null();
+    // Fused RoPE (kiln-fuse-rope-into-attention): the kernel rotates q and k itself.
+    int32_t rotDims = 0, rotHalf = 0;
+    Value cosT = null(), sinT = null();
+    if (a.getRopeRotaryDimsAttr()) {
+      rotDims = int32_t(*a.getRopeRotaryDims());
+      rotHalf = *a.getRopeStyle() == RopeStyle::rotate_half ? 1 : 0;
+      const std::string &table =
+          ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), rotDims);
+      cosT = weightPtr(table + ".cos");
+      sinT = weightPtr(table + ".sin");
+    }
+    call("kiln_uk_attention",
+         {ctxArg, bufferPtr(a.getQ()), bufferPtr(a.getK()), bufferPtr(a.getV()), nArg,
+          positionsArg, i32c(a.getNumHeads()), i32c(a.getNumKvHeads()), i32c(a.getHeadDim()),
+          f32c(a.getScale().convertToFloat()), map, i32c(int64_t(opts.kv.k)),
+          i32c(int64_t(opts.kv.v)), offsetPtr(kvBase, slots.k),
+          opts.kv.k == KvElem::I8 ? offsetPtr(kvBase, slots.kScales) : null(),
+          offsetPtr(kvBase, slots.v), i32c(opts.maxCtx), i32c(rotDims), i32c(rotHalf), cosT,
+          sinT, offsetPtr(scratchBase, scores.lookup(op)), bufferPtr(a)});
+  } else if (auto s = dyn_cast<SiluOp>(op)) {
+    call("kiln_uk_silu", {from(s.getInput()), count(rows, features(s)), from(s)});
+  } else if (isa<MulOp, AddOp>(op)) {
+    call(isa<MulOp>(op) ? "kiln_uk_mul" : "kiln_uk_add",
+         {from(op->getOperand(0)), from(op->getOperand(1)),
+          count(rows, features(op->getResult(0))), from(op->getResult(0))});
+  }
 }
 
 bool Lowering::run(std::string &error) {

@@ -35,7 +35,8 @@ typedef struct kiln_exec_ctx_s {
   void *pool;                     /* passed back to parallel_for */
   uint32_t last_logits_only;      /* nonzero: the logits of row n_tokens - 1 only (the
                                      other rows of the logits buffer are left unspecified):
-                                     a prompt's other positions need no output matrix */
+                                     what follows the last attention op runs on that row
+                                     alone */
 } kiln_exec_ctx_t;
 
 /* The entry point. Evaluates n_tokens (1..MemoryPlan.max_batch) tokens at the given
