@@ -570,7 +570,7 @@ void Lowering::emitOp(Operation *op, Value row) {
     std::string name = op->getAttrOfType<StringAttr>("weight").str();
     const PackedTensor *t = out.weights.find(name);
     auto dstOf = [&] { return isa<LogitsOp>(op) ? logitsArg : bufferPtr(result); };
-    auto rows = [&](Value t0, Value count) {
+    auto panel = [&](Value t0, Value count) {
       Value x = rowsAt(bufferPtr(input), t0, features(input));
       Value y = rowsAt(dstOf(), t0, features(result));
       if (kiln_is_packed(t->format))
@@ -586,7 +586,7 @@ void Lowering::emitOp(Operation *op, Value row) {
         call("kiln_uk_add_bias",
              {y, weightPtr(bias.getValue()), count, i32c(features(result))});
     };
-    forRows(op, row, rows);
+    forRows(op, row, panel);
   } else if (auto r = dyn_cast<RopeOp>(op)) {
     const std::string &table =
         ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
