@@ -181,6 +181,11 @@ void runShapes(uint32_t base, MaxErr &tight, MaxErr &loose, uint32_t groupRows =
   // x86 decode's lanes (PACKED_DECODE_LANES) are cut between tasks and a group is left past
   // them, and the last group is partial.
   checkPacked(base, groupRows, 1, 2048, 2116, tight, loose);
+  // Prefills with wide rows: AMX (x86/linear_packed.c) takes 69 tokens of 8192 inputs in two
+  // chunks of token tiles (3 + 1 tiles, then 5 tokens by vpdpbusd), and leaves rows of
+  // 24608 inputs (769 blocks, one past AMX_SCALES / 16) to the vpdpbusd tiles.
+  checkPacked(base, groupRows, 69, 8192, 40, tight, loose);
+  checkPacked(base, groupRows, 17, 24608, 20, tight, loose);
 }
 
 TEST_F(UkernelPacked, Q4_0) {

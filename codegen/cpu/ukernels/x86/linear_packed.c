@@ -457,13 +457,14 @@ static const uint8_t kAmxConfig[64] __attribute__((aligned(64))) = {
 };
 
 /* acc[t] += block b's C (cbuf) for the 16 tokens at xq, as block_dot's one_chain step (the
- * weights' offsets are already in C: amx_unpack) */
+ * weights' offsets are already in C: amx_unpack). The tokens' scales of block b are d[0, 16)
+ * (amx_groups' copy, one pointer instead of 16 that the compiler spills). */
 KILN_UK_INLINE void amx_add_block(uint32_t format, const int32_t *cbuf, const uint8_t *scales,
-                                  const qact_t *xq, int32_t b, vf_t *acc) {
+                                  const qact_t *xq, const float *d, int32_t b, vf_t *acc) {
   const vf_t dw = VF_HALVES(scales);
   KILN_UK_UNROLL
   for (int32_t t = 0; t < AMX_TOKENS; ++t) {
-    acc[t] = add_block(acc[t], VI_LOAD(cbuf + 16 * t), dw, xq[t].d[b]);
+    acc[t] = add_block(acc[t], VI_LOAD(cbuf + 16 * t), dw, d[t]);
     if (format == KILN_TYPE_Q4_1_R16) /* mins */
       acc[t] = VF_FMA(VF_HALVES(scales + 32), VF_SET1(xq[t].ds[b]), acc[t]);
   }
@@ -515,9 +516,11 @@ KILN_UK_INLINE void amx_store(int32_t parity, int32_t *cbuf) {
 
 #define AMX_RING 4 /* blocks unpacked ahead: a tile load right after the stores stalls */
 
-/* One group's 16 rows for the 16 tokens from t0. Block b's multiply is issued before block
- * b - 1's sums are read back and scaled, so the two overlap. */
-KILN_UK_INLINE void amx_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t t0) {
+/* One group's 16 rows for the 16 tokens from t0, whose activation scales are dt (block b's
+ * at dt + 16 b). Block b's multiply is issued before block b - 1's sums are read back and
+ * scaled, so the two overlap. */
+KILN_UK_INLINE void amx_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t t0,
+                             const float *dt) {
   int32_t cbuf[AMX_TOKENS * 16] __attribute__((aligned(64)));
   uint8_t ring[AMX_RING][512] __attribute__((aligned(64)));
   qact_t xq[AMX_TOKENS];
@@ -542,27 +545,46 @@ KILN_UK_INLINE void amx_tile(const packed_args_t *a, uint32_t format, int64_t g,
     if (b > 0) {
       amx_store((b - 1) & 1, cbuf);
       amx_add_block(format, cbuf, grp + kiln_packed_scales_offset(format, (uint64_t)(b - 1)),
-                    xq, b - 1, acc);
+                    xq, dt + 16 * (b - 1), b - 1, acc);
     }
   }
   amx_store((nb - 1) & 1, cbuf);
   amx_add_block(format, cbuf, grp + kiln_packed_scales_offset(format, (uint64_t)(nb - 1)), xq,
-                nb - 1, acc);
+                dt + 16 * (nb - 1), nb - 1, acc);
   KILN_UK_UNROLL
   for (int32_t t = 0; t < AMX_TOKENS; ++t)
     packed_store(a, g, 0, t0 + t, acc[t]);
 }
 
-/* Groups [g0, g1) for every token: AMX tiles of 16 tokens, the rest in vpdpbusd tiles. */
+/* Floats of activation scales amx_groups copies to its stack, 16 per block of a token tile:
+ * rows of up to AMX_SCALES / 16 blocks (24576 inputs) take AMX; 48 KiB of stack. */
+#define AMX_SCALES 12288
+
+/* Groups [g0, g1) for every token: AMX tiles of 16 tokens, the rest (with the last chunk) in
+ * vpdpbusd tiles. The token tiles go in chunks whose scales fit AMX_SCALES, copied
+ * block-major (16 tokens' scales of a block side by side), each chunk over every group; 64
+ * tokens of a 2048-wide row are one chunk. One address for the 16 scales of a block instead of 16 spilled
+ * pointers: the kernel 5-7% faster (tests/bench/README.md). */
 KILN_UK_INLINE void amx_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                int64_t g1) {
-  const int32_t full = a->n / AMX_TOKENS * AMX_TOKENS;
+  const int32_t full = a->n / AMX_TOKENS * AMX_TOKENS, nb = a->nb;
+  const int32_t chunk = AMX_SCALES / (AMX_TOKENS * nb) * AMX_TOKENS;
+  float dt[AMX_SCALES] __attribute__((aligned(64)));
   _tile_loadconfig(kAmxConfig);
-  for (int64_t g = g0; g < g1; ++g) {
-    for (int32_t t = 0; t < full; t += AMX_TOKENS)
-      amx_tile(a, format, g, t);
-    if (full < a->n)
-      group_tokens(a, format, g, 0, 1, full);
+  for (int32_t c0 = 0; c0 < full; c0 += chunk) {
+    const int32_t c1 = KILN_UK_MIN(full, c0 + chunk);
+    for (int32_t t = c0; t < c1; ++t) {
+      const float *d = packed_qact(a, t).d;
+      float *tile = dt + (t - c0) / AMX_TOKENS * nb * AMX_TOKENS + t % AMX_TOKENS;
+      for (int32_t b = 0; b < nb; ++b)
+        tile[b * AMX_TOKENS] = d[b];
+    }
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int32_t t = c0; t < c1; t += AMX_TOKENS)
+        amx_tile(a, format, g, t, dt + (t - c0) / AMX_TOKENS * nb * AMX_TOKENS);
+      if (c1 == full && full < a->n) /* the group's rows still in L1 */
+        group_tokens(a, format, g, 0, 1, full);
+    }
   }
   _tile_release();
 }
@@ -583,7 +605,7 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
     return;
   }
 #if AMX_PREFILL
-  if (a->n >= AMX_TOKENS) {
+  if (a->n >= AMX_TOKENS && a->nb * AMX_TOKENS <= AMX_SCALES) {
     amx_groups(a, format, g0, g1);
     return;
   }
