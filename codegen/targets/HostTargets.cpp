@@ -33,10 +33,11 @@ const std::vector<HostTarget> &targets() {
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
         "avx512vl", "avx512vnni"},
        kiln_ukernels_x86_64_v4_vnni, kiln_ukernels_x86_64_v4_vnni_size},
-      // v4-vnni + AMX int8 tiles (Sapphire Rapids and later): prefill as tile multiplies
+      // v4-vnni + AMX int8 tiles (Sapphire Rapids and later): prefill as tile multiplies;
+      // GFNI (every AMX CPU has it) splits q4 nibbles for the tiles
       {"x86-64-v4-amx", "x86_64-unknown-linux-gnu", "x86-64-v4", "",
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
-        "avx512vl", "avx512vnni", "amx-tile", "amx-int8"},
+        "avx512vl", "avx512vnni", "amx-tile", "amx-int8", "gfni"},
        kiln_ukernels_x86_64_v4_amx, kiln_ukernels_x86_64_v4_amx_size},
   };
   return t;
@@ -63,9 +64,8 @@ const HostTarget *findHostTarget(const std::string &name, std::string &error) {
       return nullptr;
     }
     bool vnni = v4 && f.lookup("avx512vnni");
-    wanted = vnni ? (f.lookup("amx-tile") && f.lookup("amx-int8") ? "x86-64-v4-amx"
-                                                                 : "x86-64-v4-vnni")
-                  : v4 ? "x86-64-v4" : "x86-64-v3";
+    bool amx = f.lookup("amx-tile") && f.lookup("amx-int8") && f.lookup("gfni");
+    wanted = vnni ? (amx ? "x86-64-v4-amx" : "x86-64-v4-vnni") : v4 ? "x86-64-v4" : "x86-64-v3";
   }
   for (const HostTarget &t : targets())
     if (t.name == wanted)

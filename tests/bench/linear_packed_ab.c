@@ -8,7 +8,7 @@
  *
  * Each build is compiled as an artifact's kernel is, with its entry renamed:
  *   for i in 0 1; do clang-19 -std=c11 -O2 -ffreestanding -fno-math-errno -march=x86-64-v4 \
- *     -mavx512vnni -mamx-tile -mamx-int8 -Dkiln_uk_linear_packed=kv$i \
+ *     -mavx512vnni -mamx-tile -mamx-int8 -mgfni -Dkiln_uk_linear_packed=kv$i \
  *     -Dkiln_uk_linear_packed_fused=kvf$i -Icodegen/common -Icodegen/cpu/ukernels \
  *     -Icodegen/cpu/ukernels/x86 -Iruntime-min/include -c SOURCE_i -o /tmp/kv$i.o; done
  *   gcc -O2 -DBUILDS=2 -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \

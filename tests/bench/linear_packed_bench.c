@@ -24,7 +24,7 @@
  *       -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \
  *       -c codegen/cpu/ukernels/x86/linear_packed.c -o /tmp/lpk.o
  * and linked with /tmp/lpk.o in place of the library (x86-64-v4-amx's prefill: add
- * -mamx-tile -mamx-int8; main asks Linux for the tile state).
+ * -mamx-tile -mamx-int8 -mgfni; main asks Linux for the tile state).
  */
 #include <pthread.h>
 #include <stdatomic.h>

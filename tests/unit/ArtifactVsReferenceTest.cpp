@@ -336,8 +336,8 @@ bool cpuHas(const char *feature) {
 // (the other targets with AVX-512). Every logit of every prompt position, then 16 decode
 // steps. Needs a CPU (and OS) with AMX.
 TEST(ArtifactVsReference, Stories260KAmxTargetBitExactWithVnni) {
-  if (!cpuHas("avx512vnni") || !cpuHas("amx-tile") || !cpuHas("amx-int8"))
-    GTEST_SKIP() << "this CPU or OS has no AMX (amx-tile, amx-int8)";
+  if (!cpuHas("avx512vnni") || !cpuHas("amx-tile") || !cpuHas("amx-int8") || !cpuHas("gfni"))
+    GTEST_SKIP() << "this CPU or OS has no AMX (amx-tile, amx-int8) or no GFNI";
   std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
   KILN_REQUIRE_FILE(model);
   for (const char *weights : {"q4_0", "q4_1", "q8_0", "f16"}) {

@@ -86,7 +86,7 @@ bool isaSupported() {
     return v4 && __builtin_cpu_supports("avx512vnni");
   if (isa == "x86-64-v4-amx") // the runtime's check also asks Linux for the tile state
     return v4 && __builtin_cpu_supports("avx512vnni") && runtimeFindsCpuFeature("amx-tile") &&
-           runtimeFindsCpuFeature("amx-int8");
+           runtimeFindsCpuFeature("amx-int8") && runtimeFindsCpuFeature("gfni");
   if (isa == "x86-64-v3-avxvnni")
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            __builtin_cpu_supports("avxvnni");

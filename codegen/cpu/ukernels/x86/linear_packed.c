@@ -436,7 +436,7 @@ KILN_UK_INLINE void group_tokens(const packed_args_t *a, uint32_t format, int64_
   }
 }
 
-#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && HALVES == 1
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__GFNI__) && HALVES == 1
 #define AMX_PREFILL 1
 #define AMX_TOKENS 16 /* tokens per tile multiply (a tile's rows) */
 /* Prefill with AMX (Sapphire Rapids and later): per block of 32, one tdpbssd (q4_1:
@@ -470,6 +470,15 @@ KILN_UK_INLINE void amx_add_block(uint32_t format, const int32_t *cbuf, const ui
   }
 }
 
+/* A GF(2) affine map per byte (vgf2p8affineqb: result bit i = parity(byte 7 - i of the
+ * matrix AND the byte) XOR bit i of the constant) splits a q4 byte's nibbles in one
+ * instruction each: bits 0-2 of the low (high) nibble stay, and bit 3 (7) fills bits 3-7,
+ * flipped for q4_0 (constant 0xf8), which is q - 8 as a signed byte. */
+#define AMX_Q4_0_LOW 0x0102040808080808LL
+#define AMX_Q4_0_HIGH 0x1020408080808080LL
+#define AMX_Q4_1_LOW 0x0102040800000000LL /* q4_1: the nibble itself */
+#define AMX_Q4_1_HIGH 0x1020408000000000LL
+
 /* Block b's codes as B's 8 rows of 64 bytes at buf, signed where the format has an offset
  * (q4_0's q + 8 less 8, q8's q + 128 flipped to q): the exact int32 sums block_dot gets by
  * subtracting the offset times the activations' code sum, with no work per token. */
@@ -479,12 +488,20 @@ KILN_UK_INLINE void amx_unpack(uint32_t format, const uint8_t *codes, uint8_t *b
       _mm512_store_si512((void *)(buf + k * 64), VI_XOR80(VI_LOAD(codes + k * 64)));
     return;
   }
-  const vi_t low4 = VI_SET1_8(15), bias = VI_SET1_8(format == KILN_TYPE_Q4_0_R16 ? 8 : 0);
+  const int q4_0 = format == KILN_TYPE_Q4_0_R16;
+  const vi_t low = _mm512_set1_epi64(q4_0 ? AMX_Q4_0_LOW : AMX_Q4_1_LOW);
+  const vi_t high = _mm512_set1_epi64(q4_0 ? AMX_Q4_0_HIGH : AMX_Q4_1_HIGH);
   for (int32_t k = 0; k < 4; ++k) {
     const vi_t raw = VI_LOAD(codes + k * 64);
-    _mm512_store_si512((void *)(buf + k * 64), _mm512_sub_epi8(VI_AND(raw, low4), bias));
-    _mm512_store_si512((void *)(buf + (4 + k) * 64),
-                       _mm512_sub_epi8(VI_AND(VI_SRL4(raw), low4), bias));
+    if (q4_0) { /* the constant is an immediate */
+      _mm512_store_si512((void *)(buf + k * 64), _mm512_gf2p8affine_epi64_epi8(raw, low, 0xf8));
+      _mm512_store_si512((void *)(buf + (4 + k) * 64),
+                         _mm512_gf2p8affine_epi64_epi8(raw, high, 0xf8));
+    } else {
+      _mm512_store_si512((void *)(buf + k * 64), _mm512_gf2p8affine_epi64_epi8(raw, low, 0));
+      _mm512_store_si512((void *)(buf + (4 + k) * 64),
+                         _mm512_gf2p8affine_epi64_epi8(raw, high, 0));
+    }
   }
 }
 
