@@ -580,8 +580,8 @@ KILN_UK_INLINE void amx_tile(const packed_args_t *a, uint32_t format, int64_t g,
 /* Groups [g0, g1) for every token: AMX tiles of 16 tokens, the rest (with the last chunk) in
  * vpdpbusd tiles. The token tiles go in chunks whose scales fit AMX_SCALES, copied
  * block-major (16 tokens' scales of a block side by side), each chunk over every group; 64
- * tokens of a 2048-wide row are one chunk. One address for the 16 scales of a block instead of 16 spilled
- * pointers: the kernel 5-7% faster (tests/bench/README.md). */
+ * tokens of a 2048- or 5632-wide row are one chunk. One address for a block's 16 scales
+ * instead of 16 spilled pointers: q4_0 6-11% faster (tests/bench/README.md). */
 KILN_UK_INLINE void amx_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                int64_t g1) {
   const int32_t full = a->n / AMX_TOKENS * AMX_TOKENS, nb = a->nb;
