@@ -54,10 +54,11 @@ double run_probe_timed(uint32_t n_threads, void *(*fn)(void *), void *args, size
  * of a benchmark. NULL when out of memory. */
 typedef struct run_probe_s run_probe_t;
 run_probe_t *run_probe_open(size_t bytes);
-/* Streaming reads of the probe's buffer with n threads, pass after pass: at least
- * RUN_PROBE_MIN_PASSES, and on until min_seconds have passed (at most
- * RUN_PROBE_MAX_SECONDS or RUN_PROBE_MAX_PASSES, so a clock that does not move, as on a
- * bare-metal build, still ends it). GB/s of the whole window, and of its best pass. */
+/* Streaming reads of the probe's buffer with n threads, pass after pass, two read loops
+ * (plain and software-prefetching) taking turns: at least RUN_PROBE_MIN_PASSES each, and on
+ * until min_seconds have passed (at most RUN_PROBE_MAX_SECONDS or 2 x RUN_PROBE_MAX_PASSES,
+ * so a clock that does not move, as on a bare-metal build, still ends it). GB/s of the
+ * faster loop over its own passes, and of the best pass of either. */
 #define RUN_PROBE_MIN_PASSES 5
 #define RUN_PROBE_MAX_PASSES 1000
 #define RUN_PROBE_MAX_SECONDS 10.0
