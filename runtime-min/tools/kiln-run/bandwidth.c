@@ -12,7 +12,7 @@
  * lines PREFETCH_AHEAD bytes ahead in each lane. The faster (by its bytes over its own
  * time) is the roofline: kiln's decode kernels prefetch where that pays, so the plain loop
  * alone is not the best read everywhere (the Sapphire Rapids VM of tests/bench/README.md:
- * the prefetching loop read 2-5% more, 1 and 2 threads, and kiln's decode with its
+ * the prefetching loop read 2-6% more, 1 and 2 threads, and kiln's decode with its
  * prefetch reached up to 118% of the plain loop's read in the same run). */
 #include <stdint.h>
 #include <stdlib.h>
