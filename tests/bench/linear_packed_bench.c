@@ -11,6 +11,12 @@
  * this bench keeps one fixed share,
  * the kernel's own speed.) Median of 7 tokens.
  *
+ * Its read probe is one plain stream per thread, older than kiln-run's (4 lanes per thread,
+ * plain and prefetching loops raced: runtime-min/tools/kiln-run/bandwidth.c): on the
+ * Sapphire Rapids VM, where decode prefetches, the q4_0 kernel read 137% of it (2 threads,
+ * 512 MiB). Judge decode against `kiln-run bench`'s read there; compare kernels here by
+ * their own GB/s.
+ *
  * Not built by CMake; link it with a native kernel library of the build:
  *   gcc -O2 -march=native -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \
  *       tests/bench/linear_packed_bench.c build/lib/libkiln_ukernels_x86_v4_vnni.a \
