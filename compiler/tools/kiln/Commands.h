@@ -120,6 +120,7 @@ struct InspectOptions {
   uint32_t ctx = 0;        // positions the KV read covers; 0: the artifact's max context
   double efficiency = codegen::kDefaultDecodeEfficiency;
   std::string source;      // --source: check this file's sha256 against the provenance
+  std::string extractCode; // --extract-code: write the checked code section to this file
 };
 
 struct TargetsOptions {

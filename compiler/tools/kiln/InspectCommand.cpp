@@ -4,6 +4,7 @@
 // checks it: preamble, FlatBuffer verification, header and section checksums, tensor
 // bounds. A corrupt artifact is one error line and exit 1.
 //===----------------------------------------------------------------------===//
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -75,6 +76,21 @@ int printDecodeEstimate(const InspectOptions &opts, const fb::Artifact *a) {
   return 0;
 }
 
+// --extract-code: the code section's bytes as they are (checked by then), so profiles of
+// the memfd the runtime maps can be read with the artifact's symbols.
+int extractCode(const std::string &path, const fb::Section *code, const uint8_t *data) {
+  if (!code)
+    return fail("the artifact has no code section to extract");
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f)
+    return fail("cannot write '" + path + "': " + std::strerror(errno));
+  const bool ok = std::fwrite(data + code->offset(), 1, code->size(), f) == code->size();
+  if (std::fclose(f) != 0 || !ok)
+    return fail("cannot write '" + path + "': " + std::strerror(errno));
+  std::printf("code: %" PRIu64 " bytes written to %s\n", code->size(), path.c_str());
+  return 0;
+}
+
 } // namespace
 
 int runInspect(const InspectOptions &opts) {
@@ -125,7 +141,7 @@ int runInspect(const InspectOptions &opts) {
     std::printf("tokenizer: %s, %u tokens, bos %d eos %d unk %d\n", str(k->model()),
                 k->tokens() ? k->tokens()->size() : 0, k->bos_id(), k->eos_id(), k->unk_id());
 
-  const fb::Section *weights = nullptr;
+  const fb::Section *weights = nullptr, *code = nullptr;
   bool sectionsOk = true;
   std::printf("sections:\n");
   for (flatbuffers::uoffset_t i = 0; a->sections() && i < a->sections()->size(); ++i) {
@@ -135,6 +151,8 @@ int runInspect(const InspectOptions &opts) {
     sectionsOk &= sumOk;
     if (s->kind() == KILN_SECTION_WEIGHTS)
       weights = s;
+    if (s->kind() == KILN_SECTION_CODE)
+      code = s;
     std::printf("  %-8s offset %10" PRIu64 " size %10" PRIu64 " align %5u xxh64 %016" PRIx64
                 " %s\n",
                 s->kind() == KILN_SECTION_WEIGHTS ? "weights"
@@ -201,6 +219,10 @@ int runInspect(const InspectOptions &opts) {
                   "512 MiB or more: docs/artifact-format.md)");
     std::printf("source: '%s' is the artifact's source (sha256 %s)\n", opts.source.c_str(),
                 sha.c_str());
+  }
+  if (!opts.extractCode.empty()) {
+    if (int rc = extractCode(opts.extractCode, code, data))
+      return rc;
   }
   return opts.chip.empty() ? 0 : printDecodeEstimate(opts, a);
 }

@@ -5,7 +5,7 @@
 //   kiln ppl MODEL TEXT --ctx C [--compare M]  llama.cpp-compatible perplexity
 //   kiln synth -o OUT.gguf [--dim ...]         deterministic random-weight model
 //   kiln compile MODEL --target T -o A.kiln    generate code + pack weights into an artifact
-//   kiln inspect A.kiln                        print an artifact's header and check it
+//   kiln inspect A.kiln [--extract-code F]     print an artifact's header and check it
 //   kiln analyze MODEL --calib TEXT            layer/head importance tables, JSON, SVG
 //   kiln targets [NAME] [--file F.yaml]        host targets and chip profiles
 //   kiln predict --shape S --weights F         roofline decode tok/s per chip
@@ -208,6 +208,9 @@ int main(int argc, char **argv) {
   inspectCmd->add_option("--source", ins.source,
                          "check that this model file is the one the artifact was compiled "
                          "from (its sha256 against the provenance's)");
+  inspectCmd->add_option("--extract-code", ins.extractCode,
+                         "write the code section (the ELF shared object runtime-min loads) "
+                         "to this file, once the artifact checks out: for nm, objdump, perf");
 
   TargetsOptions tgt;
   auto *targetsCmd = app.add_subcommand("targets", "list host targets and chip profiles");
