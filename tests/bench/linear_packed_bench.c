@@ -12,7 +12,7 @@
  * the kernel's own speed.) Median of 7 tokens.
  *
  * Two reads: its own (one plain stream per thread over the weights' buffer), and kiln-run
- * bench's (runtime-min/tools/kiln-run/bandwidth.c, its 512 MiB buffer: 4 lanes per thread,
+ * bench's (runtime-min/tools/kiln-run/bandwidth.c, RUN_PROBE_BYTES: 4 lanes per thread,
  * a plain and a prefetching loop raced), once before and once after a second timing of
  * the kernel, each for as long as the kernel took. The kernel's better time against the
  * faster of those two reads is the figure to set beside kiln-run bench's "of bandwidth"
@@ -192,11 +192,11 @@ int main(int argc, char **argv) {
   b.mat_bytes = b.stride * b.groups;
   b.mats = (int)(want / b.mat_bytes) + 1;
   const int64_t total = b.mat_bytes * b.mats;
-  const size_t huge = (size_t)2 << 20;
-  b.w = aligned_alloc(huge, ((size_t)total + huge - 1) / huge * huge);
+  const size_t huge = (size_t)2 << 20, w_bytes = ((size_t)total + huge - 1) / huge * huge;
+  b.w = aligned_alloc(huge, w_bytes);
 #if defined(__linux__)
   if (b.w)
-    (void)madvise(b.w, ((size_t)total + huge - 1) / huge * huge, MADV_HUGEPAGE);
+    (void)madvise(b.w, w_bytes, MADV_HUGEPAGE);
 #endif
   b.x = aligned_alloc(64, sizeof(float) * b.in * b.tokens);
   if (!b.w || !b.x)
@@ -222,9 +222,9 @@ int main(int argc, char **argv) {
   const double ts = timed(&b, wk, 1);
   const double tp2 = timed(&b, wk, 0);
   const double probe_gbs = gb / (tp < tp2 ? tp : tp2);
-  /* kiln-run bench's read, of kiln-run's buffer size (run_bench.c: 512 MiB; the size
-   * matters: tests/bench/README.md), for as long as the kernel took, before and after it */
-  run_probe_t *rp = run_probe_open((size_t)512 << 20);
+  /* kiln-run bench's read, on its buffer size, for as long as the kernel took, before and
+   * after it */
+  run_probe_t *rp = run_probe_open(RUN_PROBE_BYTES);
   if (!rp)
     return 1;
   const run_probe_read_t r0 = run_probe_read(rp, (uint32_t)b.threads, tk * 7);

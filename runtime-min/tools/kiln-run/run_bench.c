@@ -99,7 +99,7 @@ int run_bench(const run_options_t *o) {
   kiln_session_stats_t st;
   kiln_session_stats(s, &st);
   run_probe_t *probe = NULL;
-  if (!rc && n && !(probe = run_probe_open((size_t)512 << 20)))
+  if (!rc && n && !(probe = run_probe_open(RUN_PROBE_BYTES)))
     rc = run_fail("out of memory for the 512 MiB read-bandwidth probe");
   run_cpu_sample_t cpu0, cpu1;
   run_cpu_sample(&cpu0);
