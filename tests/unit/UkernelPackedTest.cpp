@@ -386,9 +386,13 @@ TEST_F(UkernelPacked, FusedStoreSegmentsResidualSwiGlu) {
         for (int32_t in : {32, 172})
           for (int32_t rows : {40, 344})
             ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, n, in, rows, groupRows));
-  // decode in tasks on 3 threads (see runShapes)
-  for (uint32_t base : {KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1, KILN_GGML_TYPE_Q8_0})
+  // decode in tasks on 3 threads (see runShapes); and lanes of 21 groups on one thread, so
+  // the x86 decode's held results go through the store step in runs of 8, 8 and 5 groups,
+  // the last group partial (SwiGLU needs an even row count)
+  for (uint32_t base : {KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_1, KILN_GGML_TYPE_Q8_0}) {
     ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, 1, 2048, 2116, 16));
+    ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, 1, 64, 1334, 16));
+  }
 }
 
 } // namespace

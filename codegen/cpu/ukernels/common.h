@@ -209,6 +209,26 @@ KILN_UK_INLINE void kiln_uk_task_range(int64_t units, int32_t task, int32_t n_ta
   *end = units * (task + 1) / n_tasks;
 }
 
+/* kiln_uk_task_range for tasks that a pool splits into contiguous shares of per_thread
+ * tasks per thread (runtime-min/src/exec/pool.h), each thread running its own from the
+ * front while the others take from the back: within a share the tasks shrink (task j of P
+ * ends at 1 - ((P - j - 1) / P)^2 of the share), so the last tasks, run at the end by
+ * whoever is free, are small and the threads finish closer together. Any other task count
+ * splits evenly. */
+KILN_UK_INLINE void kiln_uk_task_range_tapered(int64_t units, int32_t task, int32_t n_tasks,
+                                               int32_t per_thread, int64_t *begin,
+                                               int64_t *end) {
+  if (per_thread < 2 || n_tasks % per_thread != 0) {
+    kiln_uk_task_range(units, task, n_tasks, begin, end);
+    return;
+  }
+  const int64_t shares = n_tasks / per_thread, s = task / per_thread, j = task % per_thread;
+  const int64_t s0 = units * s / shares, len = units * (s + 1) / shares - s0;
+  const int64_t p = per_thread, pp = p * p;
+  *begin = s0 + len * (j * (2 * p - j)) / pp;
+  *end = s0 + len * ((j + 1) * (2 * p - j - 1)) / pp;
+}
+
 /* Linear is parallel from this many multiply-adds (out_features * in * n) on. */
 #define KILN_UK_LINEAR_PARALLEL_MIN_WORK ((int64_t)1 << 16)
 /* Tasks per thread of a linear. Each thread runs its own contiguous share and then takes

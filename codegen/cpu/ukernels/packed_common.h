@@ -172,18 +172,24 @@ packed_store_fused(const packed_args_t *a, int64_t t, int64_t r0, const float *v
     }
     return;
   }
-  if (a->mode == KILN_UK_STORE_SEGMENTS) {
+  if (a->mode == KILN_UK_STORE_SEGMENTS) { /* copied piece by piece, segment by segment */
     int64_t r = r0;
     int32_t s = 0;
     while (s < 2 && r >= e->width[s]) {
       r -= e->width[s];
       ++s;
     }
-    if (r + count <= e->width[s]) {
+    for (;;) {
+      const int32_t piece = (int32_t)KILN_UK_MIN((int64_t)count, e->width[s] - r);
       float *y = e->y[s] + t * e->width[s] + r;
-      for (int32_t j = 0; j < count; ++j)
+      for (int32_t j = 0; j < piece; ++j)
         y[j] = v[j];
-      return;
+      v += piece;
+      count -= piece;
+      if (count <= 0 || s == 2)
+        return;
+      r = 0;
+      ++s;
     }
   }
   for (int32_t j = 0; j < count; ++j)
