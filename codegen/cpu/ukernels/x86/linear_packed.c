@@ -435,7 +435,8 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
  * results of up to STASH_GROUPS groups per lane are held, then go through the store step as
  * one run of rows per lane. One call per group (the store step of 16 rows: a call, a mode
  * dispatch and one vector of SwiGLU or a scalar residual loop in the middle of the weight
- * stream) cost TinyLlama q4_0 decode ~5% against plain stores (tests/bench/README.md).
+ * stream) took ~3% of TinyLlama q4_0 decode's thread time (perf, 2 threads); batched, decode
+ * ran ~2% faster (tests/bench/README.md, "Decode stores batched per lane").
  * Same sums and the same float steps per row: the same bits. */
 KILN_UK_INLINE void decode_stashed(const packed_args_t *a, uint32_t format, int64_t g0,
                                    int64_t g1, int64_t gstep, int32_t NG) {
@@ -677,14 +678,11 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
  * DECODE_STREAMS lanes, a group of every lane at a time; the last task also takes the
  * groups past the lanes, one at a time. */
 #define PACKED_DECODE_LANES DECODE_STREAMS
-#ifndef DECODE_TASK_RANGE
-#define DECODE_TASK_RANGE(u, t, n, b, e) kiln_uk_task_range_tapered(u, t, n, KILN_UK_LINEAR_TASKS_PER_THREAD, b, e)
-#endif
 KILN_UK_INLINE void packed_decode_lanes(const packed_args_t *a, uint32_t format,
                                         int32_t task, int32_t n_tasks) {
   const int64_t lane = a->groups / DECODE_STREAMS;
   int64_t r0, r1;
-  DECODE_TASK_RANGE(lane, task, n_tasks, &r0, &r1);
+  kiln_uk_task_range_tapered(lane, task, n_tasks, KILN_UK_LINEAR_TASKS_PER_THREAD, &r0, &r1);
   if (a->mode != KILN_UK_STORE_PLAIN)
     decode_stashed(a, format, r0, r1, lane, DECODE_STREAMS);
   else
