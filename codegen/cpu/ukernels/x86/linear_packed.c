@@ -409,7 +409,7 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
     unit[k] = a->w + (g + k * gstep) * a->group_stride;
   int32_t b = 0;
   /* Decode: whole units, their blocks unrolled - no test for the unit's end per block, and
-   * none of the NG pointer copies it cost. Zen 5, TinyLlama q4_0 decode ~+3-5%
+   * none of the NG pointer copies it cost. Zen 5, TinyLlama q4_0 decode ~+2-5%
    * (tests/bench/README.md, "Decode by whole units; ..."); prefill tiles, unrolled too, spilled
    * and ran ~1% slower, so they keep the block loop. */
   if (T == 1)
