@@ -14,7 +14,9 @@
  *   /tmp/decode_ab A.kiln B.kiln [THREADS 2] [ROUNDS 40] [BLOCK 8]
  * The two sides are not equal: on 2026-12-04 the same artifact as A and B gave B/A medians
  * of 1.058 and 1.064 (the second one opened ran faster). Run each pair in both orders and take
- * the geometric mean of B/A and 1/(A/B), which cancels a fixed side bias.
+ * the geometric mean of B/A and 1/(A/B), which cancels a fixed side bias. The bias is not
+ * fixed: two byte-identical artifacts later gave 0.993 and 0.937 that way, so trust a change
+ * of a few percent only when several pairs agree (tests/bench/README.md).
  * Greedy decode from BOS, positions 0-127 over and over (kiln-run bench's 64-token prompt and
  * 32 steps sit in that range).
  */
