@@ -16,7 +16,8 @@
  * of 1.058 and 1.064 (the second one opened ran faster). Run each pair in both orders and take
  * the geometric mean of B/A and 1/(A/B), which cancels a fixed side bias. The bias is not
  * fixed: two byte-identical artifacts later gave 0.993 and 0.937 that way, so trust a change
- * of a few percent only when several pairs agree (tests/bench/README.md).
+ * of a few percent only when several pairs agree: tests/bench/decode_ab_pairs.sh runs the
+ * pairs, each in fresh processes, and prints their median and range (tests/bench/README.md).
  * Greedy decode from BOS, positions 0-127 over and over (kiln-run bench's 64-token prompt and
  * 32 steps sit in that range).
  */
