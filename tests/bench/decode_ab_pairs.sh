@@ -15,7 +15,12 @@ ab=$1 a=$2 b=$3 pairs=${4:-4} rounds=${5:-100} threads=${6:-2}
 for f in "$ab" "$a" "$b"; do
   [ -e "$f" ] || { echo "$0: $f does not exist" >&2; exit 2; }
 done
-case "$pairs" in ''|*[!0-9]*|0) echo "$0: PAIRS must be a positive integer" >&2; exit 2;; esac
+case "$pairs" in
+  '' | *[!0-9]*) pairs_ok=0 ;;
+  *) pairs_ok=$((10#$pairs > 0)) ;;
+esac
+[ "$pairs_ok" = 1 ] || { echo "$0: PAIRS must be a positive integer" >&2; exit 2; }
+pairs=$((10#$pairs))
 median() { "$ab" "$1" "$2" "$threads" "$rounds" 8 | awk '/B\/A speed: median/ {sub(",", "", $4); print $4}'; }
 rs=()
 for ((i = 1; i <= pairs; ++i)); do
