@@ -17,10 +17,11 @@
  * q4) re-read from L1/L2 per tile. With AMX (target x86-64-v4-amx) prefill runs tile
  * multiplies of 16 tokens instead (amx_groups, below).
  *
- * Decode with AVX-512 walks DECODE_STREAMS = 4 groups at once, a block of each in turn, from
- * 4 lanes of the matrix (packed_decode_lanes): a core keeps more lines in flight with
- * several forward streams than with one. On the Zen 5, 2 threads, TinyLlama q4_0 whole
- * decode 66.8 -> 79.3 tok/s (5 alternating pairs, tests/bench/README.md); 4 adjacent
+ * Decode with AVX-512 walks DECODE_LANES(format) groups at once (q8: 4, q4: 2; 4 for all
+ * with AMX), a block of each in turn, from that many lanes of the matrix
+ * (packed_decode_lanes): a core keeps more lines in flight with several forward streams
+ * than with one. On the Zen 5, 2 threads, TinyLlama q4_0 whole decode 66.8 -> 79.3 tok/s
+ * with 4 lanes against one (5 alternating pairs, tests/bench/README.md); 4 adjacent
  * groups instead of 4 lanes read slower than one stream.
  *
  * Software prefetch in decode (DECODE_PREFETCH) without AVX-512 and with AMX, not on
@@ -49,7 +50,7 @@
 #else
 #define DECODE_PREFETCH 0 /* none: see the top comment */
 #endif
-#define DECODE_STREAMS 4  /* lanes walked at once in decode; see the top comment */
+#define DECODE_STREAMS 4  /* the most lanes a decode walks at once; see the top comment */
 typedef __m512i vi_t;
 typedef __m512 vf_t;
 #define VI_ZERO() _mm512_setzero_si512()
@@ -691,22 +692,33 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
 }
 
 #if DECODE_STREAMS > 1
+/* Lanes a decode walks: without AMX, q4 formats 2 and q8 DECODE_STREAMS (4). Against 4
+ * for all, whole TinyLlama decode on the Zen 5 (x86-64-v4-vnni): q4_0 +1.3% and q4_1 +0.8%
+ * (2 threads), q8_0 -0.4% (2 threads) and -3.5% (1 thread); 8 lanes lost 3-7%
+ * (tests/bench/README.md, "Decode lanes per format"). The AMX target (measured with 4 on
+ * Sapphire Rapids, where decode also prefetches) keeps 4. */
+#if defined(__AMX_TILE__)
+#define DECODE_LANES(format) DECODE_STREAMS
+#else
+#define DECODE_LANES(format) ((format) == KILN_TYPE_Q8_0_R16 ? DECODE_STREAMS : 2)
+#endif
 /* Decode task `task` of n_tasks (linear_packed_entry.h): its share of each of the
- * DECODE_STREAMS lanes, a group of every lane at a time; the last task also takes the
- * groups past the lanes, one at a time. */
-#define PACKED_DECODE_LANES DECODE_STREAMS
+ * format's lanes, a group of every lane at a time; the last task also takes the groups
+ * past the lanes, one at a time. */
+#define PACKED_DECODE_LANES DECODE_STREAMS /* the most lanes of any format */
 KILN_UK_INLINE void packed_decode_lanes(const packed_args_t *a, uint32_t format,
                                         int32_t task, int32_t n_tasks) {
-  const int64_t lane = a->groups / DECODE_STREAMS;
+  const int32_t lanes = DECODE_LANES(format); /* a constant after inlining */
+  const int64_t lane = a->groups / lanes;
   int64_t r0, r1;
   kiln_uk_task_range_tapered(lane, task, n_tasks, KILN_UK_LINEAR_TASKS_PER_THREAD, &r0, &r1);
   if (a->mode != KILN_UK_STORE_PLAIN)
-    decode_stashed(a, format, r0, r1, lane, DECODE_STREAMS);
+    decode_stashed(a, format, r0, r1, lane, lanes);
   else
     for (int64_t g = r0; g < r1; ++g)
-      tile(a, format, g, lane, DECODE_STREAMS, 0, HALVES, 0, 1, NULL);
+      tile(a, format, g, lane, lanes, 0, HALVES, 0, 1, NULL);
   if (task == n_tasks - 1)
-    packed_groups(a, format, lane * DECODE_STREAMS, a->groups);
+    packed_groups(a, format, lane * lanes, a->groups);
 }
 #endif
 
