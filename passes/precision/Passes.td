@@ -8,7 +8,7 @@ def KilnAssignUniformFormat : Pass<"kiln-assign-uniform-format", "mlir::ModuleOp
   let summary = "store every weight matrix in one storage format";
   let description = [{
     Sets the storage `format` of every op that reads a weight matrix (embed, linear,
-    logits) to the given format. Norm weights stay f32 (they have no format). Rows whose
+    logits) to the given format. Norm scales keep f32 (their format is left unset). Rows whose
     length is not a multiple of the format's block are padded later by the weight layout,
     never refused. The simplest precision policy; `--precision` policies driven by
     measured sensitivity will sit beside it.

@@ -176,7 +176,8 @@ int main(int argc, char **argv) {
       ->check(kvFormatCheck());
   compileCmd->add_option("--fusion", cmp.fusion,
                          "fusions: all, none, auto (the linear fusions when every linear "
-                         "is q4_0/q4_1/q8_0 on a packed layout, else rope), or a comma list of "
+                         "is q4_0/q4_1/q8_0 on a packed layout and the linears hold at least "
+                         "2^24 weights, else rope), or a comma list of "
                          "qkv, swiglu, norm, residual, rope (default: auto)");
   compileCmd->add_option("--layout", cmp.layout,
                          "weight layout: packed (int8/int4 repacked for integer dot "
