@@ -695,8 +695,8 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
 /* Lanes a decode walks: without AMX, q4 formats 2 and q8 DECODE_STREAMS (4). Against 4
  * for all, whole TinyLlama decode on the Zen 5 (x86-64-v4-vnni): q4_0 +1.3-1.5% and q4_1
  * +0.8% (2 threads), q8_0 -0.4% (2 threads) and -3.5% (1 thread); 8 lanes lost 3-7%
- * (tests/bench/README.md, "Decode lanes per format"). The AMX target (measured with 4 on
- * Sapphire Rapids, where decode also prefetches) keeps 4. */
+ * (tests/bench/README.md, "The prefill tile's floor; decode lanes per format"). The AMX
+ * target (measured with 4 on Sapphire Rapids, where decode also prefetches) keeps 4. */
 #if defined(__AMX_TILE__)
 #define DECODE_LANES(format) DECODE_STREAMS
 #else
