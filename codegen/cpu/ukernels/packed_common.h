@@ -3,8 +3,9 @@
  * Activations are quantised on the fly to int8 blocks of 32 with ggml's q8_0 rule
  * (d = amax / 127, q = round(x / d), ties to even), one row per token into qscratch
  * (layout: kiln_packed_act_stride in kiln/quant_packed.h): codes, then per block the
- * scale d (fp32, not rounded to fp16), the code sum s and d * s, which the kernels need for
- * the weights' offsets (q4_0's -8, q8's +128 bias, q4_1's minimum). Portable C: it is
+ * scale d (fp32, not rounded to fp16), the code sum s, d * s and -8 * s, which the kernels
+ * need for the weights' offsets (q4_0's -8, q8's +128 bias, q4_1's minimum; -8 * s is
+ * q4_0's correction ready to load as the start of an integer sum). Portable C: it is
  * O(in) per token against O(in * out) for the product, and the same code on every ISA
  * gives the same int8 activations everywhere.
  */
@@ -36,6 +37,7 @@ typedef struct {
   const float *d;
   const int32_t *s;
   const float *ds;
+  const int32_t *o; /* -8 * s */
 } qact_t;
 
 KILN_UK_INLINE qact_t packed_qact(const packed_args_t *a, int32_t t) {
@@ -45,6 +47,7 @@ KILN_UK_INLINE qact_t packed_qact(const packed_args_t *a, int32_t t) {
   r.d = (const float *)(p + (int64_t)a->nb * KILN_PACK_BLOCK);
   r.s = (const int32_t *)(r.d + a->nb);
   r.ds = (const float *)(r.s + a->nb);
+  r.o = (const int32_t *)(r.ds + a->nb);
   return r;
 }
 
@@ -57,6 +60,7 @@ KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, 
   float *d = (float *)(dst + (int64_t)nb * KILN_PACK_BLOCK);
   int32_t *s = (int32_t *)(d + nb);
   float *ds = (float *)(s + nb);
+  int32_t *o = (int32_t *)(ds + nb);
   for (int32_t b = 0; b < nb; ++b) {
     const int32_t i0 = b * KILN_PACK_BLOCK;
     const int32_t count = KILN_UK_MIN(KILN_PACK_BLOCK, in - i0);
@@ -92,6 +96,7 @@ KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, 
     d[b] = db;
     s[b] = sum;
     ds[b] = db * (float)sum;
+    o[b] = -8 * sum;
   }
 }
 

@@ -123,11 +123,12 @@ static inline uint64_t kiln_packed_group_bytes(uint32_t type, uint64_t row_lengt
 }
 
 /* Bytes per token of the int8 activations kiln_uk_linear_packed quantises for a row of
- * `in` floats (codes, then per 32-block a float scale, an int32 code sum and a float
- * scale * sum), a multiple of 64; the caller gives n tokens' worth of scratch. */
+ * `in` floats (codes, then per 32-block a float scale, an int32 code sum, a float
+ * scale * sum and an int32 -8 * sum), a multiple of 64; the caller gives n tokens' worth
+ * of scratch. */
 static inline uint64_t kiln_packed_act_stride(uint64_t in) {
   const uint64_t nb = (in + KILN_PACK_BLOCK - 1) / KILN_PACK_BLOCK;
-  return (nb * (KILN_PACK_BLOCK + 12u) + 63u) / 64u * 64u;
+  return (nb * (KILN_PACK_BLOCK + 16u) + 63u) / 64u * 64u;
 }
 
 /* Name ("q4_0_r16", "q8_0_r32", ...) or NULL. */

@@ -51,6 +51,12 @@
 #define DECODE_PREFETCH 0 /* none: see the top comment */
 #endif
 #define DECODE_STREAMS 4  /* the most lanes a decode walks at once; see the top comment */
+/* decode's activation broadcasts embedded, per lane (see tile); measured on the Zen 5 only */
+#if defined(__AVX512VNNI__) && !DECODE_PREFETCH
+#define DECODE_FOLDED 1
+#else
+#define DECODE_FOLDED 0
+#endif
 typedef __m512i vi_t;
 typedef __m512 vf_t;
 #define VI_ZERO() _mm512_setzero_si512()
@@ -93,6 +99,7 @@ KILN_UK_INLINE void vf_store_rows(float *y, vf_t v, int32_t count) {
 #define TT 4
 #define DECODE_PREFETCH 8192
 #define DECODE_STREAMS 1 /* not measured on AVX2-only CPUs; 4 streams x 2 halves would spill */
+#define DECODE_FOLDED 0   /* AVX2 has no embedded broadcast */
 typedef __m256i vi_t;
 typedef __m256 vf_t;
 #define VI_ZERO() _mm256_setzero_si256()
@@ -187,6 +194,15 @@ KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_
       s = VI_SET1(-offset);
       for (int32_t j = 0; j < 8; ++j)
         s = DOT_U8S8(s, wv[j], bcast4(xb + 4 * j));
+    } else if (T == 1 && format != KILN_TYPE_Q8_0_R16) {
+      /* q4 decode: the low chain starts at q4_0's correction, loaded (o), not computed
+       * from s per block (a load, a shift, a negation and a broadcast from a register) */
+      vi_t s0 = format == KILN_TYPE_Q4_0_R16 ? VI_SET1(xq[t].o[b]) : VI_ZERO(), s1 = VI_ZERO();
+      for (int32_t k = 0; k < 4; ++k) {
+        s0 = DOT_U8S8(s0, wv[k], bcast4(xb + 4 * k));
+        s1 = DOT_U8S8(s1, wv[4 + k], bcast4(xb + 16 + 4 * k));
+      }
+      s = VI_ADD(s0, VI_SRA4_32(s1));
     } else {
       vi_t s0 = VI_ZERO(), s1 = VI_ZERO();
       for (int32_t k = 0; k < 4; ++k) {
@@ -408,6 +424,27 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
   KILN_UK_UNROLL
   for (int32_t k = 0; k < NG; ++k)
     unit[k] = a->w + (g + k * gstep) * a->group_stride;
+  /* Decode with AVX512-VNNI: each lane its own copy of the token's pointers, which an
+   * empty asm hides from the compiler, so every vpdpbusd and scale product loads its
+   * activation operand as an embedded broadcast ({1to16}) instead of the lanes sharing
+   * register broadcasts. With q4_0's loaded correction (block_dot), the q4_0 loop over a
+   * unit of both lanes fell from 150 to 118 instructions (~8.3 -> 6.6 per 64-byte line):
+   * from cache 1.10x (q4_1 1.07x, q8_0 1.02x), a 21 MB model's whole decode ~1.10x; from
+   * DRAM no change (tests/bench/README.md, "Decode with folded broadcasts"). */
+  const qact_t *lane_x[DECODE_STREAMS];
+  KILN_UK_UNROLL
+  for (int32_t k = 0; k < NG; ++k)
+    lane_x[k] = xq;
+#if DECODE_FOLDED
+  qact_t lane_copy[DECODE_STREAMS];
+  if (T == 1)
+    KILN_UK_UNROLL
+    for (int32_t k = 0; k < NG; ++k) {
+      lane_copy[k] = xq[0];
+      __asm__ volatile("" : "+r"(lane_copy[k].q), "+r"(lane_copy[k].d), "+r"(lane_copy[k].o));
+      lane_x[k] = &lane_copy[k];
+    }
+#endif
   int32_t b = 0;
   /* Decode: whole units, their blocks unrolled - no test for the unit's end per block, and
    * none of the NG pointer copies it cost. Zen 5, TinyLlama q4_0 decode ~+2-5%
@@ -419,8 +456,8 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       for (int32_t j = 0; j < ub; ++j)
         KILN_UK_UNROLL
         for (int32_t k = 0; k < NG; ++k)
-          tile_block(format, unit[k] + 64 + j * cb, unit[k] + j * 32, xq, b + j, h0, H, T,
-                     acc[k]);
+          tile_block(format, unit[k] + 64 + j * cb, unit[k] + j * 32, lane_x[k], b + j, h0,
+                     H, T, acc[k]);
       KILN_UK_UNROLL
       for (int32_t k = 0; k < NG; ++k)
         unit[k] += unit_bytes;
@@ -428,7 +465,8 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
   for (int32_t j = 0; b < a->nb; ++b) {
     KILN_UK_UNROLL
     for (int32_t k = 0; k < NG; ++k)
-      tile_block(format, unit[k] + 64 + j * cb, unit[k] + j * 32, xq, b, h0, H, T, acc[k]);
+      tile_block(format, unit[k] + 64 + j * cb, unit[k] + j * 32, lane_x[k], b, h0, H, T,
+                 acc[k]);
     if (++j == ub) {
       j = 0;
       KILN_UK_UNROLL
