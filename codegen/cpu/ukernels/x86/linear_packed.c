@@ -429,8 +429,8 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
    * activation operand as an embedded broadcast ({1to16}) instead of the lanes sharing
    * register broadcasts. With q4_0's loaded correction (block_dot), the q4_0 loop over a
    * unit of both lanes fell from 150 to 118 instructions (~8.3 -> 6.6 per 64-byte line):
-   * from cache 1.10x (q4_1 1.07x, q8_0 1.02x), a 21 MB model's whole decode ~1.10x; from
-   * DRAM no change (tests/bench/README.md, "Decode with folded broadcasts"). */
+   * from cache 1.10x (q4_1 1.07x, q8_0 1.02x), a 21 MB model's whole decode 1.04-1.10x;
+   * from DRAM no change (tests/bench/README.md, "Decode with folded broadcasts"). */
   const qact_t *lane_x[DECODE_STREAMS];
   KILN_UK_UNROLL
   for (int32_t k = 0; k < NG; ++k)
