@@ -2,7 +2,7 @@
 # 32-element block of 16 rows x T tokens) for each Arm core a chip profile names, read by
 # KernelCost.cpp for `kiln inspect --chip` (tests/bench/mca_kernels.py runs it for any CPUs):
 # compile neon/linear_packed.c to assembly for the core with the markers of one tile switched
-# on (KILN_UK_MCA_*), cut out the marked block, run llvm-mca on it.
+# on (KILN_UK_MCA_*), cut out the loop around the marked block, run llvm-mca on it.
 #   cmake -DCLANG=<clang> -DMCA=<llvm-mca> -DSRC=<source root> -DCPUS=<a|b|...>
 #         -DWORK=<dir> -DOUTPUT=<kernel_costs.inc> -P KernelCostTable.cmake
 foreach(var CLANG MCA SRC CPUS WORK OUTPUT)
@@ -31,19 +31,39 @@ foreach(cpu ${CPUS})
         message(FATAL_ERROR "compiling the NEON kernel for ${cpu} failed: ${err}")
       endif()
       file(STRINGS ${asm} lines)
-      set(in_region FALSE)
+      # The whole loop around the marked block: from its label to the branch back to it.
+      # The markers alone are not enough: clang sinks part of a block's work (the q4_0
+      # offset, the scales' conversion) past the end marker, and the block between them
+      # read 89 instructions where the loop runs 116.
+      set(label "")
+      set(loop_label "")
+      set(loop_end FALSE)
       set(region "")
       foreach(l IN LISTS lines)
-        if(l MATCHES "LLVM-MCA-END")
-          set(in_region FALSE)
-        elseif(in_region)
+        if(l MATCHES "LLVM-MCA-BEGIN")
+          set(loop_label "${label}")
+          string(REPLACE "." "\\." loop_re "${label}")
+        elseif(l MATCHES "LLVM-MCA-END")
+          # the markers stay out of llvm-mca's input
+        elseif(loop_label STREQUAL "")
+          if(l MATCHES "^(\\.LBB[0-9_]+):")
+            set(label "${CMAKE_MATCH_1}")
+            set(region "")
+          endif()
           string(APPEND region "${l}\n")
-        elseif(l MATCHES "LLVM-MCA-BEGIN")
-          set(in_region TRUE)
+        else()
+          string(APPEND region "${l}\n")
+          if(l MATCHES "^[ \t]*(b\\.[a-z]+|b|cbn?z|tbn?z)[ \t].*${loop_re}$")
+            set(loop_end TRUE)
+            break()
+          endif()
         endif()
       endforeach()
+      if(NOT loop_end OR loop_label STREQUAL "")
+        set(region "")
+      endif()
       if(region STREQUAL "")
-        message(FATAL_ERROR "no marked block in ${asm}")
+        message(FATAL_ERROR "no loop around a marked block in ${asm}")
       endif()
       file(WRITE ${WORK}/region.s "${region}")
       execute_process(

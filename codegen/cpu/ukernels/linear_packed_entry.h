@@ -14,18 +14,23 @@
 #ifndef packed_groups_r32
 #define packed_groups_r32 packed_generic_groups
 #endif
-/* An implementation may walk a decode step's r16 groups as PACKED_DECODE_LANES forward
- * streams per task by defining it and packed_decode_lanes(a, format, task, n_tasks): the
- * groups cut into that many lanes, task i taking its share [i/n, (i+1)/n) of every lane,
- * so a thread's run of tasks walks each lane forward. */
+/* An implementation may walk a decode step's r16 groups as several forward streams per
+ * task by defining PACKED_DECODE_LANES (the most lanes of any format),
+ * PACKED_DECODE_LANES_OF(format) (a format's lanes, a constant) and
+ * packed_decode_lanes(a, format, task, n_tasks): the groups cut into that many lanes, task
+ * i taking its share [i/n, (i+1)/n) of every lane, so a thread's run of tasks walks each
+ * lane forward. A linear walks lanes when each task gets a group of each lane. */
 #ifndef PACKED_DECODE_LANES
 #define PACKED_DECODE_LANES 1
+#endif
+#ifndef PACKED_DECODE_LANES_OF
+#define PACKED_DECODE_LANES_OF(format) PACKED_DECODE_LANES
 #endif
 
 static void packed_task(void *arg, int32_t task, int32_t n_tasks) {
   const packed_args_t *a = (const packed_args_t *)arg;
 #if PACKED_DECODE_LANES > 1
-  if (a->n == 1 && a->groups >= (int64_t)PACKED_DECODE_LANES * n_tasks) {
+  if (a->n == 1 && a->groups >= (int64_t)PACKED_DECODE_LANES_OF(a->format) * n_tasks) {
     switch (a->format) {
     case KILN_TYPE_Q4_0_R16: packed_decode_lanes(a, KILN_TYPE_Q4_0_R16, task, n_tasks); return;
     case KILN_TYPE_Q4_1_R16: packed_decode_lanes(a, KILN_TYPE_Q4_1_R16, task, n_tasks); return;

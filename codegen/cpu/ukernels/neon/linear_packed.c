@@ -146,8 +146,12 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
       x0[t] = vld1q_s8(xb);
       x1[t] = vld1q_s8(xb + 16);
+      /* q4_0's codes are c = q + 8: its sums start at the stored -8 * sum(x) (one
+       * load-and-replicate; exact in int32 either way); q8 is unbiased above */
+      const int32x4_t s0 =
+          format == KILN_TYPE_Q4_0_R16 ? vld1q_dup_s32(xq[t].o + b) : vdupq_n_s32(0);
       for (int32_t q = 0; q < Q; ++q)
-        s[t][q] = vdupq_n_s32(0);
+        s[t][q] = s0;
     }
     if (format == KILN_TYPE_Q8_0_R16) {
       int8x16_t w[Q];
@@ -173,11 +177,8 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
       dw[q] = halves4(scales + 8 * q);
     KILN_UK_UNROLL
     for (int32_t t = 0; t < T; ++t) {
-      /* q8 needs no correction (unbiased above); q4_0's codes are c = q + 8 */
-      const int32x4_t offset =
-          vdupq_n_s32(format == KILN_TYPE_Q4_0_R16 ? 8 * xq[t].s[b] : 0);
       for (int32_t q = 0; q < Q; ++q) {
-        const float32x4_t isum = vcvtq_f32_s32(vsubq_s32(s[t][q], offset));
+        const float32x4_t isum = vcvtq_f32_s32(s[t][q]);
         acc[t][q] = vfmaq_f32(acc[t][q], isum, vmulq_n_f32(dw[q], xq[t].d[b]));
         if (format == KILN_TYPE_Q4_1_R16) /* + m * d_x * sum(x) */
           acc[t][q] = vfmaq_f32(acc[t][q], halves4(scales + 32 + 8 * q), vdupq_n_f32(xq[t].ds[b]));

@@ -744,6 +744,7 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
  * format's lanes, a group of every lane at a time; the last task also takes the groups
  * past the lanes, one at a time. */
 #define PACKED_DECODE_LANES DECODE_STREAMS /* the most lanes of any format */
+#define PACKED_DECODE_LANES_OF(format) DECODE_LANES(format)
 KILN_UK_INLINE void packed_decode_lanes(const packed_args_t *a, uint32_t format,
                                         int32_t task, int32_t n_tasks) {
   const int32_t lanes = DECODE_LANES(format); /* a constant after inlining */
