@@ -44,9 +44,9 @@
 #error "neon/linear_packed.c needs the dot-product extension (-march=armv8.2-a+dotprod)"
 #endif
 
-/* llvm-mca region markers around one block of one tile shape (codegen/targets/KernelCostTable.cmake
- * compiles this file to assembly with -DKILN_UK_MCA_FORMAT=<id> -DKILN_UK_MCA_T=<tokens>);
- * in every other build they do not exist. */
+/* Markers in the block loop of one tile shape (codegen/targets/KernelCostTable.cmake
+ * compiles this file to assembly with -DKILN_UK_MCA_FORMAT=<id> -DKILN_UK_MCA_T=<tokens> and
+ * times the whole loop around them); in every other build they do not exist. */
 #if defined(KILN_UK_MCA_FORMAT) && defined(KILN_UK_MCA_T)
 #define MCA_MARK(format, T, text)                                                              \
   do {                                                                                         \
