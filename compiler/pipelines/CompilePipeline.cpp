@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <utility>
 
 #include "mlir/IR/Diagnostics.h"
@@ -13,6 +14,8 @@
 #include "passes/fusion/LinearFusionPasses.h"
 #include "passes/layout/Passes.h"
 #include "passes/precision/Passes.h"
+#include "passes/precision/PrecisionSpec.h"
+#include "passes/precision/WeightReads.h"
 #include "passes/slimming/Passes.h"
 #include "passes/slimming/SlimmingUtils.h"
 
@@ -160,10 +163,32 @@ bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
   return true;
 }
 
+namespace {
+
+// What kiln-assign-source-format will do, counted per weight (a tied table once): weights
+// kept in their source format, and those requantised because kiln does not store it.
+std::string sourceFormatEffects(mlir::ModuleOp module) {
+  std::map<std::string, bool> kept;
+  for (const precision::WeightRead &r : precision::weightReads(module)) {
+    const uint32_t f = precision::formatOf(r.op);
+    kept[r.weight] = precision::sourceFormat(f, r.kind == "rms_norm") == f;
+  }
+  size_t k = 0;
+  for (const auto &entry : kept)
+    k += entry.second;
+  return "kept=" + std::to_string(k) + ",requantised=" + std::to_string(kept.size() - k);
+}
+
+} // namespace
+
 bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
                         std::vector<AppliedPass> &applied, std::string &error) {
   mlir::PassManager pm(module.getContext());
-  if (opts.precisionRules.empty()) {
+  const bool source = opts.precisionRules.empty() && opts.weightFormat == "source";
+  const std::string sourceEffects = source ? sourceFormatEffects(module) : "";
+  if (source) {
+    pm.addPass(createKilnAssignSourceFormat());
+  } else if (opts.precisionRules.empty()) {
     KilnAssignUniformFormatOptions uniform;
     uniform.format = opts.weightFormat;
     pm.addPass(createKilnAssignUniformFormat(uniform));
@@ -179,7 +204,9 @@ bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
   }
   if (!run(pm, module, opts.quiet, error))
     return false;
-  if (opts.precisionRules.empty())
+  if (source)
+    applied.push_back({"kiln-assign-source-format", "", sourceEffects});
+  else if (opts.precisionRules.empty())
     applied.push_back({"kiln-assign-uniform-format", "format=" + opts.weightFormat, ""});
   else
     applied.push_back({"kiln-assign-rules-format", "rules=" + opts.precisionRules, ""});

@@ -11,7 +11,9 @@
 namespace kiln::pipelines {
 
 struct CompileOptions {
-  std::string weightFormat = "f32"; // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0
+  // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0, or "source": each weight in its source format
+  // (kiln-assign-source-format)
+  std::string weightFormat = "f32";
   // Precision (passes/precision): rules replace the uniform format; a map is applied on
   // top (both as the passes' option strings). Resolved by PrecisionSearch.h.
   std::string precisionRules;       // kiln-assign-rules-format; empty: uniform

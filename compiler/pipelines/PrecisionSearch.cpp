@@ -331,9 +331,14 @@ bool resolvePrecision(ModuleOp module, const WeightStore &store, const Precision
     out.precisionRules = spec.substr(6);
     return true;
   }
+  if (spec == "source") {
+    out.weightFormat = "source";
+    return true;
+  }
   if (spec == "auto")
     return resolveAuto(module, store, req, out, records, error);
-  error = "unknown --precision '" + spec + "' (expected uniform:FMT, rules:CLASS=FMT,... or auto)";
+  error = "unknown --precision '" + spec +
+          "' (expected source, uniform:FMT, rules:CLASS=FMT,... or auto)";
   return false;
 }
 

@@ -1,6 +1,8 @@
 //===- PrecisionSearch.h - storage formats chosen from measured sensitivity -===//
 //
 // Turns `--precision` into the options of the precision passes (CompileOptions):
+//   source               each weight as the model file stores it where kiln can, else
+//                        requantised to more bits (kiln-assign-source-format)
 //   uniform:FMT          one format for every matrix (kiln-assign-uniform-format)
 //   rules:CLASS=FMT,...  per tensor class (kiln-assign-rules-format)
 //   auto                 measured on the calibration text with the reference executor,
@@ -31,7 +33,7 @@
 namespace kiln::pipelines {
 
 struct PrecisionRequest {
-  std::string spec;           // uniform:FMT | rules:... | auto
+  std::string spec;           // source | uniform:FMT | rules:... | auto
   std::string bpw;            // --bpw as given; "" when not
   std::string maxWeightBytes; // --max-weight-bytes as given; "" when not
   const Calibration *calib = nullptr;

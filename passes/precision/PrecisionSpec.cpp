@@ -53,6 +53,24 @@ const std::vector<uint32_t> &supportedFormats() {
 
 bool normFormat(uint32_t id) { return id == KILN_GGML_TYPE_F32 || id == KILN_GGML_TYPE_F16; }
 
+uint32_t sourceFormat(uint32_t source, bool norm) {
+  if (norm)
+    return source == KILN_GGML_TYPE_F16 ? KILN_GGML_TYPE_F16 : KILN_GGML_TYPE_F32;
+  const auto &formats = supportedFormats();
+  if (std::find(formats.begin(), formats.end(), source) != formats.end())
+    return source;
+  const size_t elems = kiln_ggml_block_elems(source);
+  if (elems == 0)
+    return KILN_GGML_TYPE_F32;
+  // bits per weight compared as block bytes * 8 / block elements, cross-multiplied
+  const uint64_t sourceBits = kiln_ggml_block_bytes(source) * 8;
+  for (auto it = formats.rbegin(); it != formats.rend(); ++it) // smallest first
+    if (uint64_t(kiln_ggml_block_bytes(*it)) * 8 * elems >
+        sourceBits * kiln_ggml_block_elems(*it))
+      return *it;
+  return KILN_GGML_TYPE_F32;
+}
+
 const std::vector<std::string> &tensorClasses() {
   static const std::vector<std::string> c = {"attn_q",   "attn_k", "attn_v",  "attn_output",
                                              "ffn_gate", "ffn_up", "ffn_down", "embedding",

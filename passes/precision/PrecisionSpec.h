@@ -24,6 +24,12 @@ std::string formatName(uint32_t id); // "q4_0"; "?" for an id outside the list
 const std::vector<uint32_t> &supportedFormats();
 // Formats a norm scale may take (the rms_norm kernel reads f32 or f16).
 bool normFormat(uint32_t id);
+// What `--precision source` stores a weight in whose source format (ggml id, as the
+// frontend read it) is `source`: that format when it is supported, else the smallest
+// supported format with more bits per weight (requantising into as many bits or fewer
+// compounds two roundings): q5_0/q5_1/q5_K/q6_K -> q8_0, q4_K/iq4_nl -> q4_1, iq4_xs ->
+// q4_0, q3_K/q2_K -> q3_0, bf16 -> f32. A norm scale (`norm`) keeps f16, else f32.
+uint32_t sourceFormat(uint32_t source, bool norm);
 
 // Tensor classes: attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down,
 // embedding, output, norms.

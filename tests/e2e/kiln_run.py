@@ -18,6 +18,13 @@ Cases:
   fusion         artifacts compiled with `--fusion all` and `--fusion none` print
                  exactly the text `kiln eval` prints; `kiln inspect` lists each fusion and
                  its count; a bad `--fusion` is refused with one line
+  ppl-kv-split   an int8 K / f16 V cache costs at most 0.3% PPL against an f32 cache on
+                 tinystories-dev.txt (--ctx 256), and `kiln inspect` reports each
+                 cache's bytes per token as the layout formula gives them
+  source-formats llama.cpp's Q4_0 and Q8_0 files compiled with no --weights keep their
+                 formats (`kiln inspect`: every tensor in the file's format is lossless, the
+                 Q4_0 file's f32 ffn_down stays f32), and the artifacts' PPL is llama.cpp's
+                 within 0.3%
 """
 import argparse
 import os
@@ -69,10 +76,71 @@ def check_docs_example():
              "copy the file into the doc's example block")
 
 
+def kv_bytes_per_token(inspect):
+    m = re.search(rb"^kv cache: \S+, ([0-9]+) bytes per token$", inspect, re.M)
+    if not m:
+        fail(f"kiln inspect prints no KV bytes per token:\n{inspect.decode()}")
+    return int(m.group(1))
+
+
+def ppl_kv_split(a, gguf, dev):
+    # stories260K: 5 layers, 4 KV heads of 8: f32 K and V 5*32*(4+4) = 1280 bytes a token;
+    # int8 K (+ a 4-byte scale per head) and f16 V 5*(32*(1+2)+4*4) = 560
+    results = {}
+    for kv, want_bytes in (("f32", 1280), ("k=int8,v=f16", 560)):
+        art = compile_model(a, gguf, "f32", 256, extra=["--kv", kv])
+        got_bytes = kv_bytes_per_token(run([a.kiln, "inspect", art]).stdout)
+        if got_bytes != want_bytes:
+            fail(f"--kv {kv}: kiln inspect says {got_bytes} bytes per token, the layout "
+                 f"{want_bytes}")
+        results[kv] = ppl_of(run([a.kiln_run, "ppl", art, dev, "--ctx", "256",
+                                  "--threads", "2"]))
+        print(f"--kv {kv}: PPL {results[kv]:.4f}, {got_bytes} KV bytes per token")
+    rel = results["k=int8,v=f16"] / results["f32"] - 1
+    print(f"split cache against f32: {rel * 100:+.4f}% (allowed +0.3%)")
+    if rel > 0.003:
+        fail("the int8 K / f16 V cache costs more than 0.3% PPL")
+
+
+# llama.cpp's PPLs of its own files (../shared/models/README.md; tests/e2e/stories260k.py)
+SOURCE_FILES = {"stories260K-Q4_0.gguf": ("q4_0", 7.1502), "stories260K-Q8_0.gguf": ("q8_0", 6.6315)}
+
+
+def source_formats(a, models, calib):
+    os.makedirs(a.work, exist_ok=True)
+    for name, (fmt, want) in SOURCE_FILES.items():
+        art = os.path.join(a.work, name.replace(".gguf", ".kiln"))
+        log = run([a.kiln, "compile", need(models, name), "--target", "host", "--ctx", "256",
+                   "-o", art]).stderr.decode()
+        if "weights source (" not in log:
+            fail(f"the compile log does not say the weights kept their source formats: {log!r}")
+        inspect = run([a.kiln, "inspect", art]).stdout.decode()
+        rows = re.findall(r"^  (\S+)\s+(\S+)\s+\[.*\](?:\s+\d+){5}\s+(.+)$", inspect, re.M)
+        tensors = [r for r in rows if not r[0].startswith("rope.")]
+        if len(tensors) < 40:
+            fail(f"{name}: kiln inspect lists {len(tensors)} tensors:\n{inspect}")
+        in_format = 0
+        for tensor, stored, source in tensors:
+            if source != "lossless":
+                fail(f"{name}: {tensor} is stored {stored}, '{source}', not as the file has it")
+            in_format += stored.split("_r")[0] == fmt
+        # stories260K-Q4_0: llama.cpp keeps the 172-wide ffn_down f32 and the output q8_0
+        print(f"{name}: all {len(tensors)} tensors lossless, {in_format} of them {fmt}")
+        if in_format < 30:
+            fail(f"{name}: only {in_format} tensors are {fmt}")
+        got = ppl_of(run([a.kiln_run, "ppl", art, calib, "--ctx", "256", "--threads", "2"]))
+        rel = abs(got - want) / want
+        print(f"{name}: artifact PPL {got:.4f}, llama.cpp {want:.4f}, {rel * 100:.4f}% apart "
+              f"(allowed 0.3%)")
+        if rel > 0.003:
+            fail("the artifact's PPL is more than 0.3% from llama.cpp's")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["generate-f32", "generate-kv-split", "generate-no-fuse",
-                                     "ppl-f32", "ppl-q8_0", "embed-example", "bench", "fusion"])
+                                     "ppl-f32", "ppl-q8_0", "embed-example", "bench", "fusion",
+                                     "ppl-kv-split", "source-formats"])
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--kiln-run", dest="kiln_run", required=True)
     ap.add_argument("--embed", required=True)
@@ -120,6 +188,10 @@ def main():
               f"relative difference {rel * 100:.4f}% (allowed {tol * 100:.1f}%)")
         if rel > tol:
             fail("perplexity outside tolerance")
+    elif a.case == "ppl-kv-split":
+        ppl_kv_split(a, gguf, need(models, "tinystories-dev.txt"))
+    elif a.case == "source-formats":
+        source_formats(a, models, need(models, "tinystories-calib.txt"))
     elif a.case == "embed-example":
         check_docs_example()
         art = compile_model(a, gguf, "f32")

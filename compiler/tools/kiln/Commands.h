@@ -32,7 +32,7 @@ struct SlimmingFlags {
 // Precision flags of compile, eval and ppl (docs/precision.md); --calib, --calib-ctx and
 // --calib-chunks are the slimming flags'.
 struct PrecisionFlags {
-  std::string precision;      // --precision uniform:FMT | rules:... | auto; "" = as stored
+  std::string precision;      // --precision source | uniform:FMT | rules:... | auto; "" = as stored
   std::string bpw;            // --bpw B (auto)
   std::string maxWeightBytes; // --max-weight-bytes N (auto)
 };
@@ -96,7 +96,7 @@ struct CompileOptions {
   std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
   std::string output;
   std::string target = "host";
-  std::string weights;          // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0 (uniform:); "" = f32
+  std::string weights;          // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0 (uniform:); "" = source
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)

@@ -131,8 +131,10 @@ int runCompile(const CompileOptions &opts) {
   if (!opts.weights.empty() && !opts.prec.precision.empty())
     return fail("give --weights or --precision, not both (--weights F is --precision uniform:F)");
   PrecisionFlags prec = opts.prec;
+  // Neither given: each weight as the file stores it where kiln can (a Q4_0 file compiles
+  // to q4_0, repacked losslessly), else requantised to more bits (PrecisionSpec.h).
   if (prec.precision.empty())
-    prec.precision = "uniform:" + (opts.weights.empty() ? std::string("f32") : opts.weights);
+    prec.precision = opts.weights.empty() ? std::string("source") : "uniform:" + opts.weights;
   // packed: the row groups the target's kernels read (16, or 32 for HVX's 128-byte vectors)
   const std::string layout =
       opts.layout != "packed" ? opts.layout : target->packRows == 32 ? "r32" : "r16";

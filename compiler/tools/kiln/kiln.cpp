@@ -53,8 +53,9 @@ void addSlimmingFlags(CLI::App *cmd, SlimmingFlags &f) {
 // so the search reports a bad one (negative, NaN) in one line of its own.
 void addPrecisionFlags(CLI::App *cmd, PrecisionFlags &f) {
   cmd->add_option("--precision", f.precision,
-                  "weight storage formats: uniform:FMT, rules:CLASS=FMT,... or auto "
-                  "(--calib, --bpw or --max-weight-bytes)");
+                  "weight storage formats: source (compile's default: as the model file "
+                  "stores them, or requantised to more bits), uniform:FMT, "
+                  "rules:CLASS=FMT,... or auto (--calib, --bpw or --max-weight-bytes)");
   cmd->add_option("--bpw", f.bpw, "auto's budget: average bits per weight as stored");
   cmd->add_option("--max-weight-bytes", f.maxWeightBytes, "auto's budget: total weight bytes");
 }
