@@ -103,11 +103,11 @@ namespace {
 std::string conversionOf(uint32_t src, uint32_t dst) {
   if (src == dst)
     return "lossless";
-  // f32 <-> f16 of a half value is exact too, but a float source may not be
+  // f16 and bf16 values are f32 values (the other way a float source may not fit)
+  const bool exact =
+      dst == KILN_GGML_TYPE_F32 && (src == KILN_GGML_TYPE_F16 || src == KILN_GGML_TYPE_BF16);
   const char *n = kiln_ggml_type_name(src);
-  return std::string(dst == KILN_GGML_TYPE_F32 && src == KILN_GGML_TYPE_F16 ? "converted"
-                                                                           : "requantised") +
-         " from " + (n ? n : "?");
+  return std::string(exact ? "converted" : "requantised") + " from " + (n ? n : "?");
 }
 
 } // namespace

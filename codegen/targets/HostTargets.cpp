@@ -6,6 +6,8 @@
 // Micro-kernel bitcode embedded at build time (generated, see codegen/cpu/CMakeLists.txt).
 extern "C" const unsigned char kiln_ukernels_x86_64_v3[];
 extern "C" const size_t kiln_ukernels_x86_64_v3_size;
+extern "C" const unsigned char kiln_ukernels_x86_64_v3_vnni[];
+extern "C" const size_t kiln_ukernels_x86_64_v3_vnni_size;
 extern "C" const unsigned char kiln_ukernels_x86_64_v4[];
 extern "C" const size_t kiln_ukernels_x86_64_v4_size;
 extern "C" const unsigned char kiln_ukernels_x86_64_v4_vnni[];
@@ -24,6 +26,11 @@ const std::vector<HostTarget> &targets() {
       {"x86-64-v3", "x86_64-unknown-linux-gnu", "x86-64-v3", "",
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2"},
        kiln_ukernels_x86_64_v3, kiln_ukernels_x86_64_v3_size},
+      // v3 + AVX-VNNI (Intel client cores from Alder Lake on, no AVX-512): 256-bit vpdpbusd
+      // for the repacked int8/int4 formats
+      {"x86-64-v3-vnni", "x86_64-unknown-linux-gnu", "x86-64-v3", "",
+       {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avxvnni"},
+       kiln_ukernels_x86_64_v3_vnni, kiln_ukernels_x86_64_v3_vnni_size},
       {"x86-64-v4", "x86_64-unknown-linux-gnu", "x86-64-v4", "",
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2", "avx512f", "avx512bw", "avx512dq",
         "avx512vl"},
@@ -65,7 +72,10 @@ const HostTarget *findHostTarget(const std::string &name, std::string &error) {
     }
     bool vnni = v4 && f.lookup("avx512vnni");
     bool amx = f.lookup("amx-tile") && f.lookup("amx-int8") && f.lookup("gfni");
-    wanted = vnni ? (amx ? "x86-64-v4-amx" : "x86-64-v4-vnni") : v4 ? "x86-64-v4" : "x86-64-v3";
+    wanted = vnni ? (amx ? "x86-64-v4-amx" : "x86-64-v4-vnni")
+             : v4 ? "x86-64-v4"
+             : f.lookup("avxvnni") ? "x86-64-v3-vnni"
+                                   : "x86-64-v3";
   }
   for (const HostTarget &t : targets())
     if (t.name == wanted)

@@ -329,49 +329,82 @@ bool cpuHas(const char *feature) {
   return kiln_platform_cpu_has(feature, &has) == KILN_STATUS_OK && has;
 }
 
+// Every logit of every prompt position, then 16 decode steps, of two targets' artifacts for
+// each packed format and f16: the same bits.
+void expectTargetsBitExact(const std::string &model, const char *baseTarget,
+                           const char *target) {
+  for (const char *weights : {"q4_0", "q4_1", "q8_0", "f16"}) {
+    SCOPED_TRACE(weights);
+    Compiled base, other;
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, base, "f32", true, "",
+                                           std::nullopt, baseTarget, true));
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, other, "f32", true, "",
+                                           std::nullopt, target, true));
+    std::string text;
+    for (int i = 0; i < 8; ++i)
+      text += "Once upon a time, there was a little girl who liked to play in the park. ";
+    std::vector<int32_t> prompt = base.ref.tokenizer->encode(text, true);
+    prompt.resize(std::min<size_t>(prompt.size(), 120));
+    ASSERT_EQ(prompt.size(), 120u);
+    kiln_error_t err{};
+    for (kiln_session_t *s : {base.session, other.session})
+      ASSERT_EQ(kiln_session_prefill(s, prompt.data(), prompt.size(), &err), KILN_STATUS_OK)
+          << err.message;
+    uint32_t rowsB = 0, rowsO = 0;
+    const float *a = kiln_session_batch_logits(base.session, &rowsB, nullptr);
+    const float *b = kiln_session_batch_logits(other.session, &rowsO, nullptr);
+    ASSERT_EQ(rowsB, 120u);
+    ASSERT_EQ(rowsO, 120u);
+    ASSERT_EQ(std::memcmp(a, b, size_t(120) * 512 * sizeof(float)), 0) << "prefill logits";
+    for (int step = 0; step < 16; ++step) {
+      a = kiln_session_logits(base.session);
+      b = kiln_session_logits(other.session);
+      ASSERT_EQ(std::memcmp(a, b, 512 * sizeof(float)), 0) << "decode step " << step;
+      const int32_t next = int32_t(std::max_element(a, a + 512) - a);
+      for (kiln_session_t *s : {base.session, other.session})
+        ASSERT_EQ(kiln_session_decode(s, next, &err), KILN_STATUS_OK) << err.message;
+    }
+  }
+}
+
 // The x86-64-v4-amx target's kernels give the same bits as x86-64-v4-vnni's: prefill of
 // the r16 formats as AMX tile multiplies (16 tokens a tile; 120 tokens also leave a
 // remainder for the VNNI tile) applies the block scales with the VNNI tile's float steps,
 // and f16 decode's 8-row tile (AMX targets) runs each row's chain of the row-by-row order
-// (the other targets with AVX-512). Every logit of every prompt position, then 16 decode
-// steps. Needs a CPU (and OS) with AMX.
+// (the other targets with AVX-512). Needs a CPU (and OS) with AMX.
 TEST(ArtifactVsReference, Stories260KAmxTargetBitExactWithVnni) {
   if (!cpuHas("avx512vnni") || !cpuHas("amx-tile") || !cpuHas("amx-int8") || !cpuHas("gfni"))
     GTEST_SKIP() << "this CPU or OS has no AMX (amx-tile, amx-int8) or no GFNI";
   std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
   KILN_REQUIRE_FILE(model);
-  for (const char *weights : {"q4_0", "q4_1", "q8_0", "f16"}) {
-    SCOPED_TRACE(weights);
-    Compiled vnni, amx;
-    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, vnni, "f32", true, "",
-                                           std::nullopt, "x86-64-v4-vnni", true));
-    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, weights, 256, 128, amx, "f32", true, "",
-                                           std::nullopt, "x86-64-v4-amx", true));
-    std::string text;
-    for (int i = 0; i < 8; ++i)
-      text += "Once upon a time, there was a little girl who liked to play in the park. ";
-    std::vector<int32_t> prompt = vnni.ref.tokenizer->encode(text, true);
-    prompt.resize(std::min<size_t>(prompt.size(), 120));
-    ASSERT_EQ(prompt.size(), 120u);
-    kiln_error_t err{};
-    for (kiln_session_t *s : {vnni.session, amx.session})
-      ASSERT_EQ(kiln_session_prefill(s, prompt.data(), prompt.size(), &err), KILN_STATUS_OK)
-          << err.message;
-    uint32_t rowsV = 0, rowsA = 0;
-    const float *a = kiln_session_batch_logits(vnni.session, &rowsV, nullptr);
-    const float *b = kiln_session_batch_logits(amx.session, &rowsA, nullptr);
-    ASSERT_EQ(rowsV, 120u);
-    ASSERT_EQ(rowsA, 120u);
-    ASSERT_EQ(std::memcmp(a, b, size_t(120) * 512 * sizeof(float)), 0) << "prefill logits";
-    for (int step = 0; step < 16; ++step) {
-      a = kiln_session_logits(vnni.session);
-      b = kiln_session_logits(amx.session);
-      ASSERT_EQ(std::memcmp(a, b, 512 * sizeof(float)), 0) << "decode step " << step;
-      const int32_t next = int32_t(std::max_element(a, a + 512) - a);
-      for (kiln_session_t *s : {vnni.session, amx.session})
-        ASSERT_EQ(kiln_session_decode(s, next, &err), KILN_STATUS_OK) << err.message;
-    }
+  expectTargetsBitExact(model, "x86-64-v4-vnni", "x86-64-v4-amx");
+}
+
+// The x86-64-v3-vnni target (AVX-VNNI's 256-bit vpdpbusd) gives the same bits as
+// x86-64-v3's (vpmaddubsw): both kernels' integer sums are exact and the float steps are
+// the same. Where the CPU has no AVX-VNNI, the runtime refuses the artifact, naming it.
+TEST(ArtifactVsReference, Stories260KAvxVnniTargetBitExactWithV3OrRefused) {
+  std::string model = kiln::test::modelsDir() + "/stories260K.gguf";
+  KILN_REQUIRE_FILE(model);
+  if (cpuHas("avxvnni")) {
+    expectTargetsBitExact(model, "x86-64-v3", "x86-64-v3-vnni");
+    return;
   }
+  kiln::tool::CompileOptions o;
+  o.model = model;
+  o.output = tempPath("x86-64-v3-vnni-refused.kiln");
+  o.weights = "q4_0";
+  o.ctx = 128;
+  o.target = "x86-64-v3-vnni";
+  ASSERT_EQ(kiln::tool::runCompile(o), 0);
+  kiln_artifact_t *artifact = nullptr;
+  kiln_error_t err{};
+  EXPECT_EQ(kiln_artifact_open(o.output.c_str(), nullptr, &artifact, &err),
+            KILN_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(err.message).find("'avxvnni', which this CPU lacks"), std::string::npos)
+      << err.message;
+  kiln_artifact_close(artifact);
+  std::filesystem::remove(o.output);
 }
 
 // Two artifacts loaded in one process each run their own code. The dynamic loader hands

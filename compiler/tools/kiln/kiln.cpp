@@ -160,7 +160,8 @@ int main(int argc, char **argv) {
                  "Hugging Face tokenizer.json (default: tokenizer.json beside the model)");
   compileCmd->add_option("-o,--output", cmp.output, "output file")->required();
   compileCmd->add_option("--target", cmp.target,
-                         "host, x86-64-v3, x86-64-v4, x86-64-v4-vnni, x86-64-v4-amx, or a chip engine: its "
+                         "host, x86-64-v3, x86-64-v3-vnni, x86-64-v4, x86-64-v4-vnni, "
+                         "x86-64-v4-amx, or a chip engine: its "
                          "aarch64 cores (snapdragon-8-gen-3:cpu) or its Hexagon DSP "
                          "(snapdragon-8-gen-3:hvx, linked statically with --emit=obj); kiln "
                          "targets lists them");
