@@ -219,8 +219,8 @@ std::string resolveFusion(mlir::ModuleOp module, const CompileOptions &opts) {
   if (opts.fusion != "auto")
     return opts.fusion;
   // Measured (tests/bench/README.md, docs/fusion.md): on the r16 kernels with weights
-  // streamed from DRAM (TinyLlama q4_0) the fused linears ran decode 1.04-1.37x and prefill
-  // 1.10-1.18x; on a model that sits in cache (stories260K q4_0: 0.84-0.92x prefill, 0.91-
+  // streamed from DRAM (TinyLlama q4_0) the fused linears ran decode 1.03-1.37x and prefill
+  // 1.00-1.18x (the smaller figures on the later, faster unfused kernels); on a model that sits in cache (stories260K q4_0: 0.84-0.92x prefill, 0.91-
   // 1.0x decode) and on fp32 weights (0.80-0.92x) they lost, so they stay off there.
   constexpr int64_t kStreamedWeights = int64_t(1) << 24; // elements: ~9 MB at int4
   bool packed = opts.layout == "r16" || opts.layout == "r32";
