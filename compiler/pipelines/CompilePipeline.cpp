@@ -166,17 +166,21 @@ bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
 namespace {
 
 // What kiln-assign-source-format will do, counted per weight (a tied table once): weights
-// kept in their source format, and those requantised because kiln does not store it.
+// kept in their source format, converted exactly (bf16 -> f32) and requantised. "Kept" is
+// the op's format: whether the stored bytes are the file's is the weight layout's
+// `conversion` per tensor (kiln inspect), which also sees derived weights.
 std::string sourceFormatEffects(mlir::ModuleOp module) {
-  std::map<std::string, bool> kept;
+  std::map<std::string, int> outcome; // 0 kept, 1 converted, 2 requantised
   for (const precision::WeightRead &r : precision::weightReads(module)) {
     const uint32_t f = precision::formatOf(r.op);
-    kept[r.weight] = precision::sourceFormat(f, r.kind == "rms_norm") == f;
+    const uint32_t to = precision::sourceFormat(f, r.kind == "rms_norm");
+    outcome[r.weight] = to == f ? 0 : f == uint32_t(StorageFormat::bf16) ? 1 : 2;
   }
-  size_t k = 0;
-  for (const auto &entry : kept)
-    k += entry.second;
-  return "kept=" + std::to_string(k) + ",requantised=" + std::to_string(kept.size() - k);
+  size_t n[3] = {0, 0, 0};
+  for (const auto &entry : outcome)
+    ++n[entry.second];
+  return "kept=" + std::to_string(n[0]) + ",converted=" + std::to_string(n[1]) +
+         ",requantised=" + std::to_string(n[2]);
 }
 
 } // namespace
@@ -219,9 +223,10 @@ std::string resolveFusion(mlir::ModuleOp module, const CompileOptions &opts) {
   if (opts.fusion != "auto")
     return opts.fusion;
   // Measured (tests/bench/README.md, docs/fusion.md): on the r16 kernels with weights
-  // streamed from DRAM (TinyLlama q4_0) the fused linears ran decode 1.03-1.37x and prefill
-  // 1.00-1.18x (the smaller figures on the later, faster unfused kernels); on a model that sits in cache (stories260K q4_0: 0.84-0.92x prefill, 0.91-
-  // 1.0x decode) and on fp32 weights (0.80-0.92x) they lost, so they stay off there.
+  // streamed from DRAM (TinyLlama q4_0) the fused linears ran decode 1.03x and prefill 1.00x
+  // (2026-12-05; 1.04-1.37x and 1.10-1.18x on the slower unfused kernels of 11-30); on a
+  // model that sits in cache (stories260K q4_0: 0.84-0.92x prefill, 0.91-1.0x decode) and
+  // on fp32 weights (0.80-0.92x) they lost, so they stay off there.
   constexpr int64_t kStreamedWeights = int64_t(1) << 24; // elements: ~9 MB at int4
   bool packed = opts.layout == "r16" || opts.layout == "r32";
   int64_t elements = 0;

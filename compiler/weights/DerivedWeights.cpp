@@ -3,7 +3,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <cstring>
 #include <set>
+
+#include "kiln/quant.h"
 
 using namespace mlir;
 
@@ -23,26 +26,65 @@ namespace {
 bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
                     WeightStore &store, int depth, std::string &error);
 
-// fp32 data of weight `source` (materialised first when it is itself derived).
-bool loadSource(const std::string &name, const std::string &source, DictionaryAttr all,
-                WeightStore &store, int depth, std::vector<float> &data, std::string &error) {
+// Weight `source` in the store, materialised first when it is itself derived.
+const WeightView *findSource(const std::string &name, const std::string &source,
+                             DictionaryAttr all, WeightStore &store, int depth,
+                             std::string &error) {
   if (auto inner = all.getAs<DictionaryAttr>(source)) {
     if (depth > 16) {
       error = "derived weight '" + name + "' has a recipe cycle";
-      return false;
+      return nullptr;
     }
     if (!materializeOne(source, inner, all, store, depth + 1, error))
-      return false;
+      return nullptr;
   }
-  if (!store.find(source)) {
+  const WeightView *v = store.find(source);
+  if (!v)
     error = "derived weight '" + name + "': source '" + source + "' does not exist";
-    return false;
-  }
-  return store.dequantize(source, data, error);
+  return v;
+}
+
+// fp32 data of weight `source` (materialised first when it is itself derived).
+bool loadSource(const std::string &name, const std::string &source, DictionaryAttr all,
+                WeightStore &store, int depth, std::vector<float> &data, std::string &error) {
+  return findSource(name, source, all, store, depth, error) &&
+         store.dequantize(source, data, error);
+}
+
+// Bytes of one row of `v` in its stored format; 0 when the tensor is not whole rows of a
+// format the runtime knows (a 1-D tensor included).
+uint64_t rowBytesOf(const WeightView &v) {
+  uint64_t bytes = 0;
+  if (v.dims.size() != 2 ||
+      kiln_ggml_row_bytes(v.format, v.rowLength(), &bytes) != KILN_STATUS_OK ||
+      bytes * v.numRows() != v.nbytes)
+    return 0;
+  return bytes;
+}
+
+// Row-wise recipes over sources of one stored format copy whole rows, which hold whole
+// blocks: a fused or pruned projection of a Q4_0 file keeps those q4_0 blocks and is
+// repacked losslessly, where its fp32 values requantised would get other scales. `rows`
+// lists (source, row) in output order. False, with nothing added, when the sources'
+// formats or row sizes differ.
+bool copyRows(const std::string &name, const std::vector<const WeightView *> &sources,
+              const std::vector<std::pair<size_t, uint64_t>> &rows, WeightStore &store) {
+  const uint64_t rowBytes = rowBytesOf(*sources[0]);
+  for (const WeightView *v : sources)
+    if (rowBytes == 0 || v->format != sources[0]->format || rowBytesOf(*v) != rowBytes)
+      return false;
+  std::vector<uint8_t> bytes(rows.size() * rowBytes);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(bytes.data() + i * rowBytes,
+                sources[rows[i].first]->data + rows[i].second * rowBytes, rowBytes);
+  store.addOwned(name, sources[0]->format, {sources[0]->rowLength(), uint64_t(rows.size())},
+                 std::move(bytes));
+  return true;
 }
 
 // concat_rows: the sources' rows one after another (all of one row length).
 // interleave_rows: two sources of one shape, row 2j from the first, 2j+1 from the second.
+// In the sources' format when they share one (copyRows), else fp32.
 bool materializeMulti(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
                       WeightStore &store, int depth, std::string &error) {
   const bool interleave = recipe.getAs<StringAttr>("op").getValue() == "interleave_rows";
@@ -52,36 +94,46 @@ bool materializeMulti(const std::string &name, DictionaryAttr recipe, Dictionary
             (interleave ? "two 'sources'" : "a non-empty array of 'sources'");
     return false;
   }
-  std::vector<std::vector<float>> parts;
-  uint64_t cols = 0;
+  std::vector<std::string> names;
+  std::vector<const WeightView *> views;
   for (Attribute a : sources) {
     auto s = dyn_cast<StringAttr>(a);
     if (!s) {
       error = "derived weight '" + name + "': 'sources' must be strings";
       return false;
     }
-    parts.emplace_back();
-    if (!loadSource(name, s.str(), all, store, depth, parts.back(), error))
+    const WeightView *v = findSource(name, s.str(), all, store, depth, error);
+    if (!v)
       return false;
-    const uint64_t c = store.find(s.str())->rowLength();
-    if (cols && (c != cols || (interleave && parts.back().size() != parts[0].size()))) {
+    if (!views.empty() && (v->rowLength() != views[0]->rowLength() ||
+                           (interleave && v->numRows() != views[0]->numRows()))) {
       error = "derived weight '" + name + "': source '" + s.str() + "' does not match the "
               "shape of the first source";
       return false;
     }
-    cols = c;
+    names.push_back(s.str());
+    views.push_back(v);
   }
+  std::vector<std::pair<size_t, uint64_t>> rows;
+  if (interleave)
+    for (uint64_t r = 0; r < views[0]->numRows(); ++r)
+      rows.insert(rows.end(), {{0, r}, {1, r}});
+  else
+    for (size_t i = 0; i < views.size(); ++i)
+      for (uint64_t r = 0; r < views[i]->numRows(); ++r)
+        rows.push_back({i, r});
+  if (copyRows(name, views, rows, store))
+    return true;
+  const uint64_t cols = views[0]->rowLength();
+  std::vector<std::vector<float>> parts(names.size());
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!store.dequantize(names[i], parts[i], error))
+      return false;
   std::vector<float> out;
-  if (interleave) {
-    for (uint64_t r = 0; r < parts[0].size() / cols; ++r)
-      for (const auto &p : parts)
-        out.insert(out.end(), p.begin() + r * cols, p.begin() + (r + 1) * cols);
-  } else {
-    for (const auto &p : parts)
-      out.insert(out.end(), p.begin(), p.end());
-  }
-  const uint64_t rows = out.size() / cols;
-  store.addOwnedF32(name, {cols, rows}, std::move(out));
+  out.reserve(rows.size() * cols);
+  for (const auto &[i, r] : rows)
+    out.insert(out.end(), parts[i].begin() + r * cols, parts[i].begin() + (r + 1) * cols);
+  store.addOwnedF32(name, {cols, uint64_t(rows.size())}, std::move(out));
   return true;
 }
 
@@ -111,26 +163,24 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
     return false;
   }
   // A source that is itself derived is materialised first (recipes chain).
-  if (auto inner = all.getAs<DictionaryAttr>(source.getValue())) {
-    if (depth > 16) {
-      error = "derived weight '" + name + "' has a recipe cycle";
-      return false;
-    }
-    if (!materializeOne(source.str(), inner, all, store, depth + 1, error))
-      return false;
-  }
-  const WeightView *src = store.find(source.str());
-  if (!src) {
-    error = "derived weight '" + name + "': source '" + source.str() + "' does not exist";
-    return false;
-  }
-  std::vector<float> data;
-  if (!store.dequantize(source.str(), data, error))
+  const WeightView *src = findSource(name, source.str(), all, store, depth, error);
+  if (!src)
     return false;
   const uint64_t cols = src->rowLength(), rows = src->numRows();
   std::vector<int64_t> idx;
   if (auto indices = recipe.getAs<DenseI64ArrayAttr>("indices"))
     idx.assign(indices.asArrayRef().begin(), indices.asArrayRef().end());
+  if (op.getValue() == "select_rows" && src->dims.size() == 2) { // whole rows: as stored
+    std::vector<std::pair<size_t, uint64_t>> picked;
+    for (int64_t r : idx)
+      if (r >= 0 && uint64_t(r) < rows)
+        picked.push_back({0, uint64_t(r)});
+    if (picked.size() == idx.size() && copyRows(name, {src}, picked, store))
+      return true;
+  }
+  std::vector<float> data;
+  if (!store.dequantize(source.str(), data, error))
+    return false;
   auto outOfRange = [&](uint64_t limit) {
     for (int64_t i : idx)
       if (i < 0 || uint64_t(i) >= limit) {

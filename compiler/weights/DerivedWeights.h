@@ -13,9 +13,11 @@
 //   {op = "values", values = array<f32: 0.1, -0.2>}   (inline 1-D [n] data, no source:
 //                                                      compensation biases)
 // Recipes may name other derived weights as their source. materializeDerivedWeights turns
-// the recipes into fp32 tensors owned by the store, so the executor and the code
-// generator see derived weights exactly like stored ones, and the IR stays the single
-// record of what was done.
+// the recipes into tensors owned by the store, so the executor and the code generator see
+// derived weights exactly like stored ones, and the IR stays the single record of what was
+// done. Row-wise recipes (select_rows, concat_rows, interleave_rows) over sources of one
+// format keep that format, rows copied as stored (a Q4_0 file's blocks stay its blocks);
+// the others give fp32.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H
 #define KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H
@@ -34,7 +36,7 @@ constexpr const char *kDerivedWeightsAttr = "kiln.derived_weights";
 void addDerivedWeight(mlir::ModuleOp module, const std::string &name,
                       mlir::DictionaryAttr recipe);
 
-// Materialises every recipe of the module into `store` (fp32, owned). One-line error
+// Materialises every recipe of the module into `store` (owned). One-line error
 // naming the weight on failure (unknown source or op, index out of range).
 bool materializeDerivedWeights(mlir::ModuleOp module, WeightStore &store, std::string &error);
 

@@ -19,8 +19,9 @@ namespace {
 struct AssignSourceFormat : public impl::KilnAssignSourceFormatBase<AssignSourceFormat> {
   using KilnAssignSourceFormatBase::KilnAssignSourceFormatBase;
 
-  // The ops still carry the formats the frontend read (models/llama/LlamaBuilder), so
-  // every op of a tied weight maps the same source format to the same result.
+  // The matrix ops still carry the formats the frontend read (models/llama/LlamaBuilder;
+  // it reads norm scales as f32), so every op of a tied weight maps the same source format
+  // to the same result.
   void runOnOperation() override {
     for (const precision::WeightRead &r : precision::weightReads(getOperation()))
       precision::setFormat(r.op, precision::sourceFormat(precision::formatOf(r.op),

@@ -25,10 +25,10 @@ def KilnAssignSourceFormat : Pass<"kiln-assign-source-format", "mlir::ModuleOp">
     For every op that reads a weight (embed, linear, logits, rms_norm), keeps the format
     the frontend read from the model file when the code generators store it (f32, f16,
     q8_0, q4_0, q4_1, q3_0): a llama.cpp Q4_0 file stays q4_0 and is repacked losslessly.
-    Any other format becomes the smallest supported one with more bits per weight
-    (precision::sourceFormat: q6_K -> q8_0, q4_K -> q4_1, bf16 -> f32, ...); norm scales
-    keep f16, else f32. Must run before any other precision pass. `kiln compile`'s
-    default (`--precision source`).
+    Any other format becomes the smallest supported one with more bits per weight, so
+    the second rounding is the finer one (precision::sourceFormat: q6_K -> q8_0, q4_K ->
+    q4_1, bf16 -> f32, ...); norm scales keep f16, else f32. Must run before any other
+    precision pass. `kiln compile`'s default (`--precision source`).
   }];
 }
 

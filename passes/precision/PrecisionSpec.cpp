@@ -59,16 +59,22 @@ uint32_t sourceFormat(uint32_t source, bool norm) {
   const auto &formats = supportedFormats();
   if (std::find(formats.begin(), formats.end(), source) != formats.end())
     return source;
-  const size_t elems = kiln_ggml_block_elems(source);
-  if (elems == 0)
+  // bytes per element as fractions bytes / elems, compared cross-multiplied
+  struct Rate {
+    uint64_t bytes, elems;
+    bool operator<(const Rate &o) const { return bytes * o.elems < o.bytes * elems; }
+  };
+  auto rate = [](uint32_t f) {
+    return Rate{kiln_ggml_block_bytes(f), kiln_ggml_block_elems(f)};
+  };
+  const Rate src = rate(source);
+  if (src.elems == 0)
     return KILN_GGML_TYPE_F32;
-  // bits per weight compared as block bytes * 8 / block elements, cross-multiplied
-  const uint64_t sourceBits = kiln_ggml_block_bytes(source) * 8;
-  for (auto it = formats.rbegin(); it != formats.rend(); ++it) // smallest first
-    if (uint64_t(kiln_ggml_block_bytes(*it)) * 8 * elems >
-        sourceBits * kiln_ggml_block_elems(*it))
-      return *it;
-  return KILN_GGML_TYPE_F32;
+  uint32_t best = KILN_GGML_TYPE_F32;
+  for (uint32_t f : formats)
+    if (src < rate(f) && rate(f) < rate(best))
+      best = f;
+  return best;
 }
 
 const std::vector<std::string> &tensorClasses() {

@@ -26,9 +26,11 @@ const std::vector<uint32_t> &supportedFormats();
 bool normFormat(uint32_t id);
 // What `--precision source` stores a weight in whose source format (ggml id, as the
 // frontend read it) is `source`: that format when it is supported, else the smallest
-// supported format with more bits per weight (requantising into as many bits or fewer
-// compounds two roundings): q5_0/q5_1/q5_K/q6_K -> q8_0, q4_K/iq4_nl -> q4_1, iq4_xs ->
-// q4_0, q3_K/q2_K -> q3_0, bf16 -> f32. A norm scale (`norm`) keeps f16, else f32.
+// supported format with more bits per weight (the second rounding then has a finer grid
+// than the first and adds little; into as many bits or fewer it would add about as much
+// error again): q5_0/q5_1/q5_K/q6_K -> q8_0, q4_K/iq4_nl -> q4_1, iq4_xs -> q4_0,
+// q3_K/q2_K -> q3_0, bf16 -> f32 (exact). A norm scale (`norm`) keeps f16, else f32 (the
+// llama frontend reads every norm scale as f32, which an f16 one converts to exactly).
 uint32_t sourceFormat(uint32_t source, bool norm);
 
 // Tensor classes: attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down,

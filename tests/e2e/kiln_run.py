@@ -22,9 +22,10 @@ Cases:
                  tinystories-dev.txt (--ctx 256), and `kiln inspect` reports each
                  cache's bytes per token as the layout formula gives them
   source-formats llama.cpp's Q4_0 and Q8_0 files compiled with no --weights keep their
-                 formats (`kiln inspect`: every tensor in the file's format is lossless, the
-                 Q4_0 file's f32 ffn_down stays f32), and the artifacts' PPL is llama.cpp's
-                 within 0.3%
+                 formats (`kiln inspect`: every tensor lossless, the Q4_0 file's f32
+                 ffn_down stays f32), also the Q4_0 file with --fusion all (q/k/v and
+                 gate/up stacked from the file's blocks), and each artifact's PPL is
+                 llama.cpp's within 0.3%
 """
 import argparse
 import os
@@ -48,7 +49,9 @@ def run(cmd):
 
 def compile_model(a, gguf, weights, ctx=None, fusion=None, extra=()):
     os.makedirs(a.work, exist_ok=True)
-    out = os.path.join(a.work, f"stories260K-{weights}-{ctx or 'default'}-{fusion or 'rope'}.kiln")
+    tag = re.sub(r"[^A-Za-z0-9_.]+", "_", "-".join(extra))
+    out = os.path.join(a.work, f"stories260K-{weights}-{ctx or 'default'}-{fusion or 'rope'}"
+                               f"{'-' + tag if tag else ''}.kiln")
     cmd = [a.kiln, "compile", gguf, "--target", "host", "--weights", weights, "-o", out]
     if ctx:
         cmd += ["--ctx", str(ctx)]
@@ -103,21 +106,26 @@ def ppl_kv_split(a, gguf, dev):
 
 
 # llama.cpp's PPLs of its own files (../shared/models/README.md; tests/e2e/stories260k.py)
-SOURCE_FILES = {"stories260K-Q4_0.gguf": ("q4_0", 7.1502), "stories260K-Q8_0.gguf": ("q8_0", 6.6315)}
+SOURCE_FILES = [("stories260K-Q4_0.gguf", "q4_0", 7.1502, []),
+                ("stories260K-Q8_0.gguf", "q8_0", 6.6315, []),
+                ("stories260K-Q4_0.gguf", "q4_0", 7.1502, ["--fusion", "all"])]
 
 
 def source_formats(a, models, calib):
     os.makedirs(a.work, exist_ok=True)
-    for name, (fmt, want) in SOURCE_FILES.items():
-        art = os.path.join(a.work, name.replace(".gguf", ".kiln"))
+    for name, fmt, want, extra in SOURCE_FILES:
+        art = os.path.join(a.work, name.replace(".gguf", "-".join([""] + extra) + ".kiln"))
         log = run([a.kiln, "compile", need(models, name), "--target", "host", "--ctx", "256",
-                   "-o", art]).stderr.decode()
+                   "-o", art] + extra).stderr.decode()
         if "weights source (" not in log:
             fail(f"the compile log does not say the weights kept their source formats: {log!r}")
         inspect = run([a.kiln, "inspect", art]).stdout.decode()
         rows = re.findall(r"^  (\S+)\s+(\S+)\s+\[.*\](?:\s+\d+){5}\s+(.+)$", inspect, re.M)
         tensors = [r for r in rows if not r[0].startswith("rope.")]
-        if len(tensors) < 40:
+        stacked = [r for r in tensors if r[0].startswith(("fused_rows(", "interleaved_rows("))]
+        if extra and not stacked:
+            fail(f"{name} {extra}: no stacked q/k/v or gate/up tensor in:\n{inspect}")
+        if len(tensors) < (25 if extra else 40):
             fail(f"{name}: kiln inspect lists {len(tensors)} tensors:\n{inspect}")
         in_format = 0
         for tensor, stored, source in tensors:
@@ -125,8 +133,9 @@ def source_formats(a, models, calib):
                 fail(f"{name}: {tensor} is stored {stored}, '{source}', not as the file has it")
             in_format += stored.split("_r")[0] == fmt
         # stories260K-Q4_0: llama.cpp keeps the 172-wide ffn_down f32 and the output q8_0
-        print(f"{name}: all {len(tensors)} tensors lossless, {in_format} of them {fmt}")
-        if in_format < 30:
+        print(f"{name} {' '.join(extra)}: all {len(tensors)} tensors lossless, {in_format} of "
+              f"them {fmt}")
+        if in_format < (15 if extra else 30):
             fail(f"{name}: only {in_format} tensors are {fmt}")
         got = ppl_of(run([a.kiln_run, "ppl", art, calib, "--ctx", "256", "--threads", "2"]))
         rel = abs(got - want) / want

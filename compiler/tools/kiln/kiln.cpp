@@ -166,7 +166,8 @@ int main(int argc, char **argv) {
                          "(snapdragon-8-gen-3:hvx, linked statically with --emit=obj); kiln "
                          "targets lists them");
   compileCmd->add_option("--weights", cmp.weights,
-                         "one weight storage format (--precision uniform:FMT)")
+                         "one weight storage format (--precision uniform:FMT); without "
+                         "it or --precision, each weight's source format (--precision source)")
       ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1", "q3_0"}));
   compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
       ->check(CLI::IsMember({"kiln", "lowered", "llvm", "obj", "artifact"}));
