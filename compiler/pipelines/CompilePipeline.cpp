@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <utility>
 
 #include "mlir/IR/Diagnostics.h"
@@ -14,8 +13,6 @@
 #include "passes/fusion/LinearFusionPasses.h"
 #include "passes/layout/Passes.h"
 #include "passes/precision/Passes.h"
-#include "passes/precision/PrecisionSpec.h"
-#include "passes/precision/WeightReads.h"
 #include "passes/slimming/Passes.h"
 #include "passes/slimming/SlimmingUtils.h"
 
@@ -163,33 +160,10 @@ bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
   return true;
 }
 
-namespace {
-
-// What kiln-assign-source-format will do, counted per weight (a tied table once): weights
-// kept in their source format, converted exactly (bf16 -> f32) and requantised. "Kept" is
-// the op's format: whether the stored bytes are the file's is the weight layout's
-// `conversion` per tensor (kiln inspect), which also sees derived weights.
-std::string sourceFormatEffects(mlir::ModuleOp module) {
-  std::map<std::string, int> outcome; // 0 kept, 1 converted, 2 requantised
-  for (const precision::WeightRead &r : precision::weightReads(module)) {
-    const uint32_t f = precision::formatOf(r.op);
-    const uint32_t to = precision::sourceFormat(f, r.kind == "rms_norm");
-    outcome[r.weight] = to == f ? 0 : f == uint32_t(StorageFormat::bf16) ? 1 : 2;
-  }
-  size_t n[3] = {0, 0, 0};
-  for (const auto &entry : outcome)
-    ++n[entry.second];
-  return "kept=" + std::to_string(n[0]) + ",converted=" + std::to_string(n[1]) +
-         ",requantised=" + std::to_string(n[2]);
-}
-
-} // namespace
-
 bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
                         std::vector<AppliedPass> &applied, std::string &error) {
   mlir::PassManager pm(module.getContext());
   const bool source = opts.precisionRules.empty() && opts.weightFormat == "source";
-  const std::string sourceEffects = source ? sourceFormatEffects(module) : "";
   if (source) {
     pm.addPass(createKilnAssignSourceFormat());
   } else if (opts.precisionRules.empty()) {
@@ -209,7 +183,8 @@ bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
   if (!run(pm, module, opts.quiet, error))
     return false;
   if (source)
-    applied.push_back({"kiln-assign-source-format", "", sourceEffects});
+    applied.push_back({"kiln-assign-source-format", "",
+                       slimming::passEffects(module, "kiln-assign-source-format")});
   else if (opts.precisionRules.empty())
     applied.push_back({"kiln-assign-uniform-format", "format=" + opts.weightFormat, ""});
   else

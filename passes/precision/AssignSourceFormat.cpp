@@ -1,8 +1,12 @@
 //===- AssignSourceFormat.cpp - keep each weight's source format ----------===//
 #include "passes/precision/Passes.h"
 
+#include <map>
+
+#include "dialects/kiln/IR/KilnOps.h"
 #include "passes/precision/PrecisionSpec.h"
 #include "passes/precision/WeightReads.h"
+#include "passes/slimming/SlimmingUtils.h"
 
 #define DEBUG_TYPE "kiln-assign-source-format"
 
@@ -21,11 +25,24 @@ struct AssignSourceFormat : public impl::KilnAssignSourceFormatBase<AssignSource
 
   // The matrix ops still carry the formats the frontend read (models/llama/LlamaBuilder;
   // it reads norm scales as f32), so every op of a tied weight maps the same source format
-  // to the same result.
+  // to the same result. Effects, per weight (a tied table once): kept in the op's format
+  // (whether the stored bytes are the file's is the weight layout's `conversion`, which
+  // also sees derived weights), converted exactly (bf16 -> f32) or requantised.
   void runOnOperation() override {
-    for (const precision::WeightRead &r : precision::weightReads(getOperation()))
-      precision::setFormat(r.op, precision::sourceFormat(precision::formatOf(r.op),
-                                                         r.kind == "rms_norm"));
+    std::map<std::string, int> outcome; // 0 kept, 1 converted, 2 requantised
+    for (const precision::WeightRead &r : precision::weightReads(getOperation())) {
+      const uint32_t from = precision::formatOf(r.op);
+      const uint32_t to = precision::sourceFormat(from, r.kind == "rms_norm");
+      outcome[r.weight] = to == from ? 0 : from == uint32_t(StorageFormat::bf16) ? 1 : 2;
+      precision::setFormat(r.op, to);
+    }
+    size_t n[3] = {0, 0, 0};
+    for (const auto &entry : outcome)
+      ++n[entry.second];
+    slimming::recordPassEffects(getOperation(), "kiln-assign-source-format",
+                                "kept=" + std::to_string(n[0]) + ",converted=" +
+                                    std::to_string(n[1]) + ",requantised=" +
+                                    std::to_string(n[2]));
   }
 };
 
