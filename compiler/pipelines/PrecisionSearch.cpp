@@ -287,6 +287,8 @@ bool resolveAuto(ModuleOp module, const WeightStore &store, const PrecisionReque
   log("precision auto: " + std::to_string(bytes) + " weight bytes (" + bpwText +
       " bits per weight; " + mix + "), predicted KLD " + num(predicted, "%.6f") +
       ", measured KLD " + num(measured, "%.6f") + ", " + num(seconds, "%.1f") + " s");
+  log("precision auto: the map, to replay without a search: --precision map:" +
+      precision::printMap(map));
   records.push_back(
       {"precision-auto",
        "calib=" + req.calib->name + ",ctx=" + std::to_string(req.calib->ctx) +
@@ -331,6 +333,22 @@ bool resolvePrecision(ModuleOp module, const WeightStore &store, const Precision
     out.precisionRules = spec.substr(6);
     return true;
   }
+  if (spec.rfind("map:", 0) == 0) {
+    // An explicit map, e.g. auto's printed one replayed without a search; weights it does
+    // not name stay f32. Names no op reads fail in kiln-apply-precision-map.
+    std::map<std::string, uint32_t> map;
+    if (!precision::parseMap(spec.substr(4), map, error)) {
+      error = "--precision: " + error;
+      return false;
+    }
+    if (map.empty()) {
+      error = "--precision map: names no weight (expected map:WEIGHT=FMT,...)";
+      return false;
+    }
+    out.weightFormat = "f32";
+    out.precisionMap = precision::printMap(map);
+    return true;
+  }
   if (spec == "source") {
     out.weightFormat = "source";
     return true;
@@ -338,7 +356,7 @@ bool resolvePrecision(ModuleOp module, const WeightStore &store, const Precision
   if (spec == "auto")
     return resolveAuto(module, store, req, out, records, error);
   error = "unknown --precision '" + spec +
-          "' (expected source, uniform:FMT, rules:CLASS=FMT,... or auto)";
+          "' (expected source, uniform:FMT, rules:CLASS=FMT,..., map:WEIGHT=FMT,... or auto)";
   return false;
 }
 

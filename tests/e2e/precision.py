@@ -18,8 +18,8 @@ Cases:
   auto-bpw45  --precision auto --bpw 4.5 (below what q4_0 alone can store for stories260K,
               4.626 bpw): the search uses q3_0, the artifact's weights fit the budget, and
               the artifact's dev PPL (kiln-run, --layout none: fp32 activations) equals
-              the reference's (kiln ppl) on 24 chunks: the reference reads q3_0 exactly as
-              the artifact stores it
+              the reference's (kiln ppl --precision map:, the artifact's map replayed) on 24
+              chunks: the reference reads q3_0 exactly as the artifact stores it
 """
 import argparse
 import os
@@ -106,9 +106,15 @@ def auto_bpw45(a, f32, calib, dev, art):
         fail("the stored weights exceed the recorded size or the budget")
     if not re.search(r"^  blk\.\S+\s+q3_0\s", inspect, re.M):
         fail("no q3_0 tensor in the artifact: 4.5 bpw cannot be met without it")
+    # The reference replays the artifact's own map (no second search).
+    m = re.search(r"^  kiln-apply-precision-map \[map=(\S+)\]", inspect, re.M)
+    if not m:
+        fail("no kiln-apply-precision-map record")
+    if f"--precision map:{m.group(1)}\n" not in log:
+        fail("the compile log does not print the map it applied")
     common = [dev, "--ctx", "256", "--chunks", "24"]
     art_out, _ = run([a.kiln_run, "ppl", art] + common)
-    ref_out, _ = run([a.kiln, "ppl", f32] + common + flags)
+    ref_out, _ = run([a.kiln, "ppl", f32] + common + ["--precision", "map:" + m.group(1)])
     print(f"dev PPL (24 chunks): artifact {ppl_of(art_out)}, reference {ppl_of(ref_out)}")
     if ppl_of(art_out) != ppl_of(ref_out):
         fail("the artifact's PPL differs from the reference's")
