@@ -173,7 +173,10 @@ bool parseMap(const std::string &text, std::map<std::string, uint32_t> &out,
               item.substr(0, eq) + "' (expected " + kFormatList + ")";
       return false;
     }
-    out[item.substr(0, eq)] = id;
+    if (!out.emplace(item.substr(0, eq), id).second) {
+      error = "weight '" + item.substr(0, eq) + "' is named twice in the precision map";
+      return false;
+    }
   }
   return true;
 }

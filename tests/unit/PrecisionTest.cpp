@@ -156,6 +156,10 @@ TEST(PrecisionSpec, RulesAndClasses) {
   std::map<std::string, uint32_t> m;
   ASSERT_TRUE(p::parseMap("a.weight=int8,b=f16", m, error)) << error;
   EXPECT_EQ(p::printMap(m), "a.weight=q8_0,b=f16");
+  EXPECT_FALSE(p::parseMap("a=q4_0,a=q8_0", m, error));
+  EXPECT_EQ(error, "weight 'a' is named twice in the precision map");
+  EXPECT_FALSE(p::parseMap("a=q4_0,=f16", m, error));
+  EXPECT_FALSE(p::parseMap("a=q5_1", m, error));
 }
 
 // The budget's byte count is what the weight layout stores, in every layout kiln compile
