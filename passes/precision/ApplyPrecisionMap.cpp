@@ -29,8 +29,9 @@ struct ApplyPrecisionMap : public impl::KilnApplyPrecisionMapBase<ApplyPrecision
       getOperation().emitError() << "kiln-apply-precision-map: " << error;
       return signalPassFailure();
     }
-    std::set<std::string> used;
+    std::set<std::string> used, read;
     for (const precision::WeightRead &r : precision::weightReads(getOperation())) {
+      read.insert(r.weight);
       auto it = formats.find(r.weight);
       if (it == formats.end())
         continue;
@@ -44,8 +45,13 @@ struct ApplyPrecisionMap : public impl::KilnApplyPrecisionMapBase<ApplyPrecision
     }
     for (const auto &entry : formats)
       if (!used.count(entry.first)) {
+        // A slimmed weight is read under a derived name (blk.0.attn_q.weight.pruned).
+        auto near = read.lower_bound(entry.first + ".");
+        std::string hint;
+        if (near != read.end() && near->rfind(entry.first + ".", 0) == 0)
+          hint = " (it is read as '" + *near + "')";
         getOperation().emitError() << "kiln-apply-precision-map: no op reads weight '"
-                                   << entry.first << "'";
+                                   << entry.first << "'" << hint;
         return signalPassFailure();
       }
   }
