@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "dialects/kiln/IR/KilnOps.h"
+#include "kiln/quant.h"
 #include "passes/precision/PrecisionSpec.h"
 #include "passes/precision/WeightReads.h"
 #include "passes/slimming/SlimmingUtils.h"
@@ -29,20 +29,23 @@ struct AssignSourceFormat : public impl::KilnAssignSourceFormatBase<AssignSource
   // (whether the stored bytes are the file's is the weight layout's `conversion`, which
   // also sees derived weights), converted exactly (bf16 -> f32) or requantised.
   void runOnOperation() override {
-    std::map<std::string, int> outcome; // 0 kept, 1 converted, 2 requantised
+    enum Outcome { kKept, kConverted, kRequantised };
+    std::map<std::string, Outcome> outcome;
     for (const precision::WeightRead &r : precision::weightReads(getOperation())) {
       const uint32_t from = precision::formatOf(r.op);
       const uint32_t to = precision::sourceFormat(from, r.kind == "rms_norm");
-      outcome[r.weight] = to == from ? 0 : from == uint32_t(StorageFormat::bf16) ? 1 : 2;
+      outcome[r.weight] = to == from                     ? kKept
+                          : from == KILN_GGML_TYPE_BF16 ? kConverted
+                                                        : kRequantised;
       precision::setFormat(r.op, to);
     }
     size_t n[3] = {0, 0, 0};
     for (const auto &entry : outcome)
       ++n[entry.second];
     slimming::recordPassEffects(getOperation(), "kiln-assign-source-format",
-                                "kept=" + std::to_string(n[0]) + ",converted=" +
-                                    std::to_string(n[1]) + ",requantised=" +
-                                    std::to_string(n[2]));
+                                "kept=" + std::to_string(n[kKept]) + ",converted=" +
+                                    std::to_string(n[kConverted]) + ",requantised=" +
+                                    std::to_string(n[kRequantised]));
   }
 };
 

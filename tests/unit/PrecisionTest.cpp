@@ -159,7 +159,9 @@ TEST(PrecisionSpec, RulesAndClasses) {
   EXPECT_FALSE(p::parseMap("a=q4_0,a=q8_0", m, error));
   EXPECT_EQ(error, "weight 'a' is named twice in the precision map");
   EXPECT_FALSE(p::parseMap("a=q4_0,=f16", m, error));
+  EXPECT_EQ(error, "precision map entry '=f16' is not weight=format");
   EXPECT_FALSE(p::parseMap("a=q5_1", m, error));
+  EXPECT_EQ(error.rfind("unknown format 'q5_1' for weight 'a'", 0), 0u) << error;
 }
 
 // The budget's byte count is what the weight layout stores, in every layout kiln compile
