@@ -25,15 +25,38 @@ do not depend on a noisy machine.
 
 Per call = (count with 3 calls - count with 1) / 2; per token = (count generating 12 -
 count generating 4) / 8: setup, loading and the prompt cancel out.
+
+Besides the markdown table on stdout, the counts go to a CSV file,
+$KILN_BENCH_OUT/emu_counts-MODE-<UTC time>.csv (default build/bench-results, which git
+ignores; KILN_BENCH_OUT empty: no file).
 """
 import argparse
 import collections
+import csv
 import os
 import subprocess
 import sys
+import time
 
 QEMU = "qemu-aarch64-static"
 SYSROOT = "/usr/aarch64-linux-gnu"
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+RESULTS = []  # one dict per table row, written as CSV at the end
+
+
+def write_results(name):
+    """Writes RESULTS to $KILN_BENCH_OUT/NAME-<UTC time>.csv (default build/bench-results)."""
+    out = os.environ.get("KILN_BENCH_OUT", os.path.join(ROOT, "build", "bench-results"))
+    if not out or not RESULTS:
+        return
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.csv")
+    fields = list(dict.fromkeys(k for r in RESULTS for k in r))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
+        w.writeheader()
+        w.writerows(RESULTS)
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def count(cmd, qemu=(QEMU, "-L", SYSROOT)):
@@ -71,6 +94,9 @@ def kernels(a):
             c3 = count([exe, f, rows, inn, str(a.tokens), "3"])
             per[isa] = (c3 - c1) / 2
         macs = int(rows) * int(inn) * a.tokens
+        RESULTS.append({"format": f, "rows": rows, "in": inn, "tokens": a.tokens,
+                        "generic": per["generic"], "neon": per["neon"],
+                        "neon_i8mm": per["neon-i8mm"]})
         print(f"| {f} | {per['generic']:,.0f} | {per['neon']:,.0f} | "
               f"{per['generic'] / per['neon']:.2f}x | {macs / per['neon']:.1f} | "
               f"{per['neon-i8mm']:,.0f} | {per['neon'] / per['neon-i8mm']:.2f}x |", flush=True)
@@ -88,6 +114,9 @@ def attention(a):
             args = [f"attention-{kv}", str(a.head_dim), str(a.ctx), str(a.tokens)]
             heads = [str(a.heads), str(a.kv_heads)]
             per[isa] = (count([exe, *args, "3", *heads]) - count([exe, *args, "1", *heads])) / 2
+        RESULTS.append({"kv": kv, "heads": a.heads, "kv_heads": a.kv_heads,
+                        "head_dim": a.head_dim, "ctx": a.ctx, "tokens": a.tokens,
+                        "generic": per["generic"], "neon": per["neon"]})
         print(f"| {kv} | {per['generic']:,.0f} | {per['neon']:,.0f} | "
               f"{per['generic'] / per['neon']:.2f}x |", flush=True)
 
@@ -107,6 +136,8 @@ def tokens(a):
         gen = [a.kiln_run, "generate", art, "-p", prompt, "--threads", "1"]
         c4 = count(gen + ["-n", "4"])
         c12 = count(gen + ["-n", "12"])
+        RESULTS.append({"artifact": art, "prompt_file": a.prompt_file or "",
+                        "instructions_per_token": (c12 - c4) / 8})
         print(f"| {os.path.basename(art)} | {(c12 - c4) / 8:,.0f} |", flush=True)
 
 
@@ -122,12 +153,18 @@ def hexagon_tokens(a):
         if not a.by_symbol:
             c4 = count(gen + ["-n", "4"], qemu)
             c12 = count(gen + ["-n", "12"], qemu)
+            RESULTS.append({"program": exe, "artifact": art, "prompt_file": a.prompt_file or "",
+                            "symbol": "", "packets_per_token": (c12 - c4) / 8})
             print(f"| {os.path.basename(exe)} | {(c12 - c4) / 8:,.0f} |", flush=True)
             continue
         s4 = count_by_symbol(gen + ["-n", "4"], qemu)
         s12 = count_by_symbol(gen + ["-n", "12"], qemu)
         per = {k: (s12[k] - s4[k]) / 8 for k in s12}
         total = sum(per.values())
+        RESULTS.append({"program": exe, "artifact": art, "prompt_file": a.prompt_file or "",
+                        "symbol": "", "packets_per_token": total})
+        RESULTS.extend({"program": exe, "artifact": art, "prompt_file": a.prompt_file or "",
+                        "symbol": k, "packets_per_token": v} for k, v in per.items())
         print(f"| {os.path.basename(exe)} | {total:,.0f} |", flush=True)
         for k, v in sorted(per.items(), key=lambda kv: -kv[1])[:a.by_symbol]:
             print(f"|   {k} | {v:,.0f} ({100 * v / total:.1f}%) |")
@@ -161,6 +198,7 @@ def main():
     a = ap.parse_args()
     {"kernels": kernels, "attention": attention, "tokens": tokens,
      "hexagon-tokens": hexagon_tokens}[a.mode](a)
+    write_results(f"emu_counts-{a.mode}")
 
 
 if __name__ == "__main__":

@@ -24,8 +24,11 @@ median elapsed seconds, user+system CPU seconds (less disturbed by other load on
 machine) and max RSS (min-max in brackets). --check first prints
 `kiln import model.onnx --emit=raised | tail -1`, requires `kiln import` to print the same IR
 for both files and (unless --no-eval) compares the logits of `kiln eval` on both (max abs
-diff <= 1e-4, same text)."""
+diff <= 1e-4, same text). `bench` also writes every run's numbers as CSV to
+$KILN_BENCH_OUT/onnx_tinyllama-<UTC time>.csv (default build/bench-results, which git
+ignores; KILN_BENCH_OUT empty: no file)."""
 import argparse
+import csv
 import os
 import re
 import statistics
@@ -418,9 +421,11 @@ def bench(args):
              ("model.onnx", "mlir", "phase 1 + raising + Llama assembly + kiln IR"),
              ("model.gguf", "mlir", "GGUF read + kiln IR")]
     rows = []
+    data = []
     for f, emit, what in cases:
         runs = [timed([args.kiln, "import", os.path.join(args.out, f), f"--emit={emit}"])
                 for _ in range(args.runs)]
+        data.extend([f, emit, i + 1, r[0], r[2], r[1] / 2**20] for i, r in enumerate(runs))
         t = [r[0] for r in runs]
         m = [r[1] / 2**20 for r in runs]
         c = [r[2] for r in runs]
@@ -435,6 +440,15 @@ def bench(args):
     print("| command | stages | elapsed s | user+sys CPU s | max RSS GiB |")
     print("| --- | --- | --- | --- | --- |")
     print("\n".join(rows))
+    out = os.environ.get("KILN_BENCH_OUT", os.path.join(HERE, "..", "..", "build", "bench-results"))
+    if out:
+        os.makedirs(out, exist_ok=True)
+        path = os.path.join(out, f"onnx_tinyllama-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.csv")
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["file", "emit", "run", "elapsed_s", "cpu_s", "max_rss_gib"])
+            w.writerows(data)
+        print(f"wrote {os.path.normpath(path)}", file=sys.stderr)
 
 
 def main():

@@ -10,7 +10,11 @@
 #   KILN_MODELS_DIR=../shared/models  KILN_BUILD_DIR=build  KILN_PREC_DIR=/tmp/kiln-precision
 #   KILN_PREC_CALIB_CHUNKS=8 (auto's calibration chunks)  KILN_PREC_CHUNKS=0 (dev chunks, 0 = all)
 #   KILN_PREC_ROWS="f32 q4_0 ..." (a subset of the row names below)
+#   KILN_BENCH_OUT=build/bench-results (the rows as CSV, precision_table-<UTC time>.csv; empty:
+#   none; build/ is ignored by git; a relative path is from the caller's directory)
 set -euo pipefail
+DATA_DIR=${KILN_BENCH_OUT-$(cd "$(dirname "$0")/../.." && pwd)/build/bench-results}
+case "$DATA_DIR" in '' | /*) ;; *) DATA_DIR="$PWD/$DATA_DIR" ;; esac
 cd "$(dirname "$0")/../.."
 BUILD=${KILN_BUILD_DIR:-build}
 KILN="$BUILD/bin/kiln"
@@ -64,6 +68,12 @@ field() { # field REGEX TEXT: the first capture group of the first line matching
   echo "| precision | weight bytes | bpw | ref PPL | KLD vs f32 | top-1 agree | artifact PPL | auto: mix, predicted / measured calib KLD |"
   echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 } > "$OUT"
+DATA=
+if [ -n "$DATA_DIR" ]; then
+  mkdir -p "$DATA_DIR"
+  DATA="$DATA_DIR/precision_table-$(date -u +%Y%m%dT%H%M%SZ).csv"
+  echo "row,weight_bytes,bpw,ref_ppl,kld_vs_f32,top1_agree,artifact_ppl,auto_mix,auto_predicted_kld,auto_measured_kld" > "$DATA"
+fi
 for row in $ROWS; do
   row_spec "$row"
   art="$WORK/$row.kiln"
@@ -94,11 +104,19 @@ for row in $ROWS; do
   autocol=$(echo "$info" | sed -n -E \
     's/.*precision-auto .*mix=([^,]+),predicted_kld=([^,]+),measured_kld=([^, ]+).*/\1, \2 \/ \3/p' |
     head -1)
+  ref_ppl=$(field '^PPL = ([0-9.]+).*' "$ref") || true
+  kld=$(field '^mean KLD \(compare \|\| model\) = ([0-9.]+).*' "$ref") || true
+  top1=$(field '^top-1 agreement = ([0-9.]+).*' "$ref") || true
+  art_ppl=$(field '^PPL = ([0-9.]+).*' "$runppl") || true
   printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$LABEL" "$bytes" "$bpw" \
-    "$(field '^PPL = ([0-9.]+).*' "$ref")" \
-    "$(field '^mean KLD \(compare \|\| model\) = ([0-9.]+).*' "$ref")" \
-    "$(field '^top-1 agreement = ([0-9.]+).*' "$ref")" \
-    "$(field '^PPL = ([0-9.]+).*' "$runppl")" "${autocol:--}" >> "$OUT"
+    "$ref_ppl" "$kld" "$top1" "$art_ppl" "${autocol:--}" >> "$OUT"
   tail -1 "$OUT"
+  if [ -n "$DATA" ]; then
+    autocsv=$(echo "$info" | sed -n -E \
+      's/.*precision-auto .*mix=([^,]+),predicted_kld=([^,]+),measured_kld=([^, ]+).*/\1,\2,\3/p' |
+      head -1)
+    echo "$row,$bytes,$bpw,$ref_ppl,$kld,$top1,$art_ppl,${autocsv:-,,}" >> "$DATA"
+  fi
 done
 echo "wrote $OUT"
+[ -z "$DATA" ] || echo "wrote $DATA" >&2

@@ -9,7 +9,12 @@
 #   KILN_BENCH_LAYOUTS="r16 none" (kiln compile --layout; both compiled and run in turn)
 #   KILN_BENCH_THREADS="1 2"  KILN_BENCH_CTX=256  KILN_BENCH_REPS=3
 #   KILN_BENCH_DIR=/tmp/kiln-bench (synthetic models, GBs)
+#   KILN_BENCH_OUT=build/bench-results (raw rows as CSV, run_matrix-<UTC time>.csv; empty: none)
 set -euo pipefail
+# Raw results go outside git: build/ is ignored. A relative KILN_BENCH_OUT is from the caller's
+# directory, read before the cd below.
+DATA_DIR=${KILN_BENCH_OUT-$(cd "$(dirname "$0")/../.." && pwd)/build/bench-results}
+case "$DATA_DIR" in '' | /*) ;; *) DATA_DIR="$PWD/$DATA_DIR" ;; esac
 cd "$(dirname "$0")/../.."
 BUILD=${KILN_BUILD_DIR:-build}
 KILN="$BUILD/bin/kiln"
@@ -45,6 +50,12 @@ model_for() {
   echo "| shape | format | layout | threads | decode tok/s | prefill tok/s (64) | weight bytes/token | GB/s | read GB/s | % of bandwidth | % of peak read |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 } > "$OUT"
+DATA=
+if [ -n "$DATA_DIR" ]; then
+  mkdir -p "$DATA_DIR"
+  DATA="$DATA_DIR/run_matrix-$(date -u +%Y%m%dT%H%M%SZ).csv"
+  echo "shape,format,layout,threads,decode_tok_s,prefill_tok_s,weight_bytes_per_token,effective_gb_s,read_gb_s,pct_of_read,pct_of_peak_read" > "$DATA"
+fi
 for shape in $SHAPES; do
   model=$(model_for "$shape")
   for fmt in $FORMATS; do
@@ -62,9 +73,11 @@ for shape in $SHAPES; do
         pct=$(echo "$log" | awk '/^of bandwidth/ {print $3}')
         peak_pct=$(echo "$log" | awk '/^of peak read/ {print $4}')
         echo "| $shape | $fmt | $layout | $t | $dec | $pre | $bpt | $gbs | $bw | $pct | $peak_pct |" | tee -a "$OUT"
+        [ -z "$DATA" ] || echo "$shape,$fmt,$layout,$t,$dec,$pre,$bpt,$gbs,$bw,$pct,$peak_pct" >> "$DATA"
       done
       rm -f "$art" # GBs each
     done
   done
 done
 echo "wrote $OUT"
+[ -z "$DATA" ] || echo "wrote $DATA" >&2
