@@ -16,7 +16,8 @@ namespace kiln::codegen {
 struct ChipProfile;
 
 // 0.8 (a CPU cluster's streaming read against the LPDDR peak, assumed) x 0.7 (kiln's int4
-// decode against the same-run streaming read, measured on x86: tests/bench/README.md).
+// decode against the same-run streaming read, measured on x86; docs/perf.md, "Default
+// decode efficiency 0.56").
 constexpr double kDefaultDecodeEfficiency = 0.56;
 
 struct DecodeTraffic {

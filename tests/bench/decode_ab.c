@@ -1,9 +1,9 @@
 /* Whole-model decode of two artifacts (a kernel or pass before and after a change, compiled
  * from the same model) timed in one process, in turn: a block of BLOCK decode steps of one,
  * then a block of the other, the order swapped every round. On a VM whose memory bandwidth
- * moves by half within a minute (tests/bench/README.md), two kiln-run bench runs of the same
- * artifact a minute apart differ more than most changes do; blocks a tenth of a second long,
- * side by side, see the same machine. Prints each artifact's decode tok/s over all its
+ * moves by half within a minute (docs/perf.md, "Machines and conventions"), two kiln-run
+ * bench runs of the same artifact a minute apart differ more than most changes do; blocks
+ * a tenth of a second long, side by side, see the same machine. Prints each artifact's decode tok/s over all its
  * blocks and the median and range of B/A over the rounds (each round: B's block time
  * against A's). Both sessions exist throughout, each with its own pool; the other session's
  * workers have gone to sleep by the time a block starts (they spin ~50 us, then yield).
@@ -12,12 +12,12 @@
  *   gcc -O2 -Iruntime-min/include tests/bench/decode_ab.c build/lib/libkiln_runtime.a \
  *       -lpthread -ldl -lm -o /tmp/decode_ab
  *   /tmp/decode_ab A.kiln B.kiln [THREADS 2] [ROUNDS 40] [BLOCK 8]
- * The two sides are not equal: on 2026-12-04 the same artifact as A and B gave B/A medians
- * of 1.058 and 1.064 (the second one opened ran faster). Run each pair in both orders and take
- * the geometric mean of B/A and 1/(A/B), which cancels a fixed side bias. The bias is not
- * fixed: two byte-identical artifacts later gave 0.993 and 0.937 that way, so trust a change
- * of a few percent only when several pairs agree: tests/bench/decode_ab_pairs.sh runs the
- * pairs, each in fresh processes, and prints their median and range (tests/bench/README.md).
+ * The two sides are not equal (the one opened second can run several percent faster). Run
+ * each pair in both orders and take the geometric mean of B/A and 1/(A/B), which cancels a
+ * fixed side bias. The bias is not fixed either, so trust a change of a few percent only
+ * when several pairs agree: tests/bench/decode_ab_pairs.sh runs the pairs, each in fresh
+ * processes, and prints their median and range (docs/perf.md, "Decode A/B by pairs in fresh
+ * processes").
  * Greedy decode from BOS, positions 0-127 over and over (kiln-run bench's 64-token prompt and
  * 32 steps sit in that range).
  */

@@ -18,8 +18,8 @@
  * faster of those two reads is the figure to set beside kiln-run bench's "of bandwidth"
  * (on the Sapphire Rapids VM, where decode prefetches, the q4_0 kernel read 137% of the
  * one-stream read). The weights lie in 2 MiB pages where Linux gives them (MADV_HUGEPAGE),
- * as `kiln-run --weights huge` puts an artifact's; before 2026-12-03 they did not, and
- * the kernel read 9-21% less (3 alternating pairs on the Zen 5, tests/bench/README.md).
+ * as `kiln-run --weights huge` puts an artifact's (with 4 KiB pages the kernel reads
+ * less).
  *
  * Not built by CMake; link it with a native kernel library of the build:
  *   gcc -O2 -march=native -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \
@@ -30,7 +30,7 @@
  *       [weight MiB per token, 1024] [tokens per call, 1; more: a prefill]
  *       [PANEL: tokens per kernel call, all; fewer: kiln-size-prefill-panels' split]
  * (a few MiB instead of 1024 keeps the matrices in cache: the kernel's compute ceiling).
- * The numbers in tests/bench/README.md used the kernel compiled as an artifact's is:
+ * The numbers in docs/perf.md used the kernel compiled as an artifact's is:
  *   clang-19 -std=c11 -O2 -ffreestanding -fno-math-errno -march=x86-64-v4 -mavx512vnni \
  *       -Icodegen/common -Icodegen/cpu/ukernels -Iruntime-min/include \
  *       -c codegen/cpu/ukernels/x86/linear_packed.c -o /tmp/lpk.o

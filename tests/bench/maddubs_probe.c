@@ -2,7 +2,7 @@
  * next to fp32 FMA, and as the q4 prefill tile feeds it (one 4-byte activation broadcast
  * from memory and one int16 add per vpmaddubsw). A prefill target in tok/s needs
  * (multiply-adds per token) / 32 vpmaddubsw per token on this path, so these rates bound
- * what any such kernel can reach here (tests/bench/README.md).
+ * what any such kernel can reach here (docs/perf.md, "AVX2 prefill tiles").
  *
  * Not built by CMake (x86-64 with AVX2 only):
  *   clang-19 -O2 -march=x86-64-v3 tests/bench/maddubs_probe.c -o /tmp/maddubs_probe

@@ -15,7 +15,7 @@
  *     -DOPS=$k -DLANES=$l tests/bench/read_density_probe.c -o /tmp/rdp_${l}_$k -lpthread; done; done
  *   for l in 4 2; do for k in 0 1 2 4 8; do /tmp/rdp_${l}_$k 5; done; done
  * On a machine whose read moves minute by minute, run the ten in one loop many times and
- * compare within a round (tests/bench/README.md).
+ * compare within a round.
  */
 #define _GNU_SOURCE
 #include <immintrin.h>

@@ -4,7 +4,7 @@
  * plus, per token, a vcvtdq2ps, a vmulps (row scales x the token's scale), a vfmadd and a
  * broadcast of the offset from a general register; whatever of those shares vpdpbusd's
  * pipes sets the tile's floor in cycles per block, below which no scheduling gets
- * (tests/bench/README.md, "The prefill tile's floor; decode lanes per format").
+ * (docs/perf.md, "AVX-512 VNNI prefill tile").
  *
  * Not built by CMake (x86-64 with AVX512-VNNI only):
  *   clang-19 -O2 -march=x86-64-v4 -mavx512vnni tests/bench/vnni_probe.c -o /tmp/vnni_probe

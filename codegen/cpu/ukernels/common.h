@@ -196,8 +196,8 @@ KILN_UK_INLINE int32_t kiln_uk_task_count(const kiln_exec_ctx_t *ctx, int64_t wo
 
 /* [begin, end) of `units` for `task` of n_tasks, as even as integers allow. One task (every
  * call on a single thread, Hexagon's always) divides nothing: Hexagon has no divider, and
- * its 64-bit division helper took ~220 packets a call, 11% of a stories260K q4_0 token
- * (docs/targets.md). */
+ * its 64-bit division helper took ~220 packets a call (docs/perf.md, "Hexagon scalar
+ * work"). */
 KILN_UK_INLINE void kiln_uk_task_range(int64_t units, int32_t task, int32_t n_tasks,
                                        int64_t *begin, int64_t *end) {
   if (n_tasks == 1) {
@@ -235,10 +235,8 @@ KILN_UK_INLINE void kiln_uk_task_range_tapered(int64_t units, int32_t task, int3
  * the others' last tasks (runtime-min/src/exec/pool.h), so when a thread runs slow for a
  * while (a busy sibling, the hypervisor, the serial work before the call) the others finish
  * its share instead of waiting for it; at most 1/16 of a product is left to one thread of
- * two at the end. TinyLlama-shaped decode with 2 threads ran 1.12x (int4) to 1.39x (int8)
- * faster than with one task per thread (then from one shared counter; medians of paired
- * runs, tests/bench/README.md).
- * Attention keeps one per thread: 8 per thread measured slower there. */
+ * two at the end. Attention keeps one per thread: 8 per thread measured slower there
+ * (docs/perf.md, "Linears in 8 tasks per thread, attention in one"). */
 #define KILN_UK_LINEAR_TASKS_PER_THREAD 8
 /* Attention is parallel (over heads) from this many multiply-adds on. */
 #define KILN_UK_ATTENTION_PARALLEL_MIN_WORK ((int64_t)1 << 15)

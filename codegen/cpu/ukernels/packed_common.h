@@ -69,9 +69,8 @@ KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, 
     float xb[KILN_PACK_BLOCK];
     /* |x| compared as integers (the same order for every non-NaN float): a max the
      * compiler vectorises. The float compare is not associative, so it stayed a chain of
-     * 32 scalar maxss per block, in the serial part of every decode linear: TinyLlama
-     * q4_0 on the Zen 5, 2 threads, the caller's work between two linears fell from
-     * 5.3-5.8 to 3.2-4.2 us (tests/bench/README.md). */
+     * 32 scalar maxss per block, in the serial part of every decode linear (docs/perf.md,
+     * "Activation quantisation vectorised"). */
     uint32_t abits = 0;
     for (int32_t j = 0; j < count; ++j) {
       xb[j] = x[i0 + j];
@@ -110,9 +109,8 @@ static void packed_quantize_task(void *arg, int32_t task, int32_t n_tasks) {
 
 /* The integer kernels run about 10x the fp32 kernels' multiply-adds per second, so a
  * thread hand-off pays only from a larger product: 2^22 (a 2048 x 2048 decode step is
- * parallel, stories260K's 64-token prefill, at most 64 x 64 x 512, is not; with 2 threads
- * on a busy 2-core machine its prefill fell from 37k to 1.4k tok/s at the fp32 threshold
- * of 2^16). */
+ * parallel, stories260K's 64-token prefill, at most 64 x 64 x 512, is not; docs/perf.md,
+ * "Parallel thresholds"). */
 #define KILN_UK_PACKED_PARALLEL_MIN_WORK ((int64_t)1 << 22)
 
 /* Tasks over row groups once the product is large enough. */
@@ -152,13 +150,13 @@ KILN_UK_INLINE int32_t packed_prepare(const kiln_exec_ctx_t *ctx, packed_args_t 
 
 /* A tile's `count` results for rows r0.. of token t through the fused store step: the
  * same float operations as kiln_uk_linear_store row by row, as loops the compiler
- * vectorises (kiln_uk_expf is branch-free). One float at a time, with SwiGLU's exp scalar,
- * the store step cost a 64-token prefill 0.77-0.83x of the plain kernel's speed. Tiles
+ * vectorises (kiln_uk_expf is branch-free); one float at a time, with SwiGLU's exp scalar,
+ * it slowed prefill (docs/perf.md, "The fused store step as vector loops, not inlined"). Tiles
  * start on an even row and hold an even count except at a ragged end, so SwiGLU's gate row
  * 2j and up row 2j + 1 arrive together; anything else (a tile across two segments, an odd
  * count) goes row by row in increasing order. Not inlined: one copy instead of one per
- * tile shape and format (the artifact's code grew from 128 to 377 KB inlined), and a call
- * per 16 results costs nothing next to the tile. */
+ * tile shape and format (inlined, the artifact's code nearly tripled), and a call per 16
+ * results costs nothing next to the tile. */
 __attribute__((noinline, unused)) static void
 packed_store_fused(const packed_args_t *a, int64_t t, int64_t r0, const float *v, int32_t count) {
   const kiln_uk_epilogue_t *e = &a->ep;

@@ -59,10 +59,8 @@ static void counting_free(void *user, void *ptr, size_t size) {
  * aligned to one (up to a page more asked for, never touched) and the advice given before
  * the first touch. Decode reads each layer's cache rows after a whole pass of the weights
  * through the caches, so every 4 KiB page of them took a TLB miss, under a hypervisor a
- * nested page walk: TinyLlama q4_0 on the Zen 5 VM, 2 threads, the K/V store before each
- * layer's attention fell from 5-7 to 1.5 us, the heads' tasks by ~1.5-2.5 us
- * (tests/bench/README.md). Scratch on huge pages changed nothing measurable, so it keeps
- * its size. */
+ * nested page walk (docs/perf.md, "KV cache on 2 MiB pages"). Scratch on huge pages changed
+ * nothing measurable, so it keeps its size. */
 static void *buffer(kiln_session_t *s, uint64_t bytes, int huge_pages, region_t *out,
                     const char *what, kiln_error_t *err) {
   size_t size = bytes < 64 ? 64 : (size_t)((bytes + 63) & ~(uint64_t)63);

@@ -11,9 +11,8 @@
  * Two read loops take turns, pass by pass: a plain one, and one that also asks for the
  * lines PREFETCH_AHEAD bytes ahead in each lane. The faster (by its bytes over its own
  * time) is the roofline: kiln's decode kernels prefetch where that pays, so the plain loop
- * alone is not the best read everywhere (the Sapphire Rapids VM of tests/bench/README.md:
- * the prefetching loop read 2-6% more, 1 and 2 threads, and kiln's decode with its
- * prefetch reached up to 118% of the plain loop's read in the same run). */
+ * alone is not the best read everywhere (docs/perf.md, "The read probe: 4 lanes a thread,
+ * 2 MiB pages, 512 MiB, a prefetching loop beside it"). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +31,10 @@ typedef struct {
   uint64_t sink;
 } slice_t;
 
-/* A thread reads its slice as LANES forward streams, 128 bytes of each in turn: on the
- * Zen 5 (2 threads) that read 69.4 GB/s against 63.5 for one stream per thread (means of 8
- * alternations), and the x86 decode kernel walks its weights in lanes too (DECODE_LANES:
- * 4 for q8; 2 for q4, which ran ~1% faster there). The read keeps 4, the best read known. */
+/* A thread reads its slice as LANES forward streams, 128 bytes of each in turn: more than
+ * one stream per thread reads faster, and the x86 decode kernel walks its weights in lanes
+ * too (DECODE_LANES). The read keeps 4, the best read known (docs/perf.md, "The read probe:
+ * 4 lanes a thread, 2 MiB pages, 512 MiB, a prefetching loop beside it"). */
 #define LANES 4
 #define PREFETCH_AHEAD 2048 /* bytes; the x86 decode kernel's distance on AMX CPUs */
 

@@ -1,9 +1,10 @@
 /* The compute probe: a loop of multiply-adds on registers only (no loads, no stores),
  * timed with the same threads right after each repetition of a benchmark, as the read probe
  * is. On a shared or virtual machine a core's own speed moves, not only the memory's (on
- * the Zen 3 VM of tests/bench/README.md a register-only vpmaddubsw loop took 0.35 and 0.50
- * TSC cycles per instruction within the same hour), and the read probe cannot see that: a
- * prefill speed or a decode share that moved with this number moved with the machine. */
+ * the Zen 3 VM a register-only vpmaddubsw loop took 0.35 and 0.50 TSC cycles per
+ * instruction within the same hour), and the read probe cannot see that: a prefill speed
+ * or a decode share that moved with this number moved with the machine (docs/perf.md,
+ * "The compute probe"). */
 #include <stdint.h>
 
 #include "kiln-run.h"

@@ -55,8 +55,9 @@ double run_probe_timed(uint32_t n_threads, void *(*fn)(void *), void *args, size
 typedef struct run_probe_s run_probe_t;
 run_probe_t *run_probe_open(size_t bytes);
 /* The buffer kiln-run bench reads. Its size matters: on the Zen 5 VM the read moved ~2x with
- * it (the lanes are a buffer's eighth apart; tests/bench/README.md), and 512 MiB is in a
- * fast band there. linear_packed_bench uses it too, so both report the same read. */
+ * it (the lanes are a buffer's eighth apart), and 512 MiB is in a fast band there
+ * (docs/perf.md, "The read probe: ..."). linear_packed_bench uses it too, so both report
+ * the same read. */
 #define RUN_PROBE_BYTES ((size_t)512 << 20)
 /* Streaming reads of the probe's buffer with n threads, pass after pass, two read loops
  * (plain and software-prefetching) taking turns: at least RUN_PROBE_MIN_PASSES each, and on

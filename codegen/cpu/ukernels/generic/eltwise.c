@@ -11,10 +11,9 @@ KILN_UK_INLINE float silu1(float v) { return v / (1.0f + kiln_uk_expf(-v)); }
 
 /* Hexagon (no float vectors before v68): blocks of 4, read before any is written and
  * unrolled, so that 4 elements' exp chains share packets. out may be x, so without the
- * block a store comes before the next element's load, and the chains run one by one:
- * 27,620 -> 17,775 packets per stories260K q4_0 token (v67; blocks of 2, 3 and 8 took
- * 20,770, 18,615 and 20,180). Elsewhere the plain loop, which the compiler vectorises
- * (x86-64-v3: 1.0 ns an element, against 1.25-1.6 with the blocks). */
+ * block a store comes before the next element's load, and the chains run one by one;
+ * 4 packed best of 2, 3, 4 and 8 (docs/perf.md, "Hexagon scalar work"). Elsewhere the
+ * plain loop, which the compiler vectorises (x86-64-v3: faster than with the blocks). */
 #if defined(__hexagon__)
 #define SILU_BLOCK 4
 #else

@@ -29,7 +29,7 @@
  * tile would gain nothing over sdot (the weight zips cancel it); 16 rows x 4 tokens of
  * int32 sums and float accumulators are the 32 registers, so some accumulators spill, still
  * fewer instructions than 8-row tiles, which repeat the per-block scale and pointer work
- * (measured under qemu: tests/bench/README.md). After the int32 sums, the float steps per
+ * (docs/perf.md, "i8mm usmmla prefill tiles"). After the int32 sums, the float steps per
  * (row, token) are the sdot tile's, in the usmmla result's lane order, so y is the same bit
  * for bit.
  */

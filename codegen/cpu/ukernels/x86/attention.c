@@ -120,10 +120,8 @@ KILN_UK_INLINE int32_t kv_elem_bytes(uint32_t format) {
 }
 
 /* Asks for the lines of one KV head's row (d elements at element idx). A KV head's rows
- * are kv_heads * d elements apart, a strided walk; asking ahead for them gave TinyLlama
- * q4_0 decode on the Zen 5 +0.4% to +2.6% in four A/B pairs, all above 1, small against
- * what one pair resolves there (tests/bench/README.md, "Decode by whole units; attention
- * rows prefetched"). */
+ * are kv_heads * d elements apart, a strided walk, which asking ahead speeds up a little
+ * (docs/perf.md, "x86 attention by KV head"). */
 KILN_UK_INLINE void prefetch_kv_row(uint32_t format, const uint8_t *cache, int64_t idx,
                                     int32_t d) {
   const int32_t eb = kv_elem_bytes(format);

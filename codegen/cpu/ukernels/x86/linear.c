@@ -25,16 +25,11 @@
  * differential tests' data: 4 to 40 times their bound, where fp32 stays below 3e-7), needs
  * scratch space the ABI does not give linear, and with ggml's block layout (an fp16 scale
  * per 32 weights, 18- or 20-byte blocks) the per-block scale handling costs about what it
- * saves. Measured (kiln_uk_linear, 4096 x 4096 weights, n = 1, 1 thread, Zen 5 whose
- * streaming read reaches 31-35 GB/s in the same runs; GB/s of weights from DRAM / with the
- * weights in L2):
- *   AVX-512: f16 25.8, q8_0 25.5 / 35.2, q4_0 18.9 / 21.6, q4_1 18.6 / 20.4
- *   AVX2:    f16 24.3, q8_0 17.7 / 20.6, q4_0 10.9 / 11.1, q4_1 11.2 / 11.4
- * so a decode step over q4_0 weights takes 0.71x the time of q8_0 with AVX-512 (18.9 GB/s
- * at 4.5 bits is 33.6 G weights/s, q8_0 24 G). The q4 kernels are bound by decode work
- * (about 9 vector instructions per block and row with AVX-512, 18 with AVX2), not by DRAM;
- * a repacked layout (the scales of several rows together) is the way past that: the r16
- * formats and kiln_uk_linear_packed (linear_packed.c), which the layout pass selects.
+ * saves. The q4 kernels here are bound by decode work (about 9 vector instructions per
+ * block and row with AVX-512, 18 with AVX2), not by DRAM; a repacked layout (the scales of
+ * several rows together) is the way past that: the r16 formats and kiln_uk_linear_packed
+ * (linear_packed.c), which the layout pass selects (docs/perf.md, "Plain-row x86 kernels:
+ * fp32 math, prefetch for block formats", "Integer-dot kernels on r16 groups").
  *
  * A row's tail (in not a multiple of 32) is read with masked loads, so x is never read
  * past `in`; the padding of a block format's last block is read whole and its (finite)
@@ -345,10 +340,8 @@ KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t mode, 
    * block of the rows two tiles ahead, every block for q8_0 and every other one for the
    * q4 formats (< 64 bytes apart either way, so no line is skipped). Prefetches never
    * fault, so reaching past the last row is harmless (the address is formed as an
-   * integer). From DRAM, 4096 x 4096, 1 thread, AVX-512 / AVX2: q8_0 17.2 -> 25.5 /
-   * 12.7 -> 17.7 GB/s, q4_0 10.9 -> 18.9 / 7.0 -> 10.9 GB/s; with the weights in L2 the
-   * prefetches cost q8_0 about 7%. f16 (a line per row and block) lost with them: TinyLlama
-   * decode, 2 threads, 6 paired runs, median 18.0 -> 14.6 tok/s. */
+   * integer). f16 (a line per row and block) lost with them (docs/perf.md, "Plain-row x86
+   * kernels: fp32 math, prefetch for block formats"). */
   const int32_t prefetch =
       TOKENS == 1 && ROWS == MAX_ROWS &&
       (format == KILN_GGML_TYPE_Q8_0 || is_q4(format) || format == KILN_TYPE_Q3_0);
@@ -372,10 +365,8 @@ KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t mode, 
 
 /* f16 decode reads rows up to this many elements one after another (1-row tiles, one
  * stream, the same bits) with AVX-512: see linear_rows. 0 with AVX2, whose one-row chain
- * has half the lanes: tests/bench/f16_layout_bench.c on Zen 3 (AVX2, read ~24 GB/s),
- * 5632 x 2048, 2 threads: rows8 95.5% of the read, rowseq 81.9%. 0 with AMX too: the
- * Xeons that have it (Sapphire Rapids on) read 8 row streams faster than one, the same
- * bench on one: rows8 137.9% of the single-stream read, rowseq 77.6%. */
+ * has half the lanes, and with AMX, whose Xeons (Sapphire Rapids on) read 8 row streams
+ * faster than one (docs/perf.md, "f16 decode: row order per target"). */
 #if defined(__AVX512F__) && !defined(__AMX_TILE__)
 #define F16_ROW_BY_ROW_MAX_IN 2048
 #else
@@ -387,11 +378,10 @@ KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int32_t
   if (a->n == 1) {
     int64_t r = r0;
     /* An 8-row tile reads 8 row streams. With f16's short rows (up to 4 KiB), rows one
-     * after another (the rows are contiguous: one stream) went faster: decode of
-     * TinyLlama's 5632 x 2048, 2 threads, tests/bench/f16_layout_bench.c "rowseq" 91-100%
-     * of the read against 73-85% (low memory state). Longer rows are not: one row's single
-     * FMA chain waits on latency unless the next row overlaps it (2048 x 5632: 55-78%
-     * against 77-90%). Each row's operations are the tile's, so the bits are the same. */
+     * after another (the rows are contiguous: one stream) went faster; longer rows do not,
+     * as one row's single FMA chain waits on latency unless the next row overlaps it
+     * (docs/perf.md, "f16 decode: row order per target"). Each row's operations are the
+     * tile's, so the bits are the same. */
     if (format == KILN_GGML_TYPE_F16 && a->in <= F16_ROW_BY_ROW_MAX_IN) {
       for (; r < r1; ++r)
         tile(a, format, mode, 1, 1, r, 0);

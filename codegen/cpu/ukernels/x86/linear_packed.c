@@ -20,22 +20,14 @@
  * Decode with AVX-512 walks DECODE_LANES(format) groups at once (q8: 4, q4: 2; 4 for all
  * with AMX), a block of each in turn, from that many lanes of the matrix
  * (packed_decode_lanes): a core keeps more lines in flight with several forward streams
- * than with one. On the Zen 5, 2 threads, TinyLlama q4_0 whole decode 66.8 -> 79.3 tok/s
- * with 4 lanes against one (5 alternating pairs, tests/bench/README.md); 4 adjacent
- * groups instead of 4 lanes read slower than one stream.
+ * than with one; 4 adjacent groups instead of 4 lanes read slower than one stream
+ * (docs/perf.md, "x86 decode walks 2 lanes for q4 and 4 for q8").
  *
- * Software prefetch in decode (DECODE_PREFETCH) without AVX-512 and with AMX, not on
- * AVX-512 without AMX. The weights are one
- * forward stream (kiln/quant_packed.h), which the hardware prefetchers follow. On the Zen 5
- * (AVX-512), tests/bench/linear_packed_bench.c (1 thread, TinyLlama FFN matrices from DRAM,
- * % of the same-run read bandwidth, busy machine) gave q4_0_r16 74-82% and q8_0_r16 80-90%
- * against 53-61% and 67-72% with the scales in a stream of their own and prefetcht0 4 KiB
- * ahead; with one stream that prefetch no longer helped (77-82% for q4). On a Zen 3 (AVX2,
- * 2 threads) prefetching 8 KiB ahead does: TinyLlama q4_0 whole decode 58-77% -> 73-84%
- * of the read, alternating runs (tests/bench/README.md). So does 2 KiB on a Sapphire Rapids
- * VM (the x86-64-v4-amx target; the Zen 5 has no AMX): linear_packed_ab, 1 thread, decode
- * from DRAM, q4_0 median +20-30% (2 and 4 KiB alike), q8_0 +18%; TinyLlama q4_0 whole
- * decode, 2 threads, 30-37.5 -> 36-42.7 tok/s, 8 alternating pairs.
+ * Software prefetch in decode (DECODE_PREFETCH): 8 KiB ahead without AVX-512, 2 KiB with
+ * AMX, none on AVX-512 without AMX. The weights are one forward stream
+ * (kiln/quant_packed.h), which the Zen 5's hardware prefetchers follow alone (software
+ * prefetch on top of them slowed decode); on the Zen 3 (AVX2) and on Sapphire Rapids,
+ * prefetching ahead measured faster (docs/perf.md, "Decode prefetch per x86 target").
  */
 #include <immintrin.h>
 
@@ -51,7 +43,8 @@
 #define DECODE_PREFETCH 0 /* none: see the top comment */
 #endif
 #define DECODE_STREAMS 4  /* the most lanes a decode walks at once; see the top comment */
-/* decode's activation broadcasts embedded, per lane (see tile); measured on the Zen 5 only */
+/* decode's activation broadcasts embedded, per lane (see tile); measured on the Zen 5 only
+ * (docs/perf.md, "Folded activation broadcasts in q4 decode") */
 #if defined(__AVX512VNNI__) && !DECODE_PREFETCH
 #define DECODE_FOLDED 1
 #else
@@ -219,20 +212,19 @@ KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_
 /* Without VNNI: vpmaddubsw (u8 x s8 into saturating int16 pairs) + vpmaddwd.
  * - q4: a code (<= 15) times |x| <= 127 is at most 3810 per pair, so a block's 8 chunks of
  *   pairs are summed in int16 (at most 30480: exact) and widened to int32 once: one
- *   vpmaddwd and no int32 add per chunk (TinyLlama q4_0 prefill on Zen 3, AVX2, 2 threads:
- *   72-85 -> 105-110 tok/s). One token (decode) takes the nibbles straight from each chunk
- *   as loaded, one raw chunk live (all 8 decoded chunks held, for the one token, ran 10-15%
- *   slower in cache); a prefill tile decodes the 8 chunks once for its T tokens (AVX-512
- *   without VNNI; AVX2's q4 prefill runs block_dot_q4_group instead).
+ *   vpmaddwd and no int32 add per chunk (docs/perf.md, "AVX2 prefill tiles"). One token
+ *   (decode) takes the nibbles straight from each chunk as loaded, one raw chunk live
+ *   (holding all 8 decoded chunks for one token was slower); a prefill tile decodes the 8
+ *   chunks once for its T tokens (AVX-512 without VNNI; AVX2's q4 prefill runs
+ *   block_dot_q4_group instead).
  * - q8: biased codes (<= 255) could saturate the pairs, so the codes are unbiased (q ^ 0x80)
  *   and multiplied as |q| * (x * sign(q)) (at most 2 * 128 * 127 < 32767), as ggml does; a
  *   pair sum is then too large to add to another in int16, so each chunk is widened. The
  *   tokens are the inner loop and the chunks the outer, not unrolled: one chunk, its |q|
  *   and the T sums are live (AVX2, 4 tokens: 14 of the 16 registers with the float
- *   sums). Holding the 8 chunks for every token, as q4 does, plus their 8 |q|, spilled:
- *   llvm-mca-19 -mcpu=znver3, 8 rows x 4 tokens x one block, 69 cycles with 47 stack
- *   accesses -> 8 x 5.7 for the chunk loop, no spill; TinyLlama q8_0 prefill on Zen 3
- *   (AVX2, 2 threads) about 52 -> 60 tok/s, alternating runs (tests/bench/README.md). */
+ *   sums). Holding the 8 chunks for every token, as q4 does, plus their 8 |q|, spilled
+ *   (llvm-mca-19 -mcpu=znver3: 69 cycles a block with 47 stack accesses, against 8 x 5.7
+ *   for the chunk loop; docs/perf.md, "AVX2 prefill tiles"). */
 KILN_UK_INLINE void block_dot(uint32_t format, const uint8_t *codes, const qact_t *xq,
                               int32_t b, int32_t T, vf_t dw, vf_t *acc) {
   const int64_t x0 = (int64_t)b * KILN_PACK_BLOCK;
@@ -428,9 +420,8 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
    * empty asm hides from the compiler, so every vpdpbusd and scale product loads its
    * activation operand as an embedded broadcast ({1to16}) instead of the lanes sharing
    * register broadcasts. With q4_0's loaded correction (block_dot), the q4_0 loop over a
-   * unit of both lanes fell from 150 to 118 instructions (~8.3 -> 6.6 per 64-byte line):
-   * from cache 1.10x (q4_1 1.07x, q8_0 1.02x), a 21 MB model's whole decode 1.04-1.10x;
-   * from DRAM no change (tests/bench/README.md, "Decode with folded broadcasts"). */
+   * unit of both lanes fell from 150 to 118 instructions: faster from cache, no change from
+   * DRAM (docs/perf.md, "Folded activation broadcasts in q4 decode"). */
   const qact_t *lane_x[DECODE_STREAMS];
   KILN_UK_UNROLL
   for (int32_t k = 0; k < NG; ++k)
@@ -447,9 +438,8 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
 #endif
   int32_t b = 0;
   /* Decode: whole units, their blocks unrolled - no test for the unit's end per block, and
-   * none of the NG pointer copies it cost. Zen 5, TinyLlama q4_0 decode ~+2-5%
-   * (tests/bench/README.md, "Decode by whole units; ..."); prefill tiles, unrolled too, spilled
-   * and ran ~1% slower, so they keep the block loop. */
+   * none of the NG pointer copies it cost. Prefill tiles, unrolled too, spilled, so they
+   * keep the block loop (docs/perf.md, "Decode by whole units"). */
   if (T == 1)
     for (; b + ub <= a->nb; b += ub) {
       KILN_UK_UNROLL
@@ -489,10 +479,9 @@ KILN_UK_INLINE void tile(const packed_args_t *a, uint32_t format, int64_t g, int
 
 /* Decode of groups g0.. (and of NG lanes gstep groups apart) with a fused store step: the
  * results of up to STASH_GROUPS groups per lane are held, then go through the store step as
- * one run of rows per lane. One call per group (the store step of 16 rows: a call, a mode
- * dispatch and one vector of SwiGLU or a scalar residual loop in the middle of the weight
- * stream) took ~3% of TinyLlama q4_0 decode's thread time (perf, 2 threads); batched, decode
- * ran ~2% faster (tests/bench/README.md, "Decode stores batched per lane").
+ * one run of rows per lane, instead of one call per group (a call, a mode dispatch and one
+ * vector of SwiGLU or a scalar residual loop in the middle of the weight stream; docs/perf.md,
+ * "Decode stores batched per lane; tapered tasks").
  * Same sums and the same float steps per row: the same bits. */
 KILN_UK_INLINE void decode_stashed(const packed_args_t *a, uint32_t format, int64_t g0,
                                    int64_t g1, int64_t gstep, int32_t NG) {
@@ -674,7 +663,7 @@ KILN_UK_INLINE void amx_tile(const packed_args_t *a, uint32_t format, int64_t g,
  * vpdpbusd tiles. The token tiles go in chunks whose scales fit AMX_SCALES, copied
  * block-major (16 tokens' scales of a block side by side), each chunk over every group; 64
  * tokens of a 2048- or 5632-wide row are one chunk. One address for a block's 16 scales
- * instead of 16 spilled pointers: q4_0 6-11% faster (tests/bench/README.md). */
+ * instead of 16 spilled pointers, one per token (docs/perf.md, "AMX prefill"). */
 KILN_UK_INLINE void amx_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                int64_t g1) {
   const int32_t full = a->n / AMX_TOKENS * AMX_TOKENS, nb = a->nb;
@@ -730,11 +719,10 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
 }
 
 #if DECODE_STREAMS > 1
-/* Lanes a decode walks: without AMX, q4 formats 2 and q8 DECODE_STREAMS (4). Against 4
- * for all, whole TinyLlama decode on the Zen 5 (x86-64-v4-vnni): q4_0 +1.3-1.5% and q4_1
- * +0.8% (2 threads), q8_0 -0.4% (2 threads) and -3.5% (1 thread); 8 lanes lost 3-7%
- * (tests/bench/README.md, "The prefill tile's floor; decode lanes per format"). The AMX
- * target (measured with 4 on Sapphire Rapids, where decode also prefetches) keeps 4. */
+/* Lanes a decode walks: without AMX, q4 formats 2 and q8 DECODE_STREAMS (4), each the
+ * fastest measured for its format; 8 lanes were slower for both (docs/perf.md, "x86 decode
+ * walks 2 lanes for q4 and 4 for q8"). The AMX target (measured
+ * with 4 on Sapphire Rapids, where decode also prefetches) keeps 4. */
 #if defined(__AMX_TILE__)
 #define DECODE_LANES(format) DECODE_STREAMS
 #else
