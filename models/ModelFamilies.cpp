@@ -7,17 +7,16 @@ namespace kiln::models {
 
 namespace {
 
-mlir::OwningOpRef<mlir::ModuleOp> llamaFromGguf(const gguf::GgufFile &file,
-                                                const WeightStore &weights,
-                                                mlir::MLIRContext &ctx, std::string &error) {
+mlir::OwningOpRef<mlir::ModuleOp> buildLlama(const ModelSource &source, mlir::MLIRContext &ctx,
+                                             std::string &error) {
   llama::LlamaConfig config;
-  if (!llama::configFromGguf(file, config, error))
+  if (!llama::configFromSource(source, config, error))
     return nullptr;
-  return llama::buildLlama(ctx, config, weights, error);
+  return llama::buildLlama(ctx, config, *source.weights, error);
 }
 
 const ModelFamily kFamilies[] = {
-    {"llama", llamaFromGguf},
+    {"llama", buildLlama},
 };
 
 } // namespace

@@ -1,8 +1,9 @@
 //===- ModelFamilies.h - the architectures kiln can build -----------------===//
 //
-// Frontends hand a parsed file to the family named by its architecture; each family
-// turns hyper-parameters + named tensors into kiln IR. Adding a family means adding an
-// entry here and a folder under models/ - frontends do not change.
+// Frontends hand a model source (ModelSource.h: metadata + named weights, whatever the
+// file format) to the family named by its architecture; each family turns it into kiln
+// IR. Adding a family means adding an entry here and a folder under models/ - frontends
+// do not change.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_MODELS_MODELFAMILIES_H
 #define KILN_MODELS_MODELFAMILIES_H
@@ -12,18 +13,15 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
-#include "compiler/frontends/gguf/GgufFile.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/ModelSource.h"
 
 namespace kiln::models {
 
 struct ModelFamily {
   const char *arch; // general.architecture value
-  // Reads the family's GGUF keys, checks its tensors and builds the IR.
-  mlir::OwningOpRef<mlir::ModuleOp> (*buildFromGguf)(const gguf::GgufFile &file,
-                                                     const WeightStore &weights,
-                                                     mlir::MLIRContext &ctx,
-                                                     std::string &error);
+  // Reads the family's keys, checks its tensors and builds the IR.
+  mlir::OwningOpRef<mlir::ModuleOp> (*build)(const ModelSource &source,
+                                             mlir::MLIRContext &ctx, std::string &error);
 };
 
 // Null when no family handles `arch`.

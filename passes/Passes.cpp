@@ -3,6 +3,7 @@
 #include "passes/fusion/Passes.h"
 #include "passes/fusion/LinearFusionPasses.h"
 #include "passes/layout/Passes.h"
+#include "passes/memory/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 
@@ -15,6 +16,7 @@ void registerKilnPasses() {
   registerKilnFusionPasses();
   registerKilnLinearFusionPasses();
   registerKilnLayoutPasses();
+  registerKilnMemoryPasses();
 }
 
 } // namespace kiln

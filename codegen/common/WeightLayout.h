@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 
 namespace kiln::codegen {
 

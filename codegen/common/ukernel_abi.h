@@ -25,6 +25,12 @@
 extern "C" {
 #endif
 
+/* The generated entry point's input check (codegen/common/check_inputs.c), run once before
+ * any kernel: 0, or -1 (n outside 1..max_batch), -2 (a token id outside the vocabulary),
+ * -3 (a position outside the context). */
+int32_t kiln_uk_check_inputs(const int32_t *tokens, const int32_t *positions, int32_t n,
+                             int32_t vocab, int32_t max_ctx, int32_t max_batch);
+
 /* out[t, :] = decode(table row ids[t]); table is [vocab, dim]. */
 void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *table,
                    int64_t row_stride, int32_t dim, const int32_t *ids, int32_t n, float *out);
@@ -117,6 +123,26 @@ void kiln_uk_add(const float *a, const float *b, int64_t count, float *out);
 /* In place: y[t, i] += bias[i] for every row t of the [n, width] activations (the bias of
  * a kiln.linear, added after kiln_uk_linear). */
 void kiln_uk_add_bias(float *y, const float *bias, int32_t n, int32_t width);
+
+/* Every function above, once. The prototypes are the ABI's one definition: the compiler
+ * declares each kernel it calls from its prototype's C types (codegen/cpu/UkernelDecls.h),
+ * and every compile checks those declarations against the bitcode's definitions, argument
+ * by argument (EmitHostCode). A new kernel: its prototype above and its name here. The
+ * order is the order of the generated code's declarations. */
+#define KILN_UK_FUNCTIONS(X)                                                                \
+  X(kiln_uk_check_inputs)                                                                   \
+  X(kiln_uk_embed)                                                                          \
+  X(kiln_uk_rms_norm)                                                                       \
+  X(kiln_uk_linear)                                                                         \
+  X(kiln_uk_linear_fused)                                                                   \
+  X(kiln_uk_linear_packed_fused)                                                            \
+  X(kiln_uk_linear_packed)                                                                  \
+  X(kiln_uk_rope)                                                                           \
+  X(kiln_uk_attention)                                                                      \
+  X(kiln_uk_silu)                                                                           \
+  X(kiln_uk_mul)                                                                            \
+  X(kiln_uk_add)                                                                            \
+  X(kiln_uk_add_bias)
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/Internalize.h"
 
+#include "mlir/IR/Builders.h"
+
+#include "codegen/cpu/UkernelDecls.h"
 #include "kiln/abi.h"
 
 namespace kiln::codegen {
@@ -33,7 +36,7 @@ namespace {
 
 constexpr const char *kLld = "/usr/lib/llvm-19/bin/ld.lld";
 
-std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const HostTarget &t,
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CpuTarget &t,
                                                        std::string &error) {
   llvm::InitializeAllTargetInfos();
   llvm::InitializeAllTargets();
@@ -201,11 +204,75 @@ bool linkSharedObject(const std::vector<uint8_t> &object, std::vector<uint8_t> &
   return ok;
 }
 
+// Every kernel the generated code declares (from ukernel_abi.h's prototypes) must be
+// defined by the target's bitcode with the same LLVM function type: a prototype edited
+// without its kernels, or the other way round, is an error here, not a wrong call.
+bool checkDeclarations(const llvm::Module &generated, const llvm::Module &kernels,
+                       const std::string &target, std::string &error) {
+  for (const llvm::Function &f : generated) {
+    if (!f.isDeclaration() || !f.getName().starts_with("kiln_uk_"))
+      continue;
+    const llvm::Function *def = kernels.getFunction(f.getName());
+    if (!def || def->isDeclaration()) {
+      error = "the micro-kernels for " + target + " do not define " + f.getName().str();
+      return false;
+    }
+    if (def->getFunctionType() != f.getFunctionType()) {
+      std::string declared, defined;
+      llvm::raw_string_ostream d(declared), k(defined);
+      f.getFunctionType()->print(d);
+      def->getFunctionType()->print(k);
+      error = "micro-kernel ABI mismatch for " + target + ": " + f.getName().str() +
+              " is declared " + declared + " (ukernel_abi.h) but the bitcode defines " +
+              defined;
+      return false;
+    }
+  }
+  return true;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>> parseKernels(const CpuTarget &t,
+                                                            llvm::LLVMContext &ctx) {
+  llvm::MemoryBufferRef bc(
+      llvm::StringRef(reinterpret_cast<const char *>(t.bitcode), t.bitcodeSize), t.name);
+  return llvm::parseBitcodeFile(bc, ctx);
+}
+
 } // namespace
 
-bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, HostCode &out,
-                  std::string &error, const std::vector<uint8_t> *embeddedWeights,
-                  const std::string &objectPath) {
+bool checkUkernelDeclarations(mlir::ModuleOp declarations, const CpuTarget &t,
+                              std::string &error) {
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  declarations.getContext()->appendDialectRegistry(registry);
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> m = mlir::translateModuleToLLVMIR(declarations, llvmCtx, "abi");
+  auto kernels = parseKernels(t, llvmCtx);
+  if (!m || !kernels) {
+    error = "cannot read the micro-kernel bitcode for " + t.name;
+    if (!kernels)
+      llvm::consumeError(kernels.takeError());
+    return false;
+  }
+  return checkDeclarations(*m, **kernels, t.name, error);
+}
+
+bool checkUkernelAbi(const CpuTarget &t, std::string &error) {
+  mlir::MLIRContext ctx;
+  ctx.getOrLoadDialect<mlir::LLVM::LLVMDialect>();
+  mlir::OpBuilder b(&ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> decls = mlir::ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(decls->getBody());
+  forEachUkernel(&ctx, [&](const char *name, mlir::LLVM::LLVMFunctionType type) {
+    b.create<mlir::LLVM::LLVMFuncOp>(b.getUnknownLoc(), name, type);
+  });
+  return checkUkernelDeclarations(*decls, t, error);
+}
+
+bool emitHostCode(mlir::ModuleOp lowered, const CpuTarget &t, CodeStage upTo,
+                  EmittedCode &out, std::string &error,
+                  const std::vector<uint8_t> *embeddedWeights, const std::string &objectPath) {
   mlir::DialectRegistry registry;
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
@@ -223,14 +290,14 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
   m->setTargetTriple(t.triple);
   m->setDataLayout(tm->createDataLayout());
 
-  llvm::MemoryBufferRef bc(
-      llvm::StringRef(reinterpret_cast<const char *>(t.bitcode), t.bitcodeSize), t.name);
-  auto kernels = llvm::parseBitcodeFile(bc, llvmCtx);
+  auto kernels = parseKernels(t, llvmCtx);
   if (!kernels) {
     error = "cannot read the micro-kernel bitcode for " + t.name + ": " +
             llvm::toString(kernels.takeError());
     return false;
   }
+  if (!checkDeclarations(*m, **kernels, t.name, error))
+    return false;
   (*kernels)->setTargetTriple(t.triple);
   (*kernels)->setDataLayout(tm->createDataLayout());
   if (llvm::Linker::linkModules(*m, std::move(*kernels))) {
@@ -262,8 +329,8 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
     return false;
   }
   optimize(*m, *tm);
-  if (upTo == HostStage::LlvmIr) {
-    llvm::raw_string_ostream os(out.llvmIr);
+  if (upTo == CodeStage::LlvmIr) {
+    llvm::raw_string_ostream os(out.text);
     m->print(os, nullptr);
     return true;
   }
@@ -277,7 +344,7 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
     pm.run(*m);
     return true;
   };
-  if (upTo == HostStage::Object && !objectPath.empty()) {
+  if (upTo == CodeStage::Object && !objectPath.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream os(objectPath, ec, llvm::sys::fs::OF_None);
     if (ec) {
@@ -311,7 +378,7 @@ bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &t, HostStage upTo, H
       return false;
     std::copy(embeddedWeights->begin(), embeddedWeights->end(), out.object.begin() + at);
   }
-  if (upTo == HostStage::Object)
+  if (upTo == CodeStage::Object)
     return true;
   return linkSharedObject(out.object, out.sharedObject, error);
 }

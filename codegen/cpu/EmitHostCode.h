@@ -14,18 +14,10 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "codegen/common/TargetBackend.h"
 #include "codegen/targets/HostTargets.h"
 
 namespace kiln::codegen {
-
-struct HostCode {
-  std::string llvmIr;                 // optimised IR (filled when asked for)
-  std::vector<uint8_t> object;        // relocatable ELF object (unless written to a file)
-  uint64_t objectSize = 0;            // its size in bytes, also when written to a file
-  std::vector<uint8_t> sharedObject;  // linked ELF shared object (when asked for)
-};
-
-enum class HostStage { LlvmIr, Object, SharedObject };
 
 // With `embeddedWeights`, the object also defines `kiln_model_weights` (64-byte aligned,
 // read-only, alone in section .rodata.kiln_weights) holding those bytes, so a static link
@@ -34,10 +26,20 @@ enum class HostStage { LlvmIr, Object, SharedObject };
 // With `objectPath` and upTo == Object, the object goes straight to that file instead of
 // `out.object`: with the weights embedded it is as large as the model, and LLVM already
 // holds two copies of them while it emits.
-bool emitHostCode(mlir::ModuleOp lowered, const HostTarget &target, HostStage upTo,
-                  HostCode &out, std::string &error,
+// out.text is the optimised LLVM IR, out.sharedObject an ELF shared object.
+bool emitHostCode(mlir::ModuleOp lowered, const CpuTarget &target, CodeStage upTo,
+                  EmittedCode &out, std::string &error,
                   const std::vector<uint8_t> *embeddedWeights = nullptr,
                   const std::string &objectPath = {});
+
+// Checks that the target's micro-kernel bitcode defines every function of
+// codegen/common/ukernel_abi.h with the LLVM type the compiler declares it with (as
+// emitHostCode does for the kernels a model calls). One-line error naming the first
+// mismatch.
+bool checkUkernelAbi(const CpuTarget &t, std::string &error);
+// The same check for the kiln_uk_* declarations of an LLVM-dialect module.
+bool checkUkernelDeclarations(mlir::ModuleOp declarations, const CpuTarget &t,
+                              std::string &error);
 
 } // namespace kiln::codegen
 

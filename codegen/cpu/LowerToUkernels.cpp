@@ -1,3 +1,11 @@
+//===- LowerToUkernels.cpp - kiln IR -> LLVM-dialect micro-kernel calls ---===//
+//
+// One small lowering per op (the table in UkernelLowering's constructor): each turns its
+// op into calls of the kernels of codegen/common/ukernel_abi.h, with the shapes, weight
+// offsets and memory-plan offsets as constants. The driver around them stores the
+// weights, declares the kernels from their prototypes (UkernelDecls.h) and builds the
+// entry point: the input check, then every op, with the row-wise tail emitted twice.
+//===----------------------------------------------------------------------===//
 #include "codegen/cpu/LowerToUkernels.h"
 
 #include <cmath>
@@ -8,12 +16,18 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
-#include "codegen/common/MemoryPlan.h"
-#include "codegen/common/ukernel_abi.h"
+#include "codegen/cpu/UkernelDecls.h"
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
+#include "passes/memory/MemoryPlan.h"
 #include "kiln/abi.h"
 #include "kiln/quant.h"
 #include "kiln/quant_packed.h"
+
+namespace kiln::codegen {
+#define GEN_PASS_DEF_KILNLOWERTOUKERNELS
+#include "codegen/cpu/Passes.h.inc"
+} // namespace kiln::codegen
 
 using namespace mlir;
 
@@ -21,46 +35,35 @@ namespace kiln::codegen {
 
 namespace {
 
-// The layout an op's kiln.layout value names ("r16", "r32", "rows64", "block" for q3_0).
-RowLayout rowLayoutOf(StringRef value) {
-  return value == "r16"     ? RowLayout::R16
-         : value == "r32"   ? RowLayout::R32
-         : value == "block" ? RowLayout::Block
-                            : RowLayout::Rows;
+static_assert(KILN_UK_ATTENTION_MAX_HEAD_DIM == 512,
+              "kiln-plan-memory checks head_dim against the same bound");
+
+// How a matrix's rows are stored: kiln.layout from passes/layout; without it, rows padded
+// to the block.
+RowLayout weightLayoutOf(Operation *op) {
+  auto l = op->getAttrOfType<StringAttr>(attr::kLayout);
+  if (!l)
+    return RowLayout::Block;
+  return l.getValue() == "r16"     ? RowLayout::R16
+         : l.getValue() == "r32"   ? RowLayout::R32
+         : l.getValue() == "block" ? RowLayout::Block
+                                   : RowLayout::Rows;
 }
 
 // Plain rows' alignment: kiln.row_align from passes/layout (the target's cache line or
 // vector), 64 bytes without it.
 uint64_t rowAlignOf(Operation *op) {
-  auto a = op->getAttrOfType<IntegerAttr>("kiln.row_align");
+  auto a = op->getAttrOfType<IntegerAttr>(attr::kRowAlign);
   return a ? uint64_t(a.getInt()) : WeightLayout::kAlign;
 }
 
 int64_t features(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
 
-// The storage format of an embed / linear / logits / fused_linear op's weight.
-uint32_t formatOf(Operation *op) {
-  return uint32_t(op->getAttrOfType<StorageFormatAttr>("format").getValue());
-}
-
-// How a linear's weight rows are stored: kiln.layout from passes/layout; without it, rows
-// padded to the block.
-RowLayout weightLayoutOf(Operation *op) {
-  auto l = op->getAttrOfType<StringAttr>("kiln.layout");
-  return l ? rowLayoutOf(l.getValue()) : RowLayout::Block;
-}
-
-// An rms_norm's scale format: f32 unless precision assignment chose f16.
-uint32_t normFormatOf(RmsNormOp n) {
-  return n.getFormat() ? uint32_t(*n.getFormat()) : uint32_t(KILN_GGML_TYPE_F32);
-}
-
-// Rows of a fused_linear's stacked weight: every result's, twice for SwiGLU (gate and up).
-int64_t fusedRows(FusedLinearOp f) {
-  int64_t rows = 0;
-  for (Value result : f.getResults())
-    rows += features(result) * (f.getSwiglu() ? 2 : 1);
-  return rows;
+SmallVector<WeightRead, 2> weightReads(Operation *op) {
+  SmallVector<WeightRead, 2> reads;
+  if (auto r = dyn_cast<WeightReaderOpInterface>(op))
+    r.getWeightReads(reads);
+  return reads;
 }
 
 // RoPE angle tables exactly as the reference executor computes the angles.
@@ -80,49 +83,85 @@ void ropeTables(float theta, int32_t rotaryDims, uint32_t maxCtx, std::vector<fl
   }
 }
 
-class Lowering {
+// kiln-opt's weights: zeros of the shape each op reads (embedding tables: the module's
+// kiln.vocab_size rows, else the logits' width).
+void addStandIns(ModuleOp module, func::FuncOp fn, WeightStore &store) {
+  int64_t vocab = 0;
+  if (auto v = module->getAttrOfType<IntegerAttr>(attr::kVocabSize))
+    vocab = v.getInt();
+  fn.walk([&](LogitsOp l) { vocab = vocab ? vocab : features(l); });
+  fn.walk([&](Operation *op) {
+    for (const WeightRead &w : weightReads(op)) {
+      const int64_t rows = w.rows ? w.rows : std::max<int64_t>(vocab, 1);
+      std::vector<uint64_t> dims = {uint64_t(w.rowLength)};
+      if (w.matrix || w.rows != 1) // a norm's scale and a bias are 1-D
+        dims.push_back(uint64_t(rows));
+      if (!store.find(w.name.str()))
+        store.addOwnedF32(w.name.str(), dims, std::vector<float>(size_t(rows * w.rowLength)));
+    }
+  });
+}
+
+class UkernelLowering {
 public:
-  Lowering(ModuleOp src, const WeightStore &store, const LoweringOptions &opts,
-           LoweredModel &out)
-      : src(src), store(store), opts(opts), out(out), ctx(src.getContext()), b(ctx),
-        loc(UnknownLoc::get(ctx)) {}
-  bool run(std::string &error);
+  UkernelLowering(ModuleOp module, const memory::MemoryPlan &plan, const WeightStore &store,
+                  LoweringWeights &weights);
+  LogicalResult run(func::FuncOp fn);
 
 private:
+  using OpLowering = void (UkernelLowering::*)(Operation *op, Value row);
+  template <typename OpTy> void add(OpLowering f) { lowerings[TypeID::get<OpTy>()] = f; }
+
+  LogicalResult storeWeights(ArrayRef<Operation *> ops);
   void reserveWeights(ArrayRef<Operation *> ops);
-  bool plan(func::FuncOp fn, std::string &error);
-  // The layout packs weight `name`: built first when the store does not hold it and the
-  // caller builds weights on demand (LoweringOptions::materialize), released after.
-  bool addWeight(const std::string &name, uint32_t format, std::string &error,
-                 RowLayout layout = RowLayout::Block,
-                 uint64_t rowAlign = WeightLayout::kAlign) {
-    const bool onDemand = opts.materialize && !out.weights.find(name) && !store.find(name);
-    if (onDemand && !opts.materialize(name, error))
-      return false;
-    const bool ok = out.weights.addWeight(store, name, format, error, layout, rowAlign);
-    if (onDemand && opts.release)
-      opts.release(name);
-    return ok;
-  }
+  LogicalResult addWeight(Operation *op, const WeightRead &w, RowLayout layout,
+                          uint64_t rowAlign);
   void emit(func::FuncOp fn);
-  LLVM::LLVMFuncOp declare(StringRef name, Type result, ArrayRef<Type> args);
-  Value i32c(int64_t v) { return b.create<LLVM::ConstantOp>(loc, b.getI32Type(), v); }
-  // kiln.shard_groups (kiln-size-weight-shards) as the packed kernels' last argument, 0
-  // where the target has no shards.
-  Value shardGroups(Operation *op) {
-    auto a = op->getAttrOfType<IntegerAttr>("kiln.shard_groups");
-    return i32c(a ? a.getInt() : 0);
+  void emitOp(Operation *op, Value row) {
+    (this->*lowerings.at(op->getName().getTypeID()))(op, row);
   }
+
+  // One lowering per op.
+  void lowerEmbed(Operation *op, Value row);
+  void lowerRmsNorm(Operation *op, Value row);
+  void lowerRmsNormalize(Operation *op, Value row);
+  void lowerFusedLinear(Operation *op, Value row);
+  void lowerLinear(Operation *op, Value row); // linear and logits
+  void lowerRope(Operation *op, Value row);
+  void lowerAttention(Operation *op, Value row);
+  void lowerSilu(Operation *op, Value row);
+  void lowerBinary(Operation *op, Value row); // mul and add
+  void lowerReturn(Operation *, Value) {}
+
+  Value i32c(int64_t v) { return b.create<LLVM::ConstantOp>(loc, b.getI32Type(), v); }
   Value i64c(int64_t v) { return b.create<LLVM::ConstantOp>(loc, b.getI64Type(), v); }
   Value f32c(float v) {
     return b.create<LLVM::ConstantOp>(loc, b.getF32Type(), b.getF32FloatAttr(v));
+  }
+  Value null() { return b.create<LLVM::ZeroOp>(loc, ptrTy); }
+  // kiln.shard_groups (kiln-size-weight-shards) as the packed kernels' last argument, 0
+  // where the target has no shards.
+  Value shardGroups(Operation *op) {
+    auto a = op->getAttrOfType<IntegerAttr>(attr::kShardGroups);
+    return i32c(a ? a.getInt() : 0);
   }
   Value offsetPtr(Value base, uint64_t offset) {
     return b.create<LLVM::GEPOp>(loc, ptrTy, b.getI8Type(), base,
                                  ArrayRef<LLVM::GEPArg>{i64c(int64_t(offset))});
   }
-  Value weightPtr(StringRef name) { return offsetPtr(weightsBase, out.weights.find(name.str())->offset); }
-  Value bufferPtr(Value v) { return offsetPtr(scratchBase, offsets.lookup(v)); }
+  Value weightPtr(StringRef name) {
+    return offsetPtr(weightsBase, weights.layout.find(name.str())->offset);
+  }
+  // The memory plan's offset of v's buffer (kiln.buffers of its op).
+  Value bufferPtr(Value v) {
+    auto result = cast<OpResult>(v);
+    auto at = result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(attr::kBuffers);
+    return offsetPtr(scratchBase, uint64_t(at[result.getResultNumber()]));
+  }
+  Value workspacePtr(Operation *op) {
+    return offsetPtr(scratchBase,
+                     uint64_t(op->getAttrOfType<IntegerAttr>(attr::kWorkspace).getInt()));
+  }
   // rows * k as i64 (element counts of [rows, k] activations).
   Value count(Value rows, int64_t k) {
     Value n64 = b.create<LLVM::SExtOp>(loc, b.getI64Type(), rows);
@@ -139,8 +178,8 @@ private:
     else
       forTokenPanels(op, body);
   }
-  // Emits op for all n rows, or for `row` alone when it is set (the last-row tail).
-  void emitOp(Operation *op, Value row);
+  // v's rows from `row` on (all of v without one).
+  Value from(Value row, Value v) { return rowsAt(bufferPtr(v), row, features(v)); }
   // Row t0 of an [n, width] f32 activation at base (base itself when t0 is null).
   Value rowsAt(Value base, Value t0, int64_t width) {
     if (!t0)
@@ -149,52 +188,61 @@ private:
                                     i64c(width));
     return b.create<LLVM::GEPOp>(loc, ptrTy, b.getF32Type(), base, ValueRange{i});
   }
+  const std::string &ropeTable(float theta, int32_t rotaryDims);
 
-  ModuleOp src;
+  ModuleOp module;
+  const memory::MemoryPlan &plan;
   const WeightStore &store;
-  const LoweringOptions &opts;
-  LoweredModel &out;
+  LoweringWeights &weights;
   MLIRContext *ctx;
   OpBuilder b;
   Location loc;
   Type ptrTy;
-
-  llvm::DenseMap<Value, uint64_t> offsets;     // scratch offset of each activation
-  llvm::DenseMap<Operation *, uint64_t> scores; // attention scratch
-  llvm::DenseMap<Operation *, uint64_t> qacts;  // int8 activations of packed (r16/r32) linears
-  // KV cache of one layer: K plane, int8 K scales (f32 per token and KV head), V plane,
-  // each 64-byte aligned.
-  struct KvSlots {
-    uint64_t k = 0, kScales = 0, v = 0;
-  };
-  std::map<int32_t, KvSlots> kvOffsets; // by layer
-  const std::string &ropeTable(float theta, int32_t rotaryDims);
+  llvm::DenseMap<TypeID, OpLowering> lowerings;
   std::map<std::pair<float, int32_t>, std::string> ropeTableNames;
   std::map<std::string, LLVM::LLVMFuncOp> kernels;
-  Value weightsBase, scratchBase, kvBase, ctxArg, tokensArg, positionsArg, nArg, logitsArg;
-  Value lastLogitsOnly; // kiln_exec_ctx_t.last_logits_only
   llvm::DenseMap<Operation *, std::string> headMaps; // constant query-head -> KV-head maps
+  Value weightsBase, scratchBase, kvBase, ctxArg, tokensArg, positionsArg, nArg, logitsArg;
 };
 
+UkernelLowering::UkernelLowering(ModuleOp module, const memory::MemoryPlan &plan,
+                                 const WeightStore &store, LoweringWeights &weights)
+    : module(module), plan(plan), store(store), weights(weights),
+      ctx(module.getContext()), b(ctx), loc(UnknownLoc::get(ctx)),
+      ptrTy(LLVM::LLVMPointerType::get(ctx)) {
+  add<EmbedOp>(&UkernelLowering::lowerEmbed);
+  add<RmsNormOp>(&UkernelLowering::lowerRmsNorm);
+  add<RmsNormalizeOp>(&UkernelLowering::lowerRmsNormalize);
+  add<FusedLinearOp>(&UkernelLowering::lowerFusedLinear);
+  add<LinearOp>(&UkernelLowering::lowerLinear);
+  add<LogitsOp>(&UkernelLowering::lowerLinear);
+  add<RopeOp>(&UkernelLowering::lowerRope);
+  add<AttentionOp>(&UkernelLowering::lowerAttention);
+  add<SiluOp>(&UkernelLowering::lowerSilu);
+  add<MulOp>(&UkernelLowering::lowerBinary);
+  add<AddOp>(&UkernelLowering::lowerBinary);
+  add<func::ReturnOp>(&UkernelLowering::lowerReturn);
+}
+
 // The name of the cos/sin tables of (theta, rotary dims), made on first use.
-const std::string &Lowering::ropeTable(float theta, int32_t rotaryDims) {
+const std::string &UkernelLowering::ropeTable(float theta, int32_t rotaryDims) {
   auto key = std::make_pair(theta, rotaryDims);
   auto it = ropeTableNames.find(key);
   if (it != ropeTableNames.end())
     return it->second;
   std::string name = "rope." + std::to_string(ropeTableNames.size());
   std::vector<float> c, s;
-  ropeTables(theta, rotaryDims, opts.maxCtx, c, s);
-  out.weights.addF32(name + ".cos", {uint64_t(rotaryDims / 2), opts.maxCtx}, c);
-  out.weights.addF32(name + ".sin", {uint64_t(rotaryDims / 2), opts.maxCtx}, s);
+  ropeTables(theta, rotaryDims, plan.maxCtx, c, s);
+  weights.layout.addF32(name + ".cos", {uint64_t(rotaryDims / 2), plan.maxCtx}, c);
+  weights.layout.addF32(name + ".sin", {uint64_t(rotaryDims / 2), plan.maxCtx}, s);
   return ropeTableNames[key] = name;
 }
 
 // Emits body(t0, count) once per kiln.token_panel tokens of the call's n (passes/layout
 // kiln-size-prefill-panels), or once with (null, n) for an op without panels.
-void Lowering::forTokenPanels(Operation *op,
-                              llvm::function_ref<void(Value t0, Value count)> body) {
-  auto panelAttr = op->getAttrOfType<IntegerAttr>("kiln.token_panel");
+void UkernelLowering::forTokenPanels(Operation *op,
+                                     llvm::function_ref<void(Value t0, Value count)> body) {
+  auto panelAttr = op->getAttrOfType<IntegerAttr>(attr::kTokenPanel);
   if (!panelAttr) {
     body(Value(), nArg);
     return;
@@ -220,226 +268,76 @@ void Lowering::forTokenPanels(Operation *op,
   b.setInsertionPointToStart(after);
 }
 
-// Sizes the weights section before plan fills it, so it never reallocates: growing by
+// Sizes the weights section before it is filled, so it never reallocates: growing by
 // doubling copied every weight so far each time (a Llama-2-7B q4_0 compile: 6.23 GB of
-// anonymous memory at its peak for 3.79 GB of weights). The matrices' sizes come from
-// their ops' shapes (fused weights do not exist until plan builds them); the rest (norms,
-// biases, RoPE tables) from the store or a margin. Over-counting (a weight two ops read) costs
-// address space only: the pages are touched as weights are written.
-void Lowering::reserveWeights(ArrayRef<Operation *> ops) {
-  uint64_t bytes = 1 << 20; // RoPE tables, biases, derived norms
-  auto add = [&](uint64_t n) { bytes += n + 128; }; // + the alignment before it
-  for (Operation *op : ops) {
-    auto fromStore = [&](StringRef name, uint32_t format) {
-      if (const WeightView *w = store.find(name.str()))
-        add(WeightLayout::storedBytes(format, RowLayout::Block, w->numRows(), w->rowLength()));
-    };
-    if (auto e = dyn_cast<EmbedOp>(op)) {
-      fromStore(e.getWeight(), formatOf(op));
-    } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-      fromStore(n.getWeight(), normFormatOf(n));
-    } else if (isa<LinearOp, LogitsOp>(op)) {
-      add(WeightLayout::storedBytes(formatOf(op), weightLayoutOf(op),
-                                    uint64_t(features(op->getResult(0))),
-                                    uint64_t(features(op->getOperand(0))), rowAlignOf(op)));
-      if (auto bias = op->getAttrOfType<StringAttr>("bias"))
-        fromStore(bias.getValue(), KILN_GGML_TYPE_F32);
-    } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
-      add(WeightLayout::storedBytes(formatOf(op), weightLayoutOf(op), uint64_t(fusedRows(f)),
-                                    uint64_t(features(f.getInput())), rowAlignOf(op)));
+// anonymous memory at its peak for 3.79 GB of weights). Matrices are sized from their
+// ops' shapes (derived weights do not exist yet), the rest from the store, plus a margin
+// for the RoPE tables. Over-counting costs address space only.
+void UkernelLowering::reserveWeights(ArrayRef<Operation *> ops) {
+  uint64_t bytes = 1 << 20;
+  for (Operation *op : ops)
+    for (const WeightRead &w : weightReads(op)) {
+      const WeightView *v = w.matrix ? nullptr : store.find(w.name.str());
+      if (w.matrix)
+        bytes += WeightLayout::storedBytes(w.format, weightLayoutOf(op), uint64_t(w.rows),
+                                           uint64_t(w.rowLength), rowAlignOf(op)) + 128;
+      else if (v)
+        bytes += WeightLayout::storedBytes(w.format, RowLayout::Block, v->numRows(),
+                                           v->rowLength()) + 128;
     }
-  }
-  out.weights.reserveBytes(bytes);
+  weights.layout.reserveBytes(bytes);
 }
 
-bool Lowering::plan(func::FuncOp fn, std::string &error) {
-  std::vector<Operation *> ops;
-  for (Operation &op : fn.getBody().front())
-    ops.push_back(&op);
-  llvm::DenseMap<Operation *, int64_t> index;
-  for (size_t i = 0; i < ops.size(); ++i)
-    index[ops[i]] = int64_t(i);
+// The layout packs weight w: built first when the store does not hold it and the caller
+// builds weights on demand (LoweringWeights::materialize), released after.
+LogicalResult UkernelLowering::addWeight(Operation *op, const WeightRead &w, RowLayout layout,
+                                         uint64_t rowAlign) {
+  const std::string name = w.name.str();
+  std::string error;
+  const bool onDemand = weights.materialize && !weights.layout.find(name) && !store.find(name);
+  if (onDemand && !weights.materialize(name, error))
+    return op->emitOpError(error);
+  const bool ok = weights.layout.addWeight(store, name, w.format, error, layout, rowAlign);
+  if (onDemand && weights.release)
+    weights.release(name);
+  if (!ok)
+    return op->emitOpError(error);
+  return success();
+}
 
-  std::vector<BufferRequest> requests;
-  std::vector<Value> owners;           // value or null (attention scores)
-  std::vector<Operation *> scoreOwners;
-  llvm::DenseMap<Value, Value> aliasOf; // rope results and in-place residual sums
-  auto lastUse = [&](Value v) {
-    int64_t last = index[v.getDefiningOp()];
-    for (Operation *user : v.getUsers())
-      last = std::max(last, index[user]);
-    return last;
-  };
-  const uint64_t rowsBytes = uint64_t(opts.maxBatch) * 4;
+// Every weight in op order (the section's order), RoPE tables where their op first asks.
+LogicalResult UkernelLowering::storeWeights(ArrayRef<Operation *> ops) {
   reserveWeights(ops);
-
-  for (size_t i = 0; i < ops.size(); ++i) {
-    Operation *op = ops[i];
-    if (auto e = dyn_cast<EmbedOp>(op)) {
-      if (!addWeight(e.getWeight().str(), formatOf(op), error))
-        return false;
-    } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-      if (!addWeight(n.getWeight().str(), normFormatOf(n), error))
-        return false;
-    } else if (isa<LinearOp, LogitsOp>(op)) {
-      const std::string wname = op->getAttrOfType<StringAttr>("weight").str();
-      if (!addWeight(wname, formatOf(op), error, weightLayoutOf(op), rowAlignOf(op)))
-        return false;
-      if (kiln_is_packed(out.weights.find(wname)->format)) {
-        // scratch for x quantised to int8, live during the op only
-        requests.push_back({uint64_t(opts.maxBatch) *
-                                kiln_packed_act_stride(uint64_t(features(op->getOperand(0)))),
-                            int64_t(i), int64_t(i)});
-        owners.push_back(Value());
-        scoreOwners.push_back(op);
-      }
-      if (auto bias = op->getAttrOfType<StringAttr>("bias")) {
-        if (!addWeight(bias.str(), KILN_GGML_TYPE_F32, error))
-          return false;
-        const std::vector<uint64_t> &bdims = out.weights.find(bias.str())->shape;
-        if (bdims.size() != 1 || int64_t(bdims[0]) != features(op->getResult(0))) {
-          error = "kiln.linear bias '" + bias.str() + "' must be a 1-D [" +
-                  std::to_string(features(op->getResult(0))) + "] f32 vector";
-          return false;
-        }
-      }
-    } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
-      if (!addWeight(f.getWeight().str(), formatOf(op), error, weightLayoutOf(op),
-                     rowAlignOf(op)))
-        return false;
-      if (kiln_is_packed(out.weights.find(f.getWeight().str())->format)) {
-        requests.push_back({uint64_t(opts.maxBatch) *
-                                kiln_packed_act_stride(uint64_t(features(f.getInput()))),
-                            int64_t(i), int64_t(i)});
-        owners.push_back(Value());
-        scoreOwners.push_back(op);
-      }
-      const int64_t rows = fusedRows(f);
-      const PackedTensor *t = out.weights.find(f.getWeight().str());
-      if (int64_t(t->rows) != rows || int64_t(t->rowLength) != features(f.getInput())) {
-        error = "kiln.fused_linear weight '" + f.getWeight().str() + "' is not [" +
-                std::to_string(rows) + ", " + std::to_string(features(f.getInput())) + "]";
-        return false;
-      }
-      // The residual's buffer becomes the output when this op is its last reader.
-      Value res = f.getResidual();
-      if (res && res.getDefiningOp() && lastUse(res) == int64_t(i)) {
-        aliasOf[f.getResult(0)] = aliasOf.count(res) ? aliasOf.lookup(res) : res;
-        continue;
-      }
-      for (Value result : f.getResults()) {
-        requests.push_back({rowsBytes * uint64_t(features(result)), int64_t(i), lastUse(result)});
-        owners.push_back(result);
-        scoreOwners.push_back(nullptr);
-      }
-      continue;
-    } else if (auto r = dyn_cast<RopeOp>(op)) {
-      if (!r.getInput().hasOneUse()) {
-        error = "kiln.rope rotates in place, so its input must have no other use";
-        return false;
-      }
-      aliasOf[r.getResult()] = r.getInput();
+  for (Operation *op : ops) {
+    for (const WeightRead &w : weightReads(op)) {
+      if (failed(w.matrix ? addWeight(op, w, weightLayoutOf(op), rowAlignOf(op))
+                          : addWeight(op, w, RowLayout::Block, WeightLayout::kAlign)))
+        return failure();
+      const PackedTensor *t = weights.layout.find(w.name.str());
+      if (isa<FusedLinearOp>(op) &&
+          (int64_t(t->rows) != w.rows || int64_t(t->rowLength) != w.rowLength))
+        return op->emitOpError() << "weight '" << w.name << "' is not [" << w.rows << ", "
+                                 << w.rowLength << "]";
+      if (!w.matrix && isa<LinearOp>(op) &&
+          (t->shape.size() != 1 || int64_t(t->shape[0]) != w.rowLength))
+        return op->emitOpError() << "bias '" << w.name << "' must be a 1-D [" << w.rowLength
+                                 << "] f32 vector";
+    }
+    if (auto r = dyn_cast<RopeOp>(op))
       ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
-      continue;
-    } else if (auto a = dyn_cast<AttentionOp>(op)) {
-      if (a.getHeadDim() > KILN_UK_ATTENTION_MAX_HEAD_DIM) {
-        error = "kiln.attention head_dim " + std::to_string(a.getHeadDim()) +
-                " exceeds the CPU kernels' " + std::to_string(KILN_UK_ATTENTION_MAX_HEAD_DIM);
-        return false;
-      }
-      if (a.getRopeRotaryDimsAttr())
-        ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(),
-                  int32_t(*a.getRopeRotaryDims()));
-      const uint64_t kvHeads = a.getNumKvHeads(), headDim = a.getHeadDim();
-      const uint64_t rows = uint64_t(opts.maxCtx) * kvHeads * headDim;
-      auto elemBytes = [](KvElem e) { return e == KvElem::F32 ? 4u : e == KvElem::F16 ? 2u : 1u; };
-      auto align64 = [](uint64_t x) { return (x + 63) & ~uint64_t(63); };
-      KvSlots &slots = kvOffsets[int32_t(a.getLayer())];
-      slots.k = out.kvBytes;
-      out.kvBytes = align64(out.kvBytes + rows * elemBytes(opts.kv.k));
-      if (opts.kv.k == KvElem::I8) {
-        slots.kScales = out.kvBytes;
-        out.kvBytes = align64(out.kvBytes + uint64_t(opts.maxCtx) * kvHeads * 4);
-      }
-      slots.v = out.kvBytes;
-      out.kvBytes = align64(out.kvBytes + rows * elemBytes(opts.kv.v));
-      out.kvBytesPerToken += kvBytesPerTokenLayer(opts.kv, kvHeads, headDim);
-      requests.push_back({uint64_t(a.getNumHeads()) * opts.maxCtx * 4, int64_t(i), int64_t(i)});
-      owners.push_back(Value());
-      scoreOwners.push_back(op);
-    } else if (isa<func::ReturnOp>(op)) {
-      continue;
-    } else if (!isa<SiluOp, MulOp, AddOp, RmsNormalizeOp>(op)) {
-      error = "the CPU code generator does not lower '" + op->getName().getStringRef().str() + "'";
-      return false;
-    }
-    if (isa<LogitsOp>(op)) {
-      Value l = op->getResult(0);
-      if (!l.hasOneUse() || !isa<func::ReturnOp>(*l.getUsers().begin())) {
-        error = "kiln.logits must be @forward's returned value (it is written to the "
-                "caller's logits buffer)";
-        return false;
-      }
-      out.vocab = uint32_t(features(l));
-      continue;
-    }
-    Value result = op->getResult(0);
-    requests.push_back({rowsBytes * uint64_t(features(result)), int64_t(i), lastUse(result)});
-    owners.push_back(result);
-    scoreOwners.push_back(nullptr);
+    if (auto a = dyn_cast<AttentionOp>(op); a && a.getRopeRotaryDimsAttr())
+      ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(),
+                int32_t(*a.getRopeRotaryDims()));
   }
-  // A rope result extends its input buffer's life to the result's last use.
-  for (auto &[result, input] : aliasOf)
-    for (size_t r = 0; r < owners.size(); ++r)
-      if (owners[r] == input)
-        requests[r].lastUse = std::max(requests[r].lastUse, lastUse(result));
-
-  ScratchPlan sp = planScratch(requests);
-  for (size_t r = 0; r < owners.size(); ++r) {
-    if (owners[r])
-      offsets[owners[r]] = sp.offsets[r];
-    else if (isa<AttentionOp>(scoreOwners[r]))
-      scores[scoreOwners[r]] = sp.offsets[r];
-    else
-      qacts[scoreOwners[r]] = sp.offsets[r];
-  }
-  for (auto &[result, input] : aliasOf)
-    offsets[result] = offsets.lookup(input);
-  out.scratchBytes = sp.totalBytes;
-  out.scratchBytesWithoutReuse = sp.naiveBytes;
-  return true;
+  return success();
 }
 
-LLVM::LLVMFuncOp Lowering::declare(StringRef name, Type result, ArrayRef<Type> args) {
-  auto f = b.create<LLVM::LLVMFuncOp>(loc, name, LLVM::LLVMFunctionType::get(result, args));
-  kernels[name.str()] = f;
-  return f;
-}
-
-void Lowering::emit(func::FuncOp fn) {
-  Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
-  Type voidTy = LLVM::LLVMVoidType::get(ctx);
-  b.setInsertionPointToEnd(out.module->getBody());
-  declare("kiln_uk_check_inputs", i32, {ptrTy, ptrTy, i32, i32, i32, i32});
-  declare("kiln_uk_embed", voidTy, {ptrTy, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy});
-  declare("kiln_uk_rms_norm", voidTy, {i32, ptrTy, ptrTy, i32, i32, f32, ptrTy});
-  declare("kiln_uk_linear", voidTy, {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy});
-  declare("kiln_uk_linear_fused", voidTy,
-          {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy, i32, ptrTy, i32,
-           ptrTy, i32});
-  declare("kiln_uk_linear_packed_fused", voidTy,
-          {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, i32, ptrTy, i32, ptrTy, i32,
-           ptrTy, i32, ptrTy, i32});
-  declare("kiln_uk_linear_packed", voidTy,
-          {ptrTy, i32, ptrTy, i32, i32, ptrTy, i64, i32, ptrTy, ptrTy, i32});
-  declare("kiln_uk_rope", voidTy, {ptrTy, i32, i32, i32, i32, i32, ptrTy, ptrTy, ptrTy});
-  declare("kiln_uk_attention", voidTy,
-          {ptrTy, ptrTy, ptrTy, ptrTy, i32, ptrTy, i32, i32, i32, f32, ptrTy, i32, i32, ptrTy,
-           ptrTy, ptrTy, i32, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy});
-  declare("kiln_uk_silu", voidTy, {ptrTy, i64, ptrTy});
-  declare("kiln_uk_mul", voidTy, {ptrTy, ptrTy, i64, ptrTy});
-  declare("kiln_uk_add", voidTy, {ptrTy, ptrTy, i64, ptrTy});
-  declare("kiln_uk_add_bias", voidTy, {ptrTy, ptrTy, i32, i32});
+void UkernelLowering::emit(func::FuncOp fn) {
+  Type i32 = b.getI32Type();
+  b.setInsertionPointToEnd(module.getBody());
+  forEachUkernel(ctx, [&](const char *name, LLVM::LLVMFunctionType type) {
+    kernels[name] = b.create<LLVM::LLVMFuncOp>(loc, name, type);
+  });
 
   // Constant query-head -> KV-head maps of attention ops that carry one.
   fn.walk([&](AttentionOp a) {
@@ -466,8 +364,8 @@ void Lowering::emit(func::FuncOp fn) {
   b.setInsertionPointToStart(body);
   Value check = b.create<LLVM::CallOp>(loc, kernels["kiln_uk_check_inputs"],
                                        ValueRange{tokensArg, positionsArg, nArg,
-                                                  i32c(out.vocab), i32c(opts.maxCtx),
-                                                  i32c(opts.maxBatch)})
+                                                  i32c(weights.vocab), i32c(plan.maxCtx),
+                                                  i32c(plan.maxBatch)})
                     .getResult();
   Value bad = b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::ne, check, i32c(0));
   b.create<LLVM::CondBrOp>(loc, bad, fail, run);
@@ -486,7 +384,7 @@ void Lowering::emit(func::FuncOp fn) {
   weightsBase = field(2);
   scratchBase = field(3);
   kvBase = field(4);
-  lastLogitsOnly = b.create<LLVM::LoadOp>(
+  Value lastLogitsOnly = b.create<LLVM::LoadOp>(
       loc, i32, b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, 7}));
 
   // Every op after the last one that mixes rows (attention) works row by row and feeds
@@ -519,156 +417,188 @@ void Lowering::emit(func::FuncOp fn) {
   b.create<LLVM::ReturnOp>(loc, i32c(0));
 }
 
-void Lowering::emitOp(Operation *op, Value row) {
-  Value rows = row ? i32c(1) : nArg; // rows of a panel-less op
-  // v's rows from `row` on (all of v without one)
-  auto from = [&](Value v) { return rowsAt(bufferPtr(v), row, features(v)); };
-  if (auto e = dyn_cast<EmbedOp>(op)) {
-    const PackedTensor *t = out.weights.find(e.getWeight().str());
-    call("kiln_uk_embed", {ctxArg, i32c(t->format), weightPtr(e.getWeight()),
-                           i64c(int64_t(t->rowStride)), i32c(features(e)), tokensArg, nArg,
-                           bufferPtr(e)});
-  } else if (auto n = dyn_cast<RmsNormOp>(op)) {
-    const PackedTensor *t = out.weights.find(n.getWeight().str());
-    call("kiln_uk_rms_norm", {i32c(t->format), from(n.getInput()), weightPtr(n.getWeight()),
-                              rows, i32c(features(n)), f32c(n.getEps().convertToFloat()),
-                              from(n)});
-  } else if (auto n = dyn_cast<RmsNormalizeOp>(op)) {
-    call("kiln_uk_rms_norm", {i32c(KILN_GGML_TYPE_F32), from(n.getInput()),
-                              b.create<LLVM::ZeroOp>(loc, ptrTy), rows, i32c(features(n)),
-                              f32c(n.getEps().convertToFloat()), from(n)});
-  } else if (auto f = dyn_cast<FusedLinearOp>(op)) {
-    const PackedTensor *t = out.weights.find(f.getWeight().str());
-    forRows(op, row, [&](Value t0, Value count) {
-      Value null = b.create<LLVM::ZeroOp>(loc, ptrTy);
-      SmallVector<Value, 6> segs; // (y, width) per segment, unused ones (NULL, 0)
-      for (unsigned k = 0; k < 3; ++k) {
-        const bool used = k < f.getNumResults();
-        segs.push_back(used ? rowsAt(bufferPtr(f.getResult(k)), t0, features(f.getResult(k)))
-                            : null);
-        segs.push_back(i32c(used ? features(f.getResult(k)) : 0));
-      }
-      // the residual has the first segment's rows
-      Value residual = f.getResidual()
-                           ? rowsAt(bufferPtr(f.getResidual()), t0, features(f.getResult(0)))
-                           : null;
-      SmallVector<Value, 18> args = {
-          ctxArg, i32c(t->format), rowsAt(bufferPtr(f.getInput()), t0, features(f.getInput())),
-          count, i32c(features(f.getInput())), weightPtr(f.getWeight()),
-          i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)), segs[0], segs[1], segs[2],
-          segs[3], segs[4], segs[5], residual, i32c(f.getSwiglu() ? 1 : 0)};
-      if (kiln_is_packed(t->format)) {
-        args.push_back(offsetPtr(scratchBase, qacts.lookup(op)));
-        args.push_back(shardGroups(op));
-        call("kiln_uk_linear_packed_fused", args);
-      } else {
-        call("kiln_uk_linear_fused", args);
-      }
-    });
-  } else if (isa<LinearOp, LogitsOp>(op)) {
-    Value input = op->getOperand(0), result = op->getResult(0);
-    std::string name = op->getAttrOfType<StringAttr>("weight").str();
-    const PackedTensor *t = out.weights.find(name);
-    auto dstOf = [&] { return isa<LogitsOp>(op) ? logitsArg : bufferPtr(result); };
-    auto panel = [&](Value t0, Value count) {
-      Value x = rowsAt(bufferPtr(input), t0, features(input));
-      Value y = rowsAt(dstOf(), t0, features(result));
-      if (kiln_is_packed(t->format))
-        call("kiln_uk_linear_packed",
-             {ctxArg, i32c(t->format), x, count, i32c(features(input)), weightPtr(name),
-              i64c(int64_t(t->rowStride)), i32c(features(result)), y,
-              offsetPtr(scratchBase, qacts.lookup(op)), shardGroups(op)});
-      else
-        call("kiln_uk_linear", {ctxArg, i32c(t->format), x, count, i32c(features(input)),
-                                weightPtr(name), i64c(int64_t(t->rowStride)),
-                                i32c(features(result)), y});
-      if (auto bias = op->getAttrOfType<StringAttr>("bias"))
-        call("kiln_uk_add_bias",
-             {y, weightPtr(bias.getValue()), count, i32c(features(result))});
-    };
-    forRows(op, row, panel);
-  } else if (auto r = dyn_cast<RopeOp>(op)) {
-    const std::string &table =
-        ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
-    call("kiln_uk_rope", {bufferPtr(r), nArg, i32c(features(r)), i32c(r.getHeadDim()),
-                          i32c(r.getRotaryDims()),
-                          i32c(r.getStyle() == RopeStyle::rotate_half ? 1 : 0), positionsArg,
-                          weightPtr(table + ".cos"), weightPtr(table + ".sin")});
-  } else if (auto a = dyn_cast<AttentionOp>(op)) {
-    const KvSlots &slots = kvOffsets[int32_t(a.getLayer())];
-    auto null = [&] { return b.create<LLVM::ZeroOp>(loc, ptrTy).getResult(); };
-    Value map = headMaps.count(a)
-                    ? b.create<LLVM::AddressOfOp>(loc, ptrTy, headMaps[a]).getResult()
-                    : null();
-    // Fused RoPE (kiln-fuse-rope-into-attention): the kernel rotates q and k itself.
-    int32_t rotDims = 0, rotHalf = 0;
-    Value cosT = null(), sinT = null();
-    if (a.getRopeRotaryDimsAttr()) {
-      rotDims = int32_t(*a.getRopeRotaryDims());
-      rotHalf = *a.getRopeStyle() == RopeStyle::rotate_half ? 1 : 0;
-      const std::string &table =
-          ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), rotDims);
-      cosT = weightPtr(table + ".cos");
-      sinT = weightPtr(table + ".sin");
-    }
-    call("kiln_uk_attention",
-         {ctxArg, bufferPtr(a.getQ()), bufferPtr(a.getK()), bufferPtr(a.getV()), nArg,
-          positionsArg, i32c(a.getNumHeads()), i32c(a.getNumKvHeads()), i32c(a.getHeadDim()),
-          f32c(a.getScale().convertToFloat()), map, i32c(int64_t(opts.kv.k)),
-          i32c(int64_t(opts.kv.v)), offsetPtr(kvBase, slots.k),
-          opts.kv.k == KvElem::I8 ? offsetPtr(kvBase, slots.kScales) : null(),
-          offsetPtr(kvBase, slots.v), i32c(opts.maxCtx), i32c(rotDims), i32c(rotHalf), cosT,
-          sinT, offsetPtr(scratchBase, scores.lookup(op)), bufferPtr(a)});
-  } else if (auto s = dyn_cast<SiluOp>(op)) {
-    call("kiln_uk_silu", {from(s.getInput()), count(rows, features(s)), from(s)});
-  } else if (isa<MulOp, AddOp>(op)) {
-    call(isa<MulOp>(op) ? "kiln_uk_mul" : "kiln_uk_add",
-         {from(op->getOperand(0)), from(op->getOperand(1)),
-          count(rows, features(op->getResult(0))), from(op->getResult(0))});
-  }
+void UkernelLowering::lowerEmbed(Operation *op, Value) {
+  auto e = cast<EmbedOp>(op);
+  const PackedTensor *t = weights.layout.find(e.getWeight().str());
+  call("kiln_uk_embed", {ctxArg, i32c(t->format), weightPtr(e.getWeight()),
+                         i64c(int64_t(t->rowStride)), i32c(features(e)), tokensArg, nArg,
+                         bufferPtr(e)});
 }
 
-bool Lowering::run(std::string &error) {
-  auto fn = src.lookupSymbol<func::FuncOp>("forward");
-  if (!fn || fn.getNumArguments() != 2 || fn.getNumResults() != 1) {
-    error = "the module has no @forward(tokens, positions) -> logits";
-    return false;
-  }
-  if (opts.maxCtx == 0 || opts.maxBatch == 0 || opts.maxBatch > opts.maxCtx) {
-    error = "max context and max batch must be positive, batch <= context";
-    return false;
-  }
-  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
-  ptrTy = LLVM::LLVMPointerType::get(ctx);
-  out.module = ModuleOp::create(loc);
-  if (!plan(fn, error))
-    return false;
-  emit(fn);
-  // Bytes read per decoded token: every matrix once, one embedding row, the norms.
-  fn.walk([&](Operation *op) {
-    if (auto e = dyn_cast<EmbedOp>(op))
-      out.weightBytesPerToken += out.weights.find(e.getWeight().str())->rowStride;
-    else if (auto n = dyn_cast<RmsNormOp>(op))
-      out.weightBytesPerToken += out.weights.find(n.getWeight().str())->size;
-    else if (isa<LinearOp, LogitsOp, FusedLinearOp>(op)) {
-      out.weightBytesPerToken +=
-          out.weights.find(op->getAttrOfType<StringAttr>("weight").str())->size;
-      if (auto bias = op->getAttrOfType<StringAttr>("bias"))
-        out.weightBytesPerToken += out.weights.find(bias.str())->size;
+void UkernelLowering::lowerRmsNorm(Operation *op, Value row) {
+  auto n = cast<RmsNormOp>(op);
+  const PackedTensor *t = weights.layout.find(n.getWeight().str());
+  call("kiln_uk_rms_norm", {i32c(t->format), from(row, n.getInput()), weightPtr(n.getWeight()),
+                            row ? i32c(1) : nArg, i32c(features(n)),
+                            f32c(n.getEps().convertToFloat()), from(row, n.getResult())});
+}
+
+void UkernelLowering::lowerRmsNormalize(Operation *op, Value row) {
+  auto n = cast<RmsNormalizeOp>(op);
+  call("kiln_uk_rms_norm", {i32c(KILN_GGML_TYPE_F32), from(row, n.getInput()), null(),
+                            row ? i32c(1) : nArg, i32c(features(n)),
+                            f32c(n.getEps().convertToFloat()), from(row, n.getResult())});
+}
+
+void UkernelLowering::lowerFusedLinear(Operation *op, Value row) {
+  auto f = cast<FusedLinearOp>(op);
+  const PackedTensor *t = weights.layout.find(f.getWeight().str());
+  forRows(op, row, [&](Value t0, Value count) {
+    Value none = null();
+    SmallVector<Value, 6> segs; // (y, width) per segment, unused ones (NULL, 0)
+    for (unsigned k = 0; k < 3; ++k) {
+      const bool used = k < f.getNumResults();
+      segs.push_back(used ? rowsAt(bufferPtr(f.getResult(k)), t0, features(f.getResult(k)))
+                          : none);
+      segs.push_back(i32c(used ? features(f.getResult(k)) : 0));
+    }
+    // the residual has the first segment's rows
+    Value residual = f.getResidual()
+                         ? rowsAt(bufferPtr(f.getResidual()), t0, features(f.getResult(0)))
+                         : none;
+    SmallVector<Value, 18> args = {
+        ctxArg, i32c(t->format), rowsAt(bufferPtr(f.getInput()), t0, features(f.getInput())),
+        count, i32c(features(f.getInput())), weightPtr(f.getWeight()),
+        i64c(int64_t(t->rowStride)), i32c(int32_t(t->rows)), segs[0], segs[1], segs[2],
+        segs[3], segs[4], segs[5], residual, i32c(f.getSwiglu() ? 1 : 0)};
+    if (kiln_is_packed(t->format)) {
+      args.push_back(workspacePtr(op));
+      args.push_back(shardGroups(op));
+      call("kiln_uk_linear_packed_fused", args);
+    } else {
+      call("kiln_uk_linear_fused", args);
     }
   });
-  if (failed(out.module->verify())) {
-    error = "internal error: the lowered module does not verify";
-    return false;
-  }
-  return true;
 }
+
+void UkernelLowering::lowerLinear(Operation *op, Value row) {
+  Value input = op->getOperand(0), result = op->getResult(0);
+  std::string name = op->getAttrOfType<StringAttr>("weight").str();
+  const PackedTensor *t = weights.layout.find(name);
+  auto dstOf = [&] { return isa<LogitsOp>(op) ? logitsArg : bufferPtr(result); };
+  forRows(op, row, [&](Value t0, Value count) {
+    Value x = rowsAt(bufferPtr(input), t0, features(input));
+    Value y = rowsAt(dstOf(), t0, features(result));
+    if (kiln_is_packed(t->format))
+      call("kiln_uk_linear_packed",
+           {ctxArg, i32c(t->format), x, count, i32c(features(input)), weightPtr(name),
+            i64c(int64_t(t->rowStride)), i32c(features(result)), y, workspacePtr(op),
+            shardGroups(op)});
+    else
+      call("kiln_uk_linear", {ctxArg, i32c(t->format), x, count, i32c(features(input)),
+                              weightPtr(name), i64c(int64_t(t->rowStride)),
+                              i32c(features(result)), y});
+    if (auto bias = op->getAttrOfType<StringAttr>("bias"))
+      call("kiln_uk_add_bias", {y, weightPtr(bias.getValue()), count, i32c(features(result))});
+  });
+}
+
+void UkernelLowering::lowerRope(Operation *op, Value) {
+  auto r = cast<RopeOp>(op);
+  const std::string &table = ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
+  call("kiln_uk_rope", {bufferPtr(r), nArg, i32c(features(r)), i32c(r.getHeadDim()),
+                        i32c(r.getRotaryDims()),
+                        i32c(r.getStyle() == RopeStyle::rotate_half ? 1 : 0), positionsArg,
+                        weightPtr(table + ".cos"), weightPtr(table + ".sin")});
+}
+
+void UkernelLowering::lowerAttention(Operation *op, Value) {
+  auto a = cast<AttentionOp>(op);
+  ArrayRef<int64_t> slots = a->getAttrOfType<DenseI64ArrayAttr>(attr::kKvSlots).asArrayRef();
+  Value map = headMaps.count(a)
+                  ? b.create<LLVM::AddressOfOp>(loc, ptrTy, headMaps[a]).getResult()
+                  : null();
+  // Fused RoPE (kiln-fuse-rope-into-attention): the kernel rotates q and k itself.
+  int32_t rotDims = 0, rotHalf = 0;
+  Value cosT = null(), sinT = null();
+  if (a.getRopeRotaryDimsAttr()) {
+    rotDims = int32_t(*a.getRopeRotaryDims());
+    rotHalf = *a.getRopeStyle() == RopeStyle::rotate_half ? 1 : 0;
+    const std::string &table =
+        ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), rotDims);
+    cosT = weightPtr(table + ".cos");
+    sinT = weightPtr(table + ".sin");
+  }
+  call("kiln_uk_attention",
+       {ctxArg, bufferPtr(a.getQ()), bufferPtr(a.getK()), bufferPtr(a.getV()), nArg,
+        positionsArg, i32c(a.getNumHeads()), i32c(a.getNumKvHeads()), i32c(a.getHeadDim()),
+        f32c(a.getScale().convertToFloat()), map, i32c(int64_t(plan.kv.k)),
+        i32c(int64_t(plan.kv.v)), offsetPtr(kvBase, uint64_t(slots[0])),
+        plan.kv.k == KvElem::I8 ? offsetPtr(kvBase, uint64_t(slots[1])) : null(),
+        offsetPtr(kvBase, uint64_t(slots[2])), i32c(plan.maxCtx), i32c(rotDims), i32c(rotHalf),
+        cosT, sinT, workspacePtr(op), bufferPtr(a)});
+}
+
+void UkernelLowering::lowerSilu(Operation *op, Value row) {
+  auto s = cast<SiluOp>(op);
+  call("kiln_uk_silu",
+       {from(row, s.getInput()), count(row ? i32c(1) : nArg, features(s)),
+        from(row, s.getResult())});
+}
+
+void UkernelLowering::lowerBinary(Operation *op, Value row) {
+  call(isa<MulOp>(op) ? "kiln_uk_mul" : "kiln_uk_add",
+       {from(row, op->getOperand(0)), from(row, op->getOperand(1)),
+        count(row ? i32c(1) : nArg, features(op->getResult(0))), from(row, op->getResult(0))});
+}
+
+LogicalResult UkernelLowering::run(func::FuncOp fn) {
+  std::vector<Operation *> ops;
+  for (Operation &op : fn.getBody().front()) {
+    if (!lowerings.count(op.getName().getTypeID()))
+      return op.emitOpError("has no lowering to the CPU micro-kernels");
+    if (!isa<func::ReturnOp, LogitsOp>(op) && !op.hasAttr(attr::kBuffers))
+      return op.emitOpError("has no memory plan (run kiln-plan-memory first)");
+    ops.push_back(&op);
+  }
+  fn.walk([&](LogitsOp l) { weights.vocab = uint32_t(features(l)); });
+  if (failed(storeWeights(ops)))
+    return failure();
+  emit(fn);
+  for (Operation *op : ops)
+    for (const WeightRead &w : weightReads(op)) {
+      const PackedTensor *t = weights.layout.find(w.name.str());
+      weights.bytesPerToken += isa<EmbedOp>(op) ? t->rowStride : t->size;
+    }
+  return success();
+}
+
+struct KilnLowerToUkernelsPass
+    : impl::KilnLowerToUkernelsBase<KilnLowerToUkernelsPass> {
+  KilnLowerToUkernelsPass() = default;
+  explicit KilnLowerToUkernelsPass(LoweringWeights &w) : given(&w) {}
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>("forward");
+    if (!fn || fn.getNumArguments() != 2 || fn.getNumResults() != 1 || fn.getBody().empty()) {
+      module.emitError("the module has no @forward(tokens, positions) -> logits");
+      return signalPassFailure();
+    }
+    FailureOr<memory::MemoryPlan> plan = memory::readMemoryPlan(module);
+    if (failed(plan))
+      return signalPassFailure();
+    LoweringWeights own;
+    WeightStore standIns;
+    LoweringWeights &w = given ? *given : own;
+    if (!w.store)
+      addStandIns(module, fn, standIns);
+    if (failed(UkernelLowering(module, *plan, w.store ? *w.store : standIns, w).run(fn)))
+      return signalPassFailure();
+    fn.erase();
+    if (failed(module.verify())) {
+      module.emitError("internal error: the lowered module does not verify");
+      return signalPassFailure();
+    }
+  }
+
+  LoweringWeights *given = nullptr;
+};
 
 } // namespace
 
-bool lowerToUkernels(ModuleOp kilnModule, const WeightStore &store, const LoweringOptions &opts,
-                     LoweredModel &out, std::string &error) {
-  return Lowering(kilnModule, store, opts, out).run(error);
+std::unique_ptr<Pass> createKilnLowerToUkernels(LoweringWeights &weights) {
+  return std::make_unique<KilnLowerToUkernelsPass>(weights);
 }
 
 } // namespace kiln::codegen

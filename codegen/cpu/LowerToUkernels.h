@@ -1,49 +1,44 @@
-//===- LowerToUkernels.h - kiln IR -> LLVM dialect calls of micro-kernels -===//
+//===- LowerToUkernels.h - the lowering pass's weights, in and out --------===//
 //
-// Turns @forward into `i32 kiln_model_forward(ctx, tokens, positions, n, logits)` (the
-// ABI of kiln/abi.h) in MLIR's LLVM dialect: every kiln op becomes one call of a
-// micro-kernel (codegen/common/ukernel_abi.h) whose shapes, weight offsets, scratch
-// offsets and KV-cache offsets are compile-time constants. Decides the weight layout
-// and the memory plan on the way, since both fix those constants.
+// kiln-lower-to-ukernels (codegen/cpu/Passes.td) packs the weights the code reads as it
+// lowers, since their offsets become constants of the code. kiln compile gives it the
+// weight store and takes the packed section back; kiln-opt runs it without either.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CPU_LOWERTOUKERNELS_H
 #define KILN_CODEGEN_CPU_LOWERTOUKERNELS_H
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/Pass.h"
 
 #include "codegen/common/WeightLayout.h"
-#include "compiler/eval/KvFormat.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 
 namespace kiln::codegen {
 
-struct LoweringOptions {
-  uint32_t maxCtx = 0;   // positions the KV cache and RoPE tables hold
-  uint32_t maxBatch = 0; // tokens per forward call
-  KvFormat kv;           // KV cache element types (--kv)
+struct LoweringWeights {
+  const WeightStore *store = nullptr; // null: zero stand-ins of each weight's shape
   // Builds a weight the store does not hold yet (kiln compile's derived weights, made one
   // at a time so the fp32 stacked weights never exist all at once); `release` drops it
   // again once the layout has packed it. Unset: every weight must be in the store.
   std::function<bool(const std::string &name, std::string &error)> materialize;
   std::function<void(const std::string &name)> release;
-};
 
-struct LoweredModel {
-  mlir::OwningOpRef<mlir::ModuleOp> module; // LLVM dialect
-  WeightLayout weights;
-  uint64_t scratchBytes = 0, scratchBytesWithoutReuse = 0;
-  uint64_t kvBytes = 0, kvBytesPerToken = 0;
-  uint64_t weightBytesPerToken = 0;
+  // Out: the weights section, and what it reads per decoded token (every matrix once,
+  // one embedding row, the norms).
+  WeightLayout layout;
+  uint64_t bytesPerToken = 0;
   uint32_t vocab = 0;
 };
 
-bool lowerToUkernels(mlir::ModuleOp kilnModule, const WeightStore &store,
-                     const LoweringOptions &opts, LoweredModel &out, std::string &error);
+std::unique_ptr<mlir::Pass> createKilnLowerToUkernels(LoweringWeights &weights);
+
+#define GEN_PASS_DECL
+#define GEN_PASS_REGISTRATION
+#include "codegen/cpu/Passes.h.inc"
 
 } // namespace kiln::codegen
 

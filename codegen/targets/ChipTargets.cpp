@@ -24,12 +24,12 @@ bool has(const std::vector<std::string> &v, const char *x) {
 }
 
 // Targets made from profiles, one per distinct key, alive for the whole program.
-HostTarget &madeTarget(const std::string &key, bool &fresh) {
-  static std::map<std::string, std::unique_ptr<HostTarget>> made;
-  std::unique_ptr<HostTarget> &t = made[key];
+CpuTarget &madeTarget(const std::string &key, bool &fresh) {
+  static std::map<std::string, std::unique_ptr<CpuTarget>> made;
+  std::unique_ptr<CpuTarget> &t = made[key];
   fresh = !t;
   if (!t)
-    t = std::make_unique<HostTarget>();
+    t = std::make_unique<CpuTarget>();
   return *t;
 }
 std::mutex madeMutex;
@@ -44,7 +44,7 @@ constexpr unsigned kAssumedHexagonL2Kib = 512;
 
 } // namespace
 
-const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
+const CpuTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
   if (!p.cpu) {
     error = "chip '" + p.name + "' has no cpu engine";
     return nullptr;
@@ -66,7 +66,7 @@ const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
   for (const std::string &x : f)
     key += "+" + x;
   bool fresh;
-  HostTarget *t = &madeTarget(key, fresh);
+  CpuTarget *t = &madeTarget(key, fresh);
   if (fresh) {
     t->name = p.name + ":cpu";
     t->triple = "aarch64-unknown-linux-gnu";
@@ -96,7 +96,7 @@ const HostTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
   return t;
 }
 
-const HostTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
+const CpuTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
   if (!p.hexagon) {
     error = "chip '" + p.name + "' has no Hexagon (hvx) engine";
     return nullptr;
@@ -122,7 +122,7 @@ const HostTarget *chipHvxTarget(const ChipProfile &p, std::string &error) {
   }
   std::lock_guard<std::mutex> lock(madeMutex);
   bool fresh;
-  HostTarget *t = &madeTarget(
+  CpuTarget *t = &madeTarget(
       p.name + ":hvx:" + h.llvmCpu + ":l2=" + std::to_string(h.l2Kib ? *h.l2Kib : 0), fresh);
   if (fresh) {
     t->name = p.name + ":hvx";

@@ -1,6 +1,6 @@
 //===- ChipTargets.h - code generation targets built from chip profiles ---===//
 //
-// A chip profile's `cpu` engine (aarch64 application cores) becomes a HostTarget: the
+// A chip profile's `cpu` engine (aarch64 application cores) becomes a CpuTarget: the
 // aarch64 triple, the micro-kernel bitcode variant its ISA features allow (dotprod is
 // kiln's floor, i8mm adds smmla), the features the runtime checks before loading the
 // code, and the profile's prime core as the scheduling model. Its `hvx` engine (a Hexagon
@@ -18,12 +18,12 @@ namespace kiln::codegen {
 
 // The target for `<profile>:cpu`; nullptr + one-line error when the profile has no cpu
 // engine or lacks dotprod. The result lives as long as the program.
-const HostTarget *chipCpuTarget(const ChipProfile &profile, std::string &error);
+const CpuTarget *chipCpuTarget(const ChipProfile &profile, std::string &error);
 
 // The target for `<profile>:hvx`; nullptr + one-line error when the profile has no Hexagon
 // engine, or one kiln has no kernels for (HVX other than 128 bytes, an LLVM cpu other than
 // hexagonv67/v73).
-const HostTarget *chipHvxTarget(const ChipProfile &profile, std::string &error);
+const CpuTarget *chipHvxTarget(const ChipProfile &profile, std::string &error);
 
 } // namespace kiln::codegen
 

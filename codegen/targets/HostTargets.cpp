@@ -21,8 +21,8 @@ namespace {
 
 // x86-64 psABI micro-architecture levels; the runtime checks the listed features (the
 // ones kiln's kernels and LLVM's code for the level actually use).
-const std::vector<HostTarget> &targets() {
-  static const std::vector<HostTarget> t = {
+const std::vector<CpuTarget> &targets() {
+  static const std::vector<CpuTarget> t = {
       {"x86-64-v3", "x86_64-unknown-linux-gnu", "x86-64-v3", "",
        {"avx", "avx2", "fma", "f16c", "bmi", "bmi2"},
        kiln_ukernels_x86_64_v3, kiln_ukernels_x86_64_v3_size},
@@ -54,12 +54,12 @@ const std::vector<HostTarget> &targets() {
 
 std::vector<std::string> hostTargetNames() {
   std::vector<std::string> names = {"host"};
-  for (const HostTarget &t : targets())
+  for (const CpuTarget &t : targets())
     names.push_back(t.name);
   return names;
 }
 
-const HostTarget *findHostTarget(const std::string &name, std::string &error) {
+const CpuTarget *findHostTarget(const std::string &name, std::string &error) {
   std::string wanted = name;
   if (name == "host") {
     llvm::StringMap<bool> f = llvm::sys::getHostCPUFeatures();
@@ -77,7 +77,7 @@ const HostTarget *findHostTarget(const std::string &name, std::string &error) {
              : f.lookup("avxvnni") ? "x86-64-v3-vnni"
                                    : "x86-64-v3";
   }
-  for (const HostTarget &t : targets())
+  for (const CpuTarget &t : targets())
     if (t.name == wanted)
       return &t;
   std::string known;

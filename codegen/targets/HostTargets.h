@@ -9,9 +9,10 @@
 
 namespace kiln::codegen {
 
-// A target kiln generates code for: an x86-64 level here, or a chip profile's aarch64
-// cores (ChipTargets.h). The name is historical: all of them are CPU code.
-struct HostTarget {
+// The facts of one CPU target kiln generates code for (an x86-64 level here, a chip
+// profile's aarch64 cores or Hexagon DSP in ChipTargets.h); codegen/cpu/CpuBackend.h makes
+// it a TargetBackend.
+struct CpuTarget {
   std::string name;    // "x86-64-v3", "snapdragon-8-gen-3:cpu"
   std::string triple;  // LLVM triple
   std::string cpu;     // LLVM CPU name (the ISA level the code may use)
@@ -40,7 +41,7 @@ struct HostTarget {
 };
 
 // Known targets by name; "host" picks the best one the build machine runs.
-const HostTarget *findHostTarget(const std::string &name, std::string &error);
+const CpuTarget *findHostTarget(const std::string &name, std::string &error);
 std::vector<std::string> hostTargetNames();
 
 } // namespace kiln::codegen

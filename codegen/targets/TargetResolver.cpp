@@ -57,7 +57,7 @@ bool resolveTarget(const std::string &name, TargetChoice &out, std::string &erro
   return true;
 }
 
-const HostTarget *findCodegenTarget(const std::string &name, std::string &error) {
+const CpuTarget *findCodegenTarget(const std::string &name, std::string &error) {
   TargetChoice choice;
   if (!resolveTarget(name, choice, error))
     return nullptr;

@@ -16,7 +16,7 @@
 namespace kiln::codegen {
 
 struct TargetChoice {
-  const HostTarget *host = nullptr;  // an x86-64 target, or
+  const CpuTarget *host = nullptr;  // an x86-64 target, or
   const ChipProfile *chip = nullptr; // a chip engine:
   std::string engine;                // "cpu" or "hvx"
 };
@@ -27,7 +27,7 @@ bool resolveTarget(const std::string &name, TargetChoice &out, std::string &erro
 
 // The target kiln compile generates code for. Chip engines are refused with one line
 // until their back end exists (issue 7).
-const HostTarget *findCodegenTarget(const std::string &name, std::string &error);
+const CpuTarget *findCodegenTarget(const std::string &name, std::string &error);
 
 } // namespace kiln::codegen
 

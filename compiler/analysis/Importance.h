@@ -17,7 +17,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 
 namespace kiln::analysis {
 

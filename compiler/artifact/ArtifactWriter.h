@@ -54,7 +54,7 @@ struct MemoryPlanRecord {
   uint64_t scratchBytes = 0, kvBytes = 0, kvBytesPerToken = 0;
   uint32_t maxBatch = 0, maxCtx = 0;
   uint64_t weightBytesPerToken = 0;
-  uint32_t kvKFormat = 0, kvVFormat = 0; // ggml type ids (compiler/eval/KvFormat.h)
+  uint32_t kvKFormat = 0, kvVFormat = 0; // ggml type ids (dialects/kiln/IR/KvFormat.h)
 };
 
 struct PassRecord {

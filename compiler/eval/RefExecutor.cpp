@@ -12,7 +12,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include "compiler/eval/OpKernels.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 using namespace mlir;

@@ -17,7 +17,7 @@
 
 #include <Eigen/Core>
 
-#include "compiler/eval/KvFormat.h"
+#include "dialects/kiln/IR/KvFormat.h"
 
 namespace mlir {
 class ModuleOp;

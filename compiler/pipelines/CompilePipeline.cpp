@@ -11,17 +11,14 @@
 #include "dialects/kiln/IR/KilnOps.h"
 #include "passes/fusion/Passes.h"
 #include "passes/fusion/LinearFusionPasses.h"
-#include "passes/layout/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/slimming/Passes.h"
 #include "passes/slimming/SlimmingUtils.h"
 
 namespace kiln::pipelines {
 
-namespace {
-
-// Runs `pm`; errors become one line, remarks and warnings go to stderr unless quiet.
-bool run(mlir::PassManager &pm, mlir::ModuleOp module, bool quiet, std::string &error) {
+bool runPassManager(mlir::PassManager &pm, mlir::ModuleOp module, bool quiet,
+                    std::string &error) {
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(module.getContext(), [&](mlir::Diagnostic &d) {
     if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
@@ -38,6 +35,8 @@ bool run(mlir::PassManager &pm, mlir::ModuleOp module, bool quiet, std::string &
   }
   return true;
 }
+
+namespace {
 
 std::string joinLayers(const std::vector<int32_t> &layers) {
   return slimming::joinList(std::vector<int64_t>(layers.begin(), layers.end()));
@@ -84,7 +83,7 @@ namespace {
 // Norm folding first (it rewrites the single linears' weights, which the stacked weights
 // then read), SwiGLU before QKV (which would otherwise stack gate and up as two plain
 // segments), residual last. Each records how many ops it fused, for kiln inspect.
-bool runLinearFusions(mlir::ModuleOp module, const CompileOptions &opts,
+bool runLinearFusions(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                       std::vector<AppliedPass> &applied, std::string &error) {
   FusionSet set;
   if (!parseFusion(opts.fusion, set, error))
@@ -111,7 +110,7 @@ bool runLinearFusions(mlir::ModuleOp module, const CompileOptions &opts,
       continue;
     mlir::PassManager pm(module.getContext());
     pm.addPass(step.create());
-    if (!run(pm, module, opts.quiet, error))
+    if (!runPassManager(pm, module, opts.quiet, error))
       return false;
     int64_t count = 0;
     module.walk([&](mlir::Operation *op) { count += step.made(op) ? 1 : 0; });
@@ -122,7 +121,7 @@ bool runLinearFusions(mlir::ModuleOp module, const CompileOptions &opts,
 
 } // namespace
 
-bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
+bool runSlimmingPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                        std::vector<AppliedPass> &applied, std::string &error) {
   mlir::PassManager pm(module.getContext());
   if (opts.maxCtx) {
@@ -142,7 +141,7 @@ bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
   }
   if (pm.size() == 0)
     return true;
-  if (!run(pm, module, opts.quiet, error))
+  if (!runPassManager(pm, module, opts.quiet, error))
     return false;
   if (opts.maxCtx)
     applied.push_back({"kiln-prune-context", "max_ctx=" + std::to_string(opts.maxCtx),
@@ -160,7 +159,7 @@ bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
   return true;
 }
 
-bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
+bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                         std::vector<AppliedPass> &applied, std::string &error) {
   mlir::PassManager pm(module.getContext());
   const bool source = opts.precisionRules.empty() && opts.weightFormat == "source";
@@ -180,7 +179,7 @@ bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
     map.map = opts.precisionMap;
     pm.addPass(createKilnApplyPrecisionMap(map));
   }
-  if (!run(pm, module, opts.quiet, error))
+  if (!runPassManager(pm, module, opts.quiet, error))
     return false;
   if (source)
     applied.push_back({"kiln-assign-source-format", "",
@@ -194,10 +193,10 @@ bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
   return true;
 }
 
-std::string resolveFusion(mlir::ModuleOp module, const CompileOptions &opts) {
+std::string resolveFusion(mlir::ModuleOp module, const KilnPipelineOptions &opts) {
   if (opts.fusion != "auto")
     return opts.fusion;
-  // Measured (tests/bench/README.md, docs/fusion.md): on the r16 kernels with weights
+  // Measured (docs/perf.md, "--fusion auto"): on the r16 kernels with weights
   // streamed from DRAM (TinyLlama q4_0) the fused linears ran decode 1.03x and prefill 1.00x
   // (2026-12-05; 1.04-1.37x and 1.10-1.18x on the slower unfused kernels of 11-30); on a
   // model that sits in cache (stories260K q4_0: 0.84-0.92x prefill, 0.91-1.0x decode) and
@@ -217,9 +216,9 @@ std::string resolveFusion(mlir::ModuleOp module, const CompileOptions &opts) {
   return packed && elements >= kStreamedWeights ? "qkv,swiglu,residual,rope" : "rope";
 }
 
-bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &given,
+bool runFusionPasses(mlir::ModuleOp module, const KilnPipelineOptions &given,
                      std::vector<AppliedPass> &applied, std::string &error) {
-  CompileOptions opts = given;
+  KilnPipelineOptions opts = given;
   opts.fusion = resolveFusion(module, given);
   FusionSet set;
   if (!runLinearFusions(module, opts, applied, error) || !parseFusion(opts.fusion, set, error))
@@ -227,7 +226,7 @@ bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &given,
   if (set.rope) {
     mlir::PassManager fuse(module.getContext());
     fuse.addPass(createKilnFuseRopeIntoAttention());
-    if (!run(fuse, module, opts.quiet, error))
+    if (!runPassManager(fuse, module, opts.quiet, error))
       return false;
     applied.push_back({"kiln-fuse-rope-into-attention", "fusion=" + opts.fusion,
                        slimming::passEffects(module, "kiln-fuse-rope-into-attention")});
@@ -235,91 +234,11 @@ bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &given,
   return true;
 }
 
-bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
+bool runKilnPipeline(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error) {
   return runSlimmingPasses(module, opts, applied, error) &&
          runPrecisionPasses(module, opts, applied, error) &&
          runFusionPasses(module, opts, applied, error);
-}
-
-bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned rowAlign,
-                   bool quiet, std::vector<AppliedPass> &applied, std::string &error) {
-  if (layout == "none")
-    return true;
-  mlir::PassManager pm(module.getContext());
-  KilnAssignLayoutOptions o;
-  o.layout = layout;
-  o.rowAlign = rowAlign;
-  pm.addPass(createKilnAssignLayout(o));
-  if (!run(pm, module, quiet, error))
-    return false;
-  int64_t packed = 0, rows = 0, block = 0;
-  module.walk([&](mlir::Operation *op) {
-    if (auto l = op->getAttrOfType<mlir::StringAttr>("kiln.layout"))
-      ++(l.getValue() == "r16" || l.getValue() == "r32" ? packed
-         : l.getValue() == "block"                    ? block
-                                                      : rows);
-  });
-  applied.push_back({"kiln-assign-layout",
-                     "layout=" + layout + ",row-align=" + std::to_string(rowAlign),
-                     (layout == "r32" ? "r32_ops=" : "r16_ops=") + std::to_string(packed) +
-                         ",rows64_ops=" + std::to_string(rows) +
-                         (block ? ",block_ops=" + std::to_string(block) : "")});
-  return true;
-}
-
-namespace {
-// Ops carrying the integer attribute `name` (a sizing pass's output) and its smallest
-// value, for the provenance.
-std::pair<int64_t, int64_t> countIntAttr(mlir::ModuleOp module, llvm::StringRef name) {
-  int64_t ops = 0, smallest = 0;
-  module.walk([&](mlir::Operation *op) {
-    if (auto a = op->getAttrOfType<mlir::IntegerAttr>(name)) {
-      ++ops;
-      smallest = smallest ? std::min<int64_t>(smallest, a.getInt()) : a.getInt();
-    }
-  });
-  return {ops, smallest};
-}
-} // namespace
-
-bool runPrefillPanelPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
-                         unsigned maxBatch, std::vector<AppliedPass> &applied,
-                         std::string &error) {
-  if (cacheKib == 0)
-    return true;
-  mlir::PassManager pm(module.getContext());
-  KilnSizePrefillPanelsOptions o;
-  o.cacheKib = cacheKib;
-  o.maxBatch = maxBatch;
-  pm.addPass(createKilnSizePrefillPanels(o));
-  if (!run(pm, module, false, error))
-    return false;
-  const auto [ops, smallest] = countIntAttr(module, "kiln.token_panel");
-  applied.push_back({"kiln-size-prefill-panels",
-                     "cache-kib=" + std::to_string(cacheKib) + ",from=" + from +
-                         ",max-batch=" + std::to_string(maxBatch),
-                     "panelled_ops=" + std::to_string(ops) +
-                         (ops ? ",smallest_panel=" + std::to_string(smallest) : "")});
-  return true;
-}
-
-bool runWeightShardPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
-                        std::vector<AppliedPass> &applied, std::string &error) {
-  if (cacheKib == 0)
-    return true;
-  mlir::PassManager pm(module.getContext());
-  KilnSizeWeightShardsOptions o;
-  o.cacheKib = cacheKib;
-  pm.addPass(createKilnSizeWeightShards(o));
-  if (!run(pm, module, false, error))
-    return false;
-  const auto [ops, smallest] = countIntAttr(module, "kiln.shard_groups");
-  applied.push_back({"kiln-size-weight-shards",
-                     "cache-kib=" + std::to_string(cacheKib) + ",from=" + from,
-                     "sharded_ops=" + std::to_string(ops) +
-                         (ops ? ",smallest_shard_groups=" + std::to_string(smallest) : "")});
-  return true;
 }
 
 } // namespace kiln::pipelines

@@ -8,9 +8,15 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+namespace mlir {
+class PassManager;
+} // namespace mlir
+
 namespace kiln::pipelines {
 
-struct CompileOptions {
+// The kiln-level pipeline's options (slimming, precision, fusion), every request resolved to
+// an explicit decision; the back half has its own (BackHalf.h).
+struct KilnPipelineOptions {
   // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0, or "source": each weight in its source format
   // (kiln-assign-source-format)
   std::string weightFormat = "f32";
@@ -40,7 +46,7 @@ bool parseFusion(const std::string &spec, FusionSet &out, std::string &error);
 // fusion ("qkv,swiglu,residual,rope") when all its linears will run on the r16 integer
 // kernels (layout r16, every linear q4_0/q4_1/q8_0) and hold at least 2^24 weights (decode
 // streams them from memory), else "rope".
-std::string resolveFusion(mlir::ModuleOp module, const CompileOptions &opts);
+std::string resolveFusion(mlir::ModuleOp module, const KilnPipelineOptions &opts);
 
 // A pass that ran, for the artifact's provenance.
 struct AppliedPass {
@@ -49,41 +55,27 @@ struct AppliedPass {
 
 // The slimming passes alone, in pipeline order: context, layers, heads. The searches
 // run them on copies of the module to measure a candidate.
-bool runSlimmingPasses(mlir::ModuleOp module, const CompileOptions &opts,
+bool runSlimmingPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                        std::vector<AppliedPass> &applied, std::string &error);
 
 // The precision passes alone: uniform (or rules), then the map when one is given.
-bool runPrecisionPasses(mlir::ModuleOp module, const CompileOptions &opts,
+bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                         std::vector<AppliedPass> &applied, std::string &error);
 
 // The fusions opts asks for (after precision: fused ops keep the assigned formats).
-bool runFusionPasses(mlir::ModuleOp module, const CompileOptions &opts,
+bool runFusionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error);
 
 // Runs the kiln-level passes on an imported module, in order: slimming, precision, fusion.
 // One-line error on failure. Slimming may add derived weights (kiln.derived_weights):
-// materialise them (compiler/weights/DerivedWeights.h) before executing or lowering.
-bool runKilnPipeline(mlir::ModuleOp module, const CompileOptions &opts,
+// materialise them (models/weights/DerivedWeights.h) before executing or lowering.
+bool runKilnPipeline(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error);
 
-// The layout pass (passes/layout) for code generation: layout "r16", "r32", "rows64" or "none"
-// (not run; rows padded to the format's block only); plain rows aligned to rowAlign bytes
-// (the target's cache line or vector width).
-bool runLayoutPass(mlir::ModuleOp module, const std::string &layout, unsigned rowAlign,
-                   bool quiet, std::vector<AppliedPass> &applied, std::string &error);
-
-// kiln-size-prefill-panels (passes/layout) after the layout pass: prefill calls of more
-// tokens than fit half of cacheKib are split into panels; cacheKib 0 skips it. `from`
-// ("profile", "assumed", "flag") goes into the provenance with the size.
-bool runPrefillPanelPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
-                         unsigned maxBatch, std::vector<AppliedPass> &applied,
-                         std::string &error);
-
-// kiln-size-weight-shards (passes/layout) after the layout pass: packed matrices read in
-// shards of a quarter of cacheKib, each prefetched as the one before it starts (Hexagon's
-// l2fetch); cacheKib 0 (targets whose hardware prefetches the stream) skips it.
-bool runWeightShardPass(mlir::ModuleOp module, unsigned cacheKib, const std::string &from,
-                        std::vector<AppliedPass> &applied, std::string &error);
+// Runs `pm` on module: errors become one line in `error`, remarks and warnings go to
+// stderr unless quiet.
+bool runPassManager(mlir::PassManager &pm, mlir::ModuleOp module, bool quiet,
+                    std::string &error);
 
 } // namespace kiln::pipelines
 

@@ -173,7 +173,7 @@ bool collectUnits(ModuleOp module, const WeightStore &store, const PrecisionRequ
 }
 
 bool resolveAuto(ModuleOp module, const WeightStore &store, const PrecisionRequest &req,
-                 CompileOptions &out, std::vector<AppliedPass> &records, std::string &error) {
+                 KilnPipelineOptions &out, std::vector<AppliedPass> &records, std::string &error) {
   auto log = [&](const std::string &line) {
     if (req.log)
       req.log(line);
@@ -307,7 +307,7 @@ bool resolveAuto(ModuleOp module, const WeightStore &store, const PrecisionReque
 } // namespace
 
 bool resolvePrecision(ModuleOp module, const WeightStore &store, const PrecisionRequest &req,
-                      CompileOptions &out, std::vector<AppliedPass> &records,
+                      KilnPipelineOptions &out, std::vector<AppliedPass> &records,
                       std::string &error) {
   const std::string &spec = req.spec;
   if (spec != "auto" && (!req.bpw.empty() || !req.maxWeightBytes.empty())) {

@@ -1,6 +1,6 @@
 //===- PrecisionSearch.h - storage formats chosen from measured sensitivity -===//
 //
-// Turns `--precision` into the options of the precision passes (CompileOptions):
+// Turns `--precision` into the options of the precision passes (KilnPipelineOptions):
 //   source               each weight as the model file stores it where kiln can, else
 //                        requantised to more bits (kiln-assign-source-format)
 //   uniform:FMT          one format for every matrix (kiln-assign-uniform-format)
@@ -28,7 +28,7 @@
 
 #include "compiler/pipelines/CompilePipeline.h"
 #include "compiler/pipelines/SlimmingSearch.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 
 namespace kiln::pipelines {
 
@@ -47,7 +47,7 @@ struct PrecisionRequest {
 // Checks the request (one-line error for a bad one) and fills the precision fields of
 // `out`; auto measures `module` (slimmed, derived weights materialised; left unchanged).
 bool resolvePrecision(mlir::ModuleOp module, const WeightStore &store,
-                      const PrecisionRequest &req, CompileOptions &out,
+                      const PrecisionRequest &req, KilnPipelineOptions &out,
                       std::vector<AppliedPass> &records, std::string &error);
 
 } // namespace kiln::pipelines

@@ -13,7 +13,7 @@
 
 #include "compiler/eval/Perplexity.h"
 #include "compiler/eval/RefExecutor.h"
-#include "compiler/weights/DerivedWeights.h"
+#include "models/weights/DerivedWeights.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "passes/slimming/SlimmingUtils.h"
 #include "compiler/analysis/Importance.h"
@@ -89,9 +89,9 @@ public:
 
 private:
   // Calibration PPL of the module with `candidate`'s slimming applied to a copy.
-  bool measure(const CompileOptions &candidate, double &ppl, std::string &error) {
+  bool measure(const KilnPipelineOptions &candidate, double &ppl, std::string &error) {
     OwningOpRef<ModuleOp> copy(module.clone());
-    CompileOptions o = candidate;
+    KilnPipelineOptions o = candidate;
     o.quiet = true;
     o.maxCtx = 0;
     std::vector<AppliedPass> ignored;
@@ -121,7 +121,7 @@ bool Search::layersAuto(double base, double limit, std::vector<int32_t> &removed
     for (int32_t l : layers) {
       if (std::count(removed.begin(), removed.end(), l))
         continue;
-      CompileOptions candidate;
+      KilnPipelineOptions candidate;
       candidate.pruneLayers = removed;
       candidate.pruneLayers.push_back(l);
       std::sort(candidate.pruneLayers.begin(), candidate.pruneLayers.end());
@@ -162,7 +162,7 @@ bool Search::headsRanked(const std::vector<int32_t> &layers, int32_t perLayer, b
                          double base, double limit, std::string &spec, std::string &error) {
   // The ranking is measured on the model with the chosen layers already removed.
   OwningOpRef<ModuleOp> pruned(module.clone());
-  CompileOptions o;
+  KilnPipelineOptions o;
   o.pruneLayers = layers;
   o.quiet = true;
   std::vector<AppliedPass> ignored;
@@ -252,7 +252,7 @@ bool Search::headsRanked(const std::vector<int32_t> &layers, int32_t perLayer, b
     }
     auto trial = drop;
     trial[h.layer].insert(h.head);
-    CompileOptions candidate;
+    KilnPipelineOptions candidate;
     candidate.pruneLayers = layers;
     candidate.pruneHeads = specOf(trial);
     double ppl;
@@ -357,7 +357,7 @@ bool measureCompensation(ModuleOp module, WeightStore &store, const Calibration 
 }
 
 // Adds the compensation biases to `slimmed`. `notes`: what was done or skipped, per target.
-bool applyCompensation(ModuleOp slimmed, WeightStore &store, const CompileOptions &applied,
+bool applyCompensation(ModuleOp slimmed, WeightStore &store, const KilnPipelineOptions &applied,
                        const CompensationStats &stats, std::vector<std::string> &notes,
                        int &biases, std::string &error) {
   biases = 0;
@@ -506,7 +506,7 @@ bool calibrationPpl(ModuleOp module, WeightStore &store, const Calibration &cali
 }
 
 bool resolveSlimming(ModuleOp module, WeightStore &store, const SlimmingRequest &req,
-                     CompileOptions &out, SlimmingPlan &plan, std::vector<AppliedPass> &records,
+                     KilnPipelineOptions &out, SlimmingPlan &plan, std::vector<AppliedPass> &records,
                      std::string &error) {
   const bool layersAuto = req.layers == "auto", headsAuto = req.heads == "auto";
   int32_t perLayer = 0;
@@ -592,7 +592,7 @@ bool resolveSlimming(ModuleOp module, WeightStore &store, const SlimmingRequest 
 }
 
 bool compensateSlimming(ModuleOp slimmed, WeightStore &store, const SlimmingRequest &req,
-                        const CompileOptions &applied, const SlimmingPlan &plan,
+                        const KilnPipelineOptions &applied, const SlimmingPlan &plan,
                         std::vector<AppliedPass> &records, std::string &error) {
   auto log = [&](const std::string &line) {
     if (req.log)

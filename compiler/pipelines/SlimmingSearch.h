@@ -2,7 +2,7 @@
 //
 // Turns what the user asked for (`--prune-layers auto|L1,L2`, `--prune-heads
 // auto|N/layer|SPEC`, `--max-ppl-increase P`, `--max-ctx N`) into the explicit options of
-// the slimming passes (CompileOptions), measuring candidates with the fp32 reference
+// the slimming passes (KilnPipelineOptions), measuring candidates with the fp32 reference
 // executor on the user's calibration tokens:
 //   - layers auto: greedy best-first. Each round removes, on a copy of the module, each
 //     remaining layer in turn, measures the calibration PPL, and keeps the removal with the
@@ -40,7 +40,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "compiler/pipelines/CompilePipeline.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 
 namespace kiln::pipelines {
 
@@ -90,14 +90,14 @@ struct SlimmingPlan {
 // `out`. `module` is left as it is; `store` gains derived weights of the candidates it
 // measured (materialise the final module's recipes again afterwards).
 bool resolveSlimming(mlir::ModuleOp module, WeightStore &store, const SlimmingRequest &req,
-                     CompileOptions &out, SlimmingPlan &plan, std::vector<AppliedPass> &records,
+                     KilnPipelineOptions &out, SlimmingPlan &plan, std::vector<AppliedPass> &records,
                      std::string &error);
 
 // After the slimming passes ran on `slimmed` (derived weights materialised): adds the
 // compensation biases per `req.compensate` and records the decision. Does nothing when
 // nothing was pruned or compensation is off.
 bool compensateSlimming(mlir::ModuleOp slimmed, WeightStore &store, const SlimmingRequest &req,
-                        const CompileOptions &applied, const SlimmingPlan &plan,
+                        const KilnPipelineOptions &applied, const SlimmingPlan &plan,
                         std::vector<AppliedPass> &records, std::string &error);
 
 // After the slimming passes ran on `slimmed`: measures it (calibration PPL when the

@@ -7,7 +7,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 #include "models/llama/LlamaConfig.h"
 
 namespace kiln::llama {

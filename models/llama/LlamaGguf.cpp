@@ -8,13 +8,14 @@ namespace kiln::llama {
 
 namespace {
 
-using gguf::GgufFile;
-using gguf::Value;
+using models::MetaType;
+using models::MetaValue;
+using models::ModelSource;
 
 // Reads an integer key. Missing: `fallback` if given, else an error.
-bool readU32(const GgufFile &f, const std::string &key, uint32_t &out, std::string &error,
+bool readU32(const ModelSource &f, const std::string &key, uint32_t &out, std::string &error,
              const uint32_t *fallback = nullptr) {
-  const Value *v = f.find(key);
+  const MetaValue *v = f.find(key);
   if (!v) {
     if (fallback) {
       out = *fallback;
@@ -32,9 +33,9 @@ bool readU32(const GgufFile &f, const std::string &key, uint32_t &out, std::stri
   return true;
 }
 
-bool readF32(const GgufFile &f, const std::string &key, float &out, std::string &error,
+bool readF32(const ModelSource &f, const std::string &key, float &out, std::string &error,
              bool required) {
-  const Value *v = f.find(key);
+  const MetaValue *v = f.find(key);
   if (!v) {
     if (!required)
       return true;
@@ -51,15 +52,15 @@ bool readF32(const GgufFile &f, const std::string &key, float &out, std::string 
 }
 
 // Checks one tensor: present, decodable format, and ggml dims equal to `dims`.
-bool checkTensor(const GgufFile &f, const std::string &name,
+bool checkTensor(const ModelSource &f, const std::string &name,
                  const std::vector<uint64_t> &dims, std::string &error) {
-  const gguf::TensorInfo *t = f.findTensor(name);
+  const WeightView *t = f.findTensor(name);
   if (!t) {
     error = "missing tensor '" + name + "'";
     return false;
   }
-  if (!kiln_ggml_type_name(t->type)) {
-    error = "tensor '" + name + "' has type " + std::to_string(t->type) +
+  if (!kiln_ggml_type_name(t->format)) {
+    error = "tensor '" + name + "' has type " + std::to_string(t->format) +
             " which kiln does not decode";
     return false;
   }
@@ -79,9 +80,9 @@ bool checkTensor(const GgufFile &f, const std::string &name,
 
 } // namespace
 
-bool configFromGguf(const GgufFile &f, LlamaConfig &c, std::string &error) {
-  const Value *arch = f.find("general.architecture");
-  if (!arch || arch->type != gguf::ValueType::String) {
+bool configFromSource(const ModelSource &f, LlamaConfig &c, std::string &error) {
+  const MetaValue *arch = f.find("general.architecture");
+  if (!arch || arch->type != MetaType::String) {
     error = "missing metadata key 'general.architecture'";
     return false;
   }
@@ -103,16 +104,25 @@ bool configFromGguf(const GgufFile &f, LlamaConfig &c, std::string &error) {
     return false;
 
   // Vocabulary: the explicit key, else the tokenizer's token list, else the embedding.
-  const gguf::TensorInfo *embd = f.findTensor("token_embd.weight");
+  const WeightView *embd = f.findTensor("token_embd.weight");
   uint32_t vocabFallback = 0;
-  if (const Value *toks = f.find("tokenizer.ggml.tokens"))
+  if (const MetaValue *toks = f.find("tokenizer.ggml.tokens"))
     vocabFallback = uint32_t(toks->array.size());
   else if (embd && embd->dims.size() == 2)
     vocabFallback = uint32_t(embd->dims[1]);
   if (!readU32(f, "llama.vocab_size", c.vocabSize, error, &vocabFallback))
     return false;
-  // llama.cpp's llama architecture rotates adjacent pairs ("norm" rope).
+  // llama.cpp's llama architecture rotates adjacent pairs ("norm" rope); a frontend whose
+  // weights are not permuted for that (ONNX) says rotate_half.
   c.ropePairing = RopePairing::Adjacent;
+  if (const MetaValue *p = f.find(kRopePairingKey)) {
+    if (p->type != MetaType::String || (p->str != "adjacent" && p->str != "rotate_half")) {
+      error = std::string("metadata key '") + kRopePairingKey +
+              "' must be \"adjacent\" or \"rotate_half\"";
+      return false;
+    }
+    c.ropePairing = p->str == "rotate_half" ? RopePairing::RotateHalf : RopePairing::Adjacent;
+  }
   c.tiedOutput = f.findTensor("output.weight") == nullptr;
   if (!c.validate(error))
     return false;
@@ -138,6 +148,25 @@ bool configFromGguf(const GgufFile &f, LlamaConfig &c, std::string &error) {
         return false;
   }
   return true;
+}
+
+models::Metadata metadataFromConfig(const LlamaConfig &c) {
+  using models::MetaValue;
+  models::Metadata m;
+  m["general.architecture"] = MetaValue::ofString("llama");
+  m["llama.context_length"] = MetaValue::ofU32(c.contextLength);
+  m["llama.embedding_length"] = MetaValue::ofU32(c.dim);
+  m["llama.block_count"] = MetaValue::ofU32(c.numLayers);
+  m["llama.feed_forward_length"] = MetaValue::ofU32(c.ffnDim);
+  m["llama.attention.head_count"] = MetaValue::ofU32(c.numHeads);
+  m["llama.attention.head_count_kv"] = MetaValue::ofU32(c.numKvHeads);
+  m["llama.attention.layer_norm_rms_epsilon"] = MetaValue::ofF32(c.rmsEps);
+  m["llama.rope.freq_base"] = MetaValue::ofF32(c.ropeTheta);
+  m["llama.rope.dimension_count"] = MetaValue::ofU32(c.ropeDims);
+  m["llama.vocab_size"] = MetaValue::ofU32(c.vocabSize);
+  m[kRopePairingKey] = MetaValue::ofString(
+      c.ropePairing == RopePairing::RotateHalf ? "rotate_half" : "adjacent");
+  return m;
 }
 
 } // namespace kiln::llama

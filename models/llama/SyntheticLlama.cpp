@@ -53,7 +53,7 @@ uint16_t toHalf(float f) {
 // Each tensor is made when the writer writes it, from its own copy of the generator state
 // (two next() per normal()), so a 7B model is never whole in memory; the bytes are those of
 // drawing every tensor in order from one stream.
-void addMatrix(gguf::GgufWriter &w, Rng &rng, const std::string &name, uint64_t cols,
+void addMatrix(models::ModelWriter &w, Rng &rng, const std::string &name, uint64_t cols,
                uint64_t rows, uint32_t type, float stddev) {
   const uint64_t n = cols * rows;
   const Rng start = rng;
@@ -73,7 +73,7 @@ void addMatrix(gguf::GgufWriter &w, Rng &rng, const std::string &name, uint64_t 
                   });
 }
 
-void addNorm(gguf::GgufWriter &w, Rng &rng, const std::string &name, uint64_t n) {
+void addNorm(models::ModelWriter &w, Rng &rng, const std::string &name, uint64_t n) {
   std::vector<float> v(n);
   for (float &x : v)
     x = 1.0f + rng.normal(0.1f);
@@ -82,7 +82,7 @@ void addNorm(gguf::GgufWriter &w, Rng &rng, const std::string &name, uint64_t n)
 
 // <unk>, <s>, </s>, the 256 byte tokens, then "▁a".."▁z", "a".."z", pairs "aa".. as
 // normal pieces until the vocabulary is full. Scores favour shorter pieces less.
-void addVocab(gguf::GgufWriter &w, uint32_t n) {
+void addVocab(models::ModelWriter &w, uint32_t n) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {2, 3, 3};
   char buf[8];
@@ -119,7 +119,7 @@ void addVocab(gguf::GgufWriter &w, uint32_t n) {
 
 } // namespace
 
-bool addSyntheticLlama(gguf::GgufWriter &w, const SyntheticOptions &opts, std::string &error) {
+bool addSyntheticLlama(models::ModelWriter &w, const SyntheticOptions &opts, std::string &error) {
   const LlamaConfig &c = opts.config;
   if (!c.validate(error))
     return false;
@@ -166,12 +166,6 @@ bool addSyntheticLlama(gguf::GgufWriter &w, const SyntheticOptions &opts, std::s
               1.0f / std::sqrt(float(c.ffnDim)));
   }
   return true;
-}
-
-bool writeSyntheticLlama(const SyntheticOptions &opts, const std::string &path,
-                         std::string &error) {
-  gguf::GgufWriter w;
-  return addSyntheticLlama(w, opts, error) && w.writeFile(path, error);
 }
 
 } // namespace kiln::llama

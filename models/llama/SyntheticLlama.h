@@ -1,4 +1,4 @@
-//===- SyntheticLlama.h - deterministic random-weight Llama GGUF files ----===//
+//===- SyntheticLlama.h - deterministic random-weight Llama models --------===//
 //
 // For tests (a tiny model the lit tests write themselves) and for performance work on
 // model sizes the shared folder does not hold. Same seed + options => same bytes.
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "compiler/frontends/gguf/GgufWriter.h"
+#include "models/ModelWriter.h"
 #include "models/llama/LlamaConfig.h"
 
 namespace kiln::llama {
@@ -21,10 +21,10 @@ struct SyntheticOptions {
   std::string architecture = "llama"; // written as general.architecture
 };
 
-// Adds metadata, an SPM vocabulary and every tensor to `w` (callers may add more).
-bool addSyntheticLlama(gguf::GgufWriter &w, const SyntheticOptions &opts, std::string &error);
-bool writeSyntheticLlama(const SyntheticOptions &opts, const std::string &path,
-                         std::string &error);
+// Adds metadata, an SPM vocabulary and every tensor to `w` (callers may add more); the
+// GGUF file of it: compiler/frontends/gguf/SyntheticGguf.h.
+bool addSyntheticLlama(models::ModelWriter &w, const SyntheticOptions &opts,
+                       std::string &error);
 
 } // namespace kiln::llama
 

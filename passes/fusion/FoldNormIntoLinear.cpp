@@ -9,7 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 
-#include "compiler/weights/DerivedWeights.h"
+#include "models/weights/DerivedWeights.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 #define DEBUG_TYPE "kiln-fold-norm-into-linear"

@@ -11,7 +11,7 @@
 
 #include "mlir/IR/Builders.h"
 
-#include "compiler/weights/DerivedWeights.h"
+#include "models/weights/DerivedWeights.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 #define DEBUG_TYPE "kiln-fuse-qkv"

@@ -11,7 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
 
-#include "compiler/weights/DerivedWeights.h"
+#include "models/weights/DerivedWeights.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "passes/slimming/SlimmingUtils.h"
 

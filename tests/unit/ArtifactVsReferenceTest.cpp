@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "compiler/pipelines/CompilePipeline.h"
-#include "compiler/eval/KvFormat.h"
+#include "dialects/kiln/IR/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "kiln/kiln.h"
-#include "models/llama/SyntheticLlama.h"
+#include "compiler/frontends/gguf/SyntheticGguf.h"
 #include "tests/unit/TestPaths.h"
 
 extern "C" kiln_status_t kiln_platform_cpu_has(const char *feature, int *out_has);
@@ -175,7 +175,7 @@ void syntheticSequence(const std::string &kv, bool fuseRope, float bound) {
   cfg.vocabSize = 300, cfg.dim = 48, cfg.numLayers = 2, cfg.numHeads = 6, cfg.numKvHeads = 2;
   cfg.headDim = 8, cfg.ffnDim = 100, cfg.contextLength = 32, cfg.ropeDims = 8;
   std::string model = tempPath("synthetic.gguf"), error;
-  ASSERT_TRUE(kiln::llama::writeSyntheticLlama(so, model, error)) << error;
+  ASSERT_TRUE(kiln::gguf::writeSyntheticLlama(so, model, error)) << error;
   Compiled c;
   ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, "f32", 32, 4, c, kv, fuseRope));
   std::filesystem::remove(model);

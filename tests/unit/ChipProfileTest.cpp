@@ -199,7 +199,7 @@ TEST(ChipTargets, ProfileFeaturesPickTheKernelVariant) {
   std::string error;
   std::optional<ChipProfile> p = loadChipProfile(kGood, "good.yaml", error);
   ASSERT_TRUE(p) << error;
-  const HostTarget *t = chipCpuTarget(*p, error);
+  const CpuTarget *t = chipCpuTarget(*p, error);
   ASSERT_NE(t, nullptr) << error;
   EXPECT_EQ(t->name, "test-soc:cpu");
   EXPECT_EQ(t->triple, "aarch64-unknown-linux-gnu");
@@ -212,7 +212,7 @@ TEST(ChipTargets, ProfileFeaturesPickTheKernelVariant) {
       replaced("features: [neon, fp16, dotprod, i8mm]", "features: [neon, fp16, dotprod]"),
       "dotprod.yaml", error);
   ASSERT_TRUE(q) << error;
-  const HostTarget *u = chipCpuTarget(*q, error);
+  const CpuTarget *u = chipCpuTarget(*q, error);
   ASSERT_NE(u, nullptr) << error;
   EXPECT_EQ(u->requiredFeatures, (std::vector<std::string>{"neon", "dotprod"}));
   EXPECT_NE(u->bitcode, t->bitcode); // the dotprod-only variant, not the i8mm one
@@ -233,19 +233,19 @@ TEST(ChipTargets, HexagonL2SizesShards) {
   std::string error;
   std::optional<ChipProfile> p = loadChipProfile(kGood, "good.yaml", error);
   ASSERT_TRUE(p) << error;
-  const HostTarget *t = chipHvxTarget(*p, error);
+  const CpuTarget *t = chipHvxTarget(*p, error);
   ASSERT_NE(t, nullptr) << error;
   EXPECT_EQ(t->shardCacheKib, 1024u);
   EXPECT_EQ(t->shardCacheFrom, "profile");
   EXPECT_EQ(t->prefillCacheKib, 1024u);
-  const HostTarget *cpu = chipCpuTarget(*p, error);
+  const CpuTarget *cpu = chipCpuTarget(*p, error);
   ASSERT_NE(cpu, nullptr) << error;
   EXPECT_EQ(cpu->shardCacheKib, 0u);
 
   std::optional<ChipProfile> q =
       loadChipProfile(replaced("  l2_kib: 1024            # [brief]\n", ""), "nol2.yaml", error);
   ASSERT_TRUE(q) << error;
-  const HostTarget *u = chipHvxTarget(*q, error);
+  const CpuTarget *u = chipHvxTarget(*q, error);
   ASSERT_NE(u, nullptr) << error;
   EXPECT_EQ(u->shardCacheKib, 512u);
   EXPECT_EQ(u->shardCacheFrom, "assumed");

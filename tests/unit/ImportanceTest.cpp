@@ -24,7 +24,7 @@
 #include "compiler/eval/RefExecutor.h"
 #include "compiler/frontends/gguf/GgufImport.h"
 #include "compiler/frontends/gguf/GgufVocab.h"
-#include "models/llama/SyntheticLlama.h"
+#include "compiler/frontends/gguf/SyntheticGguf.h"
 #include "tests/unit/TestPaths.h"
 
 namespace {
@@ -64,7 +64,7 @@ std::unique_ptr<Model> syntheticModel() {
                       ("kiln-importance-test-" + std::to_string(getpid()) + ".gguf"))
                          .string();
   std::string error;
-  EXPECT_TRUE(kiln::llama::writeSyntheticLlama(o, path, error)) << error;
+  EXPECT_TRUE(kiln::gguf::writeSyntheticLlama(o, path, error)) << error;
   auto m = importModel(path);
   std::filesystem::remove(path); // the mapping stays valid after unlink
   return m;

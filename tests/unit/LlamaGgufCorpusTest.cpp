@@ -117,7 +117,9 @@ TEST_P(LlamaGgufCorpus, Rejected) {
   auto file = GgufFile::parse(c.bytes.data(), c.bytes.size(), error);
   ASSERT_TRUE(file) << "the GGUF layer itself should accept this file: " << error;
   kiln::llama::LlamaConfig config;
-  EXPECT_FALSE(kiln::llama::configFromGguf(*file, config, error));
+  kiln::WeightStore weights;
+  EXPECT_FALSE(
+      kiln::llama::configFromSource(kiln::gguf::modelSource(*file, weights), config, error));
   std::cout << "[" << c.name << "] " << error << "\n";
   EXPECT_NE(error.find(c.expect), std::string::npos) << "got: " << error;
   EXPECT_EQ(error.find('\n'), std::string::npos);
@@ -132,7 +134,9 @@ TEST(LlamaGgufCorpusMeta, BaseModelIsAccepted) {
   auto file = GgufFile::parse(ok.data(), ok.size(), error);
   ASSERT_TRUE(file) << error;
   kiln::llama::LlamaConfig c;
-  ASSERT_TRUE(kiln::llama::configFromGguf(*file, c, error)) << error;
+  kiln::WeightStore weights;
+  ASSERT_TRUE(kiln::llama::configFromSource(kiln::gguf::modelSource(*file, weights), c, error))
+      << error;
   EXPECT_EQ(c.dim, 32u);
   EXPECT_EQ(c.numKvHeads, 2u);
   EXPECT_EQ(c.vocabSize, 260u);

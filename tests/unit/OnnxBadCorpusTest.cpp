@@ -16,7 +16,7 @@
 #include "compiler/frontends/onnx/OnnxLoad.h"
 #include "compiler/frontends/onnx/OnnxToLlama.h"
 #include "compiler/frontends/onnx/raise/Raise.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 #include "models/llama/LlamaConfig.h"
 
 #include <gtest/gtest.h>

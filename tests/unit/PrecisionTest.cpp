@@ -10,7 +10,7 @@
 
 #include "codegen/common/WeightLayout.h"
 #include "compiler/pipelines/PrecisionKnapsack.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 #include "kiln/quant.h"
 #include "kiln/quant_packed.h"
 #include "passes/precision/PrecisionSpec.h"

@@ -18,11 +18,11 @@
 #include "compiler/eval/RefExecutor.h"
 #include "compiler/eval/Sampler.h"
 #include "compiler/frontends/gguf/GgufImport.h"
-#include "compiler/weights/DerivedWeights.h"
+#include "models/weights/DerivedWeights.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/fusion/LinearFusionPasses.h"
-#include "models/llama/SyntheticLlama.h"
+#include "compiler/frontends/gguf/SyntheticGguf.h"
 #include "passes/fusion/Passes.h"
 
 namespace {
@@ -51,7 +51,7 @@ std::unique_ptr<Model> syntheticModel(uint32_t maxCtx, uint32_t heads = 4, uint3
                       ("kiln-exec-test-" + std::to_string(getpid()) + ".gguf"))
                          .string();
   std::string error;
-  EXPECT_TRUE(kiln::llama::writeSyntheticLlama(o, path, error)) << error;
+  EXPECT_TRUE(kiln::gguf::writeSyntheticLlama(o, path, error)) << error;
   auto m = std::make_unique<Model>();
   mlir::DialectRegistry registry;
   kiln::registerAllDialects(registry);

@@ -65,21 +65,21 @@ TEST(TargetResolver, NamesResolveInOnePlace) {
 
 TEST(TargetResolver, ChipEnginesGenerateAarch64AndHexagon) {
   std::string error;
-  const HostTarget *t = findCodegenTarget("snapdragon-8-gen-3:cpu", error);
+  const CpuTarget *t = findCodegenTarget("snapdragon-8-gen-3:cpu", error);
   ASSERT_NE(t, nullptr) << error;
   EXPECT_EQ(t->triple, "aarch64-unknown-linux-gnu");
   EXPECT_EQ(t->tuneCpu, "cortex-x4");
   EXPECT_EQ(findCodegenTarget("snapdragon-8-gen-3:cpu", error), t); // made once
-  const HostTarget *h = findCodegenTarget("hexagon-v73:hvx", error);
+  const CpuTarget *h = findCodegenTarget("hexagon-v73:hvx", error);
   ASSERT_NE(h, nullptr) << error;
   EXPECT_EQ(h->triple, "hexagon-unknown-unknown-elf");
   EXPECT_EQ(h->cpu, "hexagonv73");
   EXPECT_EQ(h->requiredFeatures, (std::vector<std::string>{"hvx-length128b"}));
   // v75 SoCs run v73 code (LLVM 19's newest); the emulated v67 gets its own kernels.
-  const HostTarget *sd = findCodegenTarget("snapdragon-8-gen-3:hvx", error);
+  const CpuTarget *sd = findCodegenTarget("snapdragon-8-gen-3:hvx", error);
   ASSERT_NE(sd, nullptr) << error;
   EXPECT_EQ(sd->bitcode, h->bitcode);
-  const HostTarget *v67 = findCodegenTarget("hexagon-v67:hvx", error);
+  const CpuTarget *v67 = findCodegenTarget("hexagon-v67:hvx", error);
   ASSERT_NE(v67, nullptr) << error;
   EXPECT_EQ(v67->cpu, "hexagonv67");
   EXPECT_NE(v67->bitcode, h->bitcode);

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "common.h" // kiln_uk_expf, measured directly
-#include "compiler/eval/KvFormat.h"
+#include "dialects/kiln/IR/KvFormat.h"
 #include "compiler/eval/OpKernels.h"
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"

@@ -224,44 +224,6 @@ const char *valueTypeName(ValueType t) {
   return "unknown";
 }
 
-bool Value::isInteger() const {
-  switch (type) {
-  case ValueType::U8: case ValueType::U16: case ValueType::U32: case ValueType::U64:
-  case ValueType::I8: case ValueType::I16: case ValueType::I32: case ValueType::I64:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool Value::asU64(uint64_t &out) const {
-  switch (type) {
-  case ValueType::U8: case ValueType::U16: case ValueType::U32: case ValueType::U64:
-    out = u;
-    return true;
-  case ValueType::I8: case ValueType::I16: case ValueType::I32: case ValueType::I64:
-    if (i < 0)
-      return false;
-    out = static_cast<uint64_t>(i);
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool Value::asF64(double &out) const {
-  if (type == ValueType::F32 || type == ValueType::F64)
-    out = f;
-  else if (type == ValueType::I8 || type == ValueType::I16 || type == ValueType::I32 ||
-           type == ValueType::I64)
-    out = static_cast<double>(i);
-  else if (isInteger())
-    out = static_cast<double>(u);
-  else
-    return false;
-  return true;
-}
-
 uint64_t TensorInfo::numElements() const {
   uint64_t n = 1;
   for (uint64_t d : dims)
@@ -540,6 +502,12 @@ bool GgufFile::parseTensorInfos(std::string &error) {
                   num(b.offset));
   }
   return true;
+}
+
+models::ModelSource modelSource(const GgufFile &file, WeightStore &weights) {
+  for (const TensorInfo &t : file.tensors())
+    weights.add(WeightView{t.name, t.type, t.dims, t.data, t.nbytes});
+  return {&file.metadata(), &weights};
 }
 
 } // namespace kiln::gguf

@@ -27,31 +27,15 @@
 #include <string>
 #include <vector>
 
+#include "models/ModelSource.h"
+
 namespace kiln::gguf {
 
-enum class ValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7,
-  String = 8, Array = 9, U64 = 10, I64 = 11, F64 = 12,
-};
+// Metadata values are the format-neutral ones model families read (models/ModelSource.h).
+using ValueType = models::MetaType;
+using Value = models::MetaValue;
 
 const char *valueTypeName(ValueType t);
-
-// One metadata value. Scalars are widened into the matching field; arrays hold their
-// elements (which may be arrays themselves).
-struct Value {
-  ValueType type = ValueType::U8;
-  uint64_t u = 0;            // U8/U16/U32/U64/Bool
-  int64_t i = 0;             // I8/I16/I32/I64
-  double f = 0;              // F32/F64
-  std::string str;           // String
-  ValueType elemType = ValueType::U8; // Array
-  std::vector<Value> array;  // Array
-
-  bool isInteger() const;
-  // Any integer type (signed or unsigned) whose value fits; false otherwise.
-  bool asU64(uint64_t &out) const;
-  bool asF64(double &out) const; // F32/F64 and integers
-};
 
 struct TensorInfo {
   std::string name;
@@ -102,6 +86,10 @@ private:
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t> tensorIndex_;
 };
+
+// The file as a model source (models/ModelSource.h): its metadata, and every tensor added
+// to `weights` as a view into the mapping. Both must outlive the source.
+models::ModelSource modelSource(const GgufFile &file, WeightStore &weights);
 
 } // namespace kiln::gguf
 

@@ -10,24 +10,23 @@ bool importGguf(const std::string &path, mlir::MLIRContext &ctx, ImportedModel &
   out.file = GgufFile::open(path, error);
   if (!out.file)
     return false;
-  for (const TensorInfo &t : out.file->tensors())
-    out.weights.add(WeightView{t.name, t.type, t.dims, t.data, t.nbytes});
 
-  const Value *arch = out.file->find("general.architecture");
-  if (!arch || arch->type != ValueType::String) {
+  const models::ModelSource source = modelSource(*out.file, out.weights);
+  const std::string arch = source.architecture();
+  if (arch.empty()) {
     error = "missing metadata key 'general.architecture'";
     return false;
   }
-  const models::ModelFamily *family = models::findModelFamily(arch->str);
+  const models::ModelFamily *family = models::findModelFamily(arch);
   if (!family) {
-    error = "unsupported architecture '" + arch->str +
+    error = "unsupported architecture '" + arch +
             "' (supported: " + models::supportedArchitectures() + ")";
     return false;
   }
-  out.module = family->buildFromGguf(*out.file, out.weights, ctx, error);
+  out.module = family->build(source, ctx, error);
   if (!out.module)
     return false;
-  return llama::configFromGguf(*out.file, out.config, error);
+  return llama::configFromSource(source, out.config, error);
 }
 
 } // namespace kiln::gguf

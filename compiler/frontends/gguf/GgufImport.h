@@ -9,7 +9,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include "compiler/frontends/gguf/GgufFile.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 #include "models/llama/LlamaConfig.h"
 
 namespace kiln::gguf {

@@ -12,6 +12,7 @@
 #define KILN_FRONTENDS_GGUF_GGUFWRITER_H
 
 #include "compiler/frontends/gguf/GgufFile.h"
+#include "models/ModelWriter.h"
 
 #include <cstdint>
 #include <functional>
@@ -37,7 +38,7 @@ Value makeString(std::string v);
 // elemType/array fields, which is how arrays nest).
 Value makeArray(ValueType elemType, std::vector<Value> elems);
 
-class GgufWriter {
+class GgufWriter final : public models::ModelWriter {
 public:
   // Tensor data is laid out at multiples of `alignment` (0 and 1 mean unaligned). When it
   // is not GGUF's default 32, a u32 general.alignment entry is written first - unless
@@ -52,30 +53,29 @@ public:
   void addI8(const std::string &key, int8_t v) { add(key, makeI8(v)); }
   void addU16(const std::string &key, uint16_t v) { add(key, makeU16(v)); }
   void addI16(const std::string &key, int16_t v) { add(key, makeI16(v)); }
-  void addU32(const std::string &key, uint32_t v) { add(key, makeU32(v)); }
+  void addU32(const std::string &key, uint32_t v) override { add(key, makeU32(v)); }
   void addI32(const std::string &key, int32_t v) { add(key, makeI32(v)); }
   void addU64(const std::string &key, uint64_t v) { add(key, makeU64(v)); }
   void addI64(const std::string &key, int64_t v) { add(key, makeI64(v)); }
-  void addF32(const std::string &key, float v) { add(key, makeF32(v)); }
+  void addF32(const std::string &key, float v) override { add(key, makeF32(v)); }
   void addF64(const std::string &key, double v) { add(key, makeF64(v)); }
   void addBool(const std::string &key, bool v) { add(key, makeBool(v)); }
-  void addString(const std::string &key, const std::string &v) { add(key, makeString(v)); }
+  void addString(const std::string &key, const std::string &v) override { add(key, makeString(v)); }
   // The arrays a tokenizer needs (tokens, scores, token types).
-  void addStringArray(const std::string &key, const std::vector<std::string> &v);
-  void addF32Array(const std::string &key, const std::vector<float> &v);
-  void addI32Array(const std::string &key, const std::vector<int32_t> &v);
+  void addStringArray(const std::string &key, const std::vector<std::string> &v) override;
+  void addF32Array(const std::string &key, const std::vector<float> &v) override;
+  void addI32Array(const std::string &key, const std::vector<int32_t> &v) override;
   // Writes the key, `typeId` and `payload` verbatim: for values the typed API cannot
   // express (unknown type ids, bool 2, truncated arrays).
   void addRaw(const std::string &key, uint32_t typeId, const std::vector<uint8_t> &payload);
 
   // `data` (nbytes) is copied. `dims` are in ggml order (dims[0] = row length).
   void addTensor(const std::string &name, uint32_t ggmlType, const std::vector<uint64_t> &dims,
-                 const void *data, size_t nbytes);
+                 const void *data, size_t nbytes) override;
   // nbytes made by `fill` whenever the bytes are needed (writeFile, toBytes): it must write
   // the same bytes on every call.
-  using Fill = std::function<void(uint8_t *dst)>;
   void addTensorFill(const std::string &name, uint32_t ggmlType,
-                     const std::vector<uint64_t> &dims, size_t nbytes, Fill fill);
+                     const std::vector<uint64_t> &dims, size_t nbytes, Fill fill) override;
 
   std::vector<uint8_t> toBytes() const;
   bool writeFile(const std::string &path, std::string &error) const;

@@ -11,7 +11,8 @@
 #include "compiler/frontends/onnx/OnnxLoad.h"
 #include "compiler/frontends/onnx/OnnxToLlama.h"
 #include "compiler/frontends/onnx/raise/Raise.h"
-#include "models/llama/LlamaBuilder.h"
+#include "models/ModelFamilies.h"
+#include "models/llama/LlamaGguf.h"
 
 namespace kiln::onnx {
 
@@ -112,7 +113,16 @@ bool importOnnx(const std::string &path, mlir::MLIRContext &ctx, gguf::ImportedM
   if (!applyHfConfig(path, out.config, error))
     return false;
   out.source = std::shared_ptr<Graph>(std::move(g));
-  out.module = llama::buildLlama(ctx, out.config, out.weights, error);
+  // The same road as a GGUF file's: the raised config as the family's keys, the weights
+  // under their GGUF names, through the family registry.
+  const models::Metadata metadata = llama::metadataFromConfig(out.config);
+  const models::ModelSource source{&metadata, &out.weights};
+  const models::ModelFamily *family = models::findModelFamily(source.architecture());
+  if (!family) {
+    error = "internal error: no model family for '" + source.architecture() + "'";
+    return false;
+  }
+  out.module = family->build(source, ctx, error);
   return bool(out.module);
 }
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "compiler/frontends/onnx/OnnxGraph.h"
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 #include "models/llama/LlamaConfig.h"
 
 namespace kiln::onnx {

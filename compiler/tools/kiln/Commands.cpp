@@ -16,8 +16,8 @@
 #include "compiler/pipelines/PrecisionSearch.h"
 #include "compiler/pipelines/SlimmingSearch.h"
 #include "compiler/tools/kiln/ModelSession.h"
-#include "compiler/weights/DerivedWeights.h"
-#include "models/llama/SyntheticLlama.h"
+#include "models/weights/DerivedWeights.h"
+#include "compiler/frontends/gguf/SyntheticGguf.h"
 
 namespace kiln::tool {
 
@@ -119,7 +119,7 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     if (anyPruning(f))
       req.calib = &calib;
   }
-  pipelines::CompileOptions po;
+  pipelines::KilnPipelineOptions po;
   pipelines::SlimmingPlan plan;
   if (!pipelines::resolveSlimming(module, s.model.weights, req, po, plan, records, error))
     return false;
@@ -144,7 +144,7 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     // the bytes kiln compile's layout will store; r16's padding without one (eval, ppl)
     preq.packRows = fusion.layout == "r32" ? 32 : fusion.layout == "rows64" ? 0 : 16;
     preq.rowAlign = fusion.rowAlign;
-    pipelines::CompileOptions rest;
+    pipelines::KilnPipelineOptions rest;
     if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error) ||
         !pipelines::runPrecisionPasses(module, rest, records, error))
       return false;
@@ -318,7 +318,7 @@ int runSynth(const SynthOptions &opts) {
   o.weightType = opts.type == "f16" ? 1 : 0;
   o.architecture = opts.arch;
   std::string error;
-  if (!llama::writeSyntheticLlama(o, opts.output, error))
+  if (!gguf::writeSyntheticLlama(o, opts.output, error))
     return fail(error);
   return 0;
 }

@@ -100,15 +100,15 @@ struct CompileOptions {
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
-  std::string kv = "f32";        // --kv: KV cache storage (compiler/eval/KvFormat.h)
+  std::string kv = "f32";        // --kv: KV cache storage (dialects/kiln/IR/KvFormat.h)
   // all | none | auto | comma list of qkv, swiglu, norm, residual, rope. Default auto:
   // the linear fusions where the weights run on the r16 integer kernels, RoPE only
   // elsewhere (pipelines::resolveFusion; docs/fusion.md).
   std::string fusion = "auto";
-  // packed (r16, or r32 for HVX: HostTarget::packRows) | r16 | r32 | rows64 | none
+  // packed (r16, or r32 for HVX: CpuTarget::packRows) | r16 | r32 | rows64 | none
   std::string layout = "packed";
   // --l2-kib: the per-core cache prefill panels are sized to; unset: the target's
-  // (HostTarget::prefillCacheKib), 0: no panels
+  // (CpuTarget::prefillCacheKib), 0: no panels
   std::optional<uint32_t> l2Kib;
   SlimmingFlags slim;
   PrecisionFlags prec;

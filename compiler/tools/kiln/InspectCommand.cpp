@@ -14,7 +14,7 @@
 #include "artifact_generated.h"
 #include "codegen/targets/ChipRegistry.h"
 #include "codegen/targets/KernelCost.h"
-#include "compiler/eval/KvFormat.h"
+#include "dialects/kiln/IR/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/FileSha256.h"
 #include "kiln/artifact.h"

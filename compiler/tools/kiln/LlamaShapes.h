@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/eval/KvFormat.h"
+#include "dialects/kiln/IR/KvFormat.h"
 #include "passes/precision/PrecisionSpec.h"
 
 namespace kiln::tool {

@@ -75,7 +75,7 @@ std::string engineLine(const ChipProfile &p, const std::string &engine) {
   return buf;
 }
 
-void printHostTarget(const codegen::HostTarget &t) {
+void printHostTarget(const codegen::CpuTarget &t) {
   std::printf("%s: %s, cpu %s\n  requires: %s\n", t.name.c_str(), t.triple.c_str(),
               t.cpu.c_str(), join(t.requiredFeatures, " ").c_str());
 }
@@ -112,7 +112,7 @@ int runTargets(const TargetsOptions &opts) {
       return 0;
     }
     std::string hostError;
-    if (const codegen::HostTarget *t = codegen::findHostTarget(opts.name, hostError)) {
+    if (const codegen::CpuTarget *t = codegen::findHostTarget(opts.name, hostError)) {
       printHostTarget(*t);
       return 0;
     }
@@ -124,12 +124,12 @@ int runTargets(const TargetsOptions &opts) {
 
   std::printf("host targets (kiln compile --target NAME):\n");
   std::string hostError;
-  const codegen::HostTarget *host = codegen::findHostTarget("host", hostError);
+  const codegen::CpuTarget *host = codegen::findHostTarget("host", hostError);
   std::printf("  %-28s %s\n", "host",
               host ? ("this machine: " + host->name).c_str() : hostError.c_str());
   std::vector<std::string> names = codegen::hostTargetNames();
   for (size_t i = 1; i < names.size(); ++i) {
-    const codegen::HostTarget *t = codegen::findHostTarget(names[i], hostError);
+    const codegen::CpuTarget *t = codegen::findHostTarget(names[i], hostError);
     std::printf("  %-28s x86-64, %s\n", names[i].c_str(),
                 join(t->requiredFeatures, "+").c_str());
   }

@@ -15,7 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compiler/eval/KvFormat.h"
+#include "dialects/kiln/IR/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
 
 using namespace kiln::tool;

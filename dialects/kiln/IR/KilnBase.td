@@ -15,7 +15,12 @@ def Kiln_Dialect : Dialect {
     weight store outside the IR and are referenced by name; their storage format is an
     attribute of the op that reads them. Attention owns a per-layer KV cache that it
     appends to and reads from.
+
+    The `kiln.*` attributes passes leave on ops and on the module are declared in
+    `dialects/kiln/IR/KilnAttrNames.h` and checked by the dialect: an unknown name or a
+    value of the wrong kind is a verifier error at the op that carries it.
   }];
+  let hasOperationAttrVerify = 1;
 }
 
 // Storage formats of weights. Values are ggml's type ids for the formats GGUF shares

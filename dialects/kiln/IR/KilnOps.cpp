@@ -9,6 +9,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include "kiln/quant.h"
+
 using namespace mlir;
 using namespace kiln;
 
@@ -208,4 +210,60 @@ LogicalResult FusedLinearOp::verify() {
     return emitOpError() << "residual type " << getResidual().getType()
                          << " differs from the result type " << getResult(0).getType();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WeightReaderOpInterface
+//===----------------------------------------------------------------------===//
+
+#include "dialects/kiln/IR/KilnInterfaces.cpp.inc"
+
+// The storage-format enum is the ggml type ids of kiln/quant.h, value for value: the
+// lowering passes the enum's value to the kernels as their format argument.
+static_assert(uint32_t(StorageFormat::f32) == KILN_GGML_TYPE_F32);
+static_assert(uint32_t(StorageFormat::f16) == KILN_GGML_TYPE_F16);
+static_assert(uint32_t(StorageFormat::q4_0) == KILN_GGML_TYPE_Q4_0);
+static_assert(uint32_t(StorageFormat::q4_1) == KILN_GGML_TYPE_Q4_1);
+static_assert(uint32_t(StorageFormat::q5_0) == KILN_GGML_TYPE_Q5_0);
+static_assert(uint32_t(StorageFormat::q5_1) == KILN_GGML_TYPE_Q5_1);
+static_assert(uint32_t(StorageFormat::q8_0) == KILN_GGML_TYPE_Q8_0);
+static_assert(uint32_t(StorageFormat::q2_k) == KILN_GGML_TYPE_Q2_K);
+static_assert(uint32_t(StorageFormat::q3_k) == KILN_GGML_TYPE_Q3_K);
+static_assert(uint32_t(StorageFormat::q4_k) == KILN_GGML_TYPE_Q4_K);
+static_assert(uint32_t(StorageFormat::q5_k) == KILN_GGML_TYPE_Q5_K);
+static_assert(uint32_t(StorageFormat::q6_k) == KILN_GGML_TYPE_Q6_K);
+static_assert(uint32_t(StorageFormat::iq4_nl) == KILN_GGML_TYPE_IQ4_NL);
+static_assert(uint32_t(StorageFormat::iq4_xs) == KILN_GGML_TYPE_IQ4_XS);
+static_assert(uint32_t(StorageFormat::bf16) == KILN_GGML_TYPE_BF16);
+static_assert(uint32_t(StorageFormat::q3_0) == KILN_TYPE_Q3_0);
+
+void EmbedOp::getWeightReads(SmallVectorImpl<WeightRead> &reads) {
+  reads.push_back({getWeight(), uint32_t(getFormat()), 0, features(getType()), false});
+}
+
+void RmsNormOp::getWeightReads(SmallVectorImpl<WeightRead> &reads) {
+  const uint32_t format = getFormat() ? uint32_t(*getFormat()) : KILN_GGML_TYPE_F32;
+  reads.push_back({getWeight(), format, 1, features(getType()), false});
+}
+
+void LinearOp::getWeightReads(SmallVectorImpl<WeightRead> &reads) {
+  const int64_t out = features(getType());
+  reads.push_back({getWeight(), uint32_t(getFormat()), out, features(getInput().getType()),
+                   true});
+  if (auto bias = getBias())
+    reads.push_back({*bias, KILN_GGML_TYPE_F32, 1, out, false});
+}
+
+void LogitsOp::getWeightReads(SmallVectorImpl<WeightRead> &reads) {
+  reads.push_back({getWeight(), uint32_t(getFormat()), features(getType()),
+                   features(getInput().getType()), true});
+}
+
+// Rows of the stacked weight: every result's, twice for SwiGLU (gate and up interleaved).
+void FusedLinearOp::getWeightReads(SmallVectorImpl<WeightRead> &reads) {
+  int64_t rows = 0;
+  for (Value r : getResults())
+    rows += features(r.getType()) * (getSwiglu() ? 2 : 1);
+  reads.push_back({getWeight(), uint32_t(getFormat()), rows, features(getInput().getType()),
+                   true});
 }

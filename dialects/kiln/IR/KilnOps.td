@@ -3,10 +3,11 @@
 #define KILN_OPS_TD
 
 include "dialects/kiln/IR/KilnBase.td"
+include "dialects/kiln/IR/KilnInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Kiln_EmbedOp : Kiln_Op<"embed", [Pure]> {
+def Kiln_EmbedOp : Kiln_Op<"embed", [Pure, DeclareOpInterfaceMethods<Kiln_WeightReaderOpInterface>]> {
   let summary = "token embedding lookup";
   let description = [{
     Row `tokens[t]` of the `[vocab, dim]` table named `weight`. Out-of-range ids are an
@@ -26,7 +27,7 @@ def Kiln_EmbedOp : Kiln_Op<"embed", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, SameOperandsAndResultType]> {
+def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Kiln_WeightReaderOpInterface>, SameOperandsAndResultType]> {
   let summary = "RMS normalisation with a learned per-feature scale";
   let description = [{
     `y = x / sqrt(mean(x^2) + eps) * weight`, per token (row).
@@ -48,7 +49,7 @@ def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Kiln_LinearOp : Kiln_Op<"linear", [Pure]> {
+def Kiln_LinearOp : Kiln_Op<"linear", [Pure, DeclareOpInterfaceMethods<Kiln_WeightReaderOpInterface>]> {
   let summary = "x times the transpose of a stored [out, in] weight";
   let description = [{
     `y[t, o] = sum_i x[t, i] * W[o, i] (+ b[o])` with `W` read from the weight store in the
@@ -187,7 +188,7 @@ def Kiln_AddOp : Kiln_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> 
   let hasVerifier = 1;
 }
 
-def Kiln_LogitsOp : Kiln_Op<"logits", [Pure]> {
+def Kiln_LogitsOp : Kiln_Op<"logits", [Pure, DeclareOpInterfaceMethods<Kiln_WeightReaderOpInterface>]> {
   let summary = "final projection of hidden states to vocabulary logits";
   let description = [{
     A linear with the `[vocab, dim]` output (or tied embedding) weight, kept as its own op
@@ -223,7 +224,7 @@ def Kiln_RmsNormalizeOp : Kiln_Op<"rms_normalize", [Pure, SameOperandsAndResultT
   let hasVerifier = 1;
 }
 
-def Kiln_FusedLinearOp : Kiln_Op<"fused_linear", [Pure]> {
+def Kiln_FusedLinearOp : Kiln_Op<"fused_linear", [Pure, DeclareOpInterfaceMethods<Kiln_WeightReaderOpInterface>]> {
   let summary = "one pass over x with a stacked weight: output segments and an epilogue";
   let description = [{
     `z = x W^T` with `W` the stored `[rows, in]` weight, then:

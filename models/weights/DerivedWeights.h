@@ -19,14 +19,14 @@
 // format keep that format, rows copied as stored (a Q4_0 file's blocks stay its blocks);
 // the others give fp32.
 //===----------------------------------------------------------------------===//
-#ifndef KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H
-#define KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H
+#ifndef KILN_MODELS_WEIGHTS_DERIVEDWEIGHTS_H
+#define KILN_MODELS_WEIGHTS_DERIVEDWEIGHTS_H
 
 #include <string>
 
 #include "mlir/IR/BuiltinOps.h"
 
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 
 namespace kiln {
 
@@ -49,4 +49,4 @@ bool materializeDerivedWeight(mlir::ModuleOp module, const std::string &name,
 
 } // namespace kiln
 
-#endif // KILN_COMPILER_WEIGHTS_DERIVEDWEIGHTS_H
+#endif // KILN_MODELS_WEIGHTS_DERIVEDWEIGHTS_H

@@ -5,8 +5,8 @@
 // scale = max|k| / 127 over the head's head_dim values, q = round-to-nearest-even(k / scale)
 // computed as k * (1 / scale)); V can be f32 or f16. Compute is fp32 in every case.
 //===----------------------------------------------------------------------===//
-#ifndef KILN_COMPILER_EVAL_KVFORMAT_H
-#define KILN_COMPILER_EVAL_KVFORMAT_H
+#ifndef KILN_DIALECTS_KILN_IR_KVFORMAT_H
+#define KILN_DIALECTS_KILN_IR_KVFORMAT_H
 
 #include <cstdint>
 #include <string>
@@ -93,4 +93,4 @@ inline bool parseKvFormat(const std::string &text, KvFormat &out, std::string &e
 
 } // namespace kiln
 
-#endif // KILN_COMPILER_EVAL_KVFORMAT_H
+#endif // KILN_DIALECTS_KILN_IR_KVFORMAT_H

@@ -1,16 +1,16 @@
-//===- MemoryPlan.h - static scratch placement for activations ------------===//
+//===- ScratchPlan.h - static scratch placement for activations ------------===//
 //
 // Every activation buffer lives at a fixed offset of one scratch block, decided at
 // compile time from the buffers' live ranges (first-fit, 64-byte aligned), so the
 // runtime allocates once and never on the decode path. No LLVM/MLIR.
 //===----------------------------------------------------------------------===//
-#ifndef KILN_CODEGEN_COMMON_MEMORYPLAN_H
-#define KILN_CODEGEN_COMMON_MEMORYPLAN_H
+#ifndef KILN_PASSES_MEMORY_SCRATCHPLAN_H
+#define KILN_PASSES_MEMORY_SCRATCHPLAN_H
 
 #include <cstdint>
 #include <vector>
 
-namespace kiln::codegen {
+namespace kiln::memory {
 
 struct BufferRequest {
   uint64_t bytes = 0;
@@ -26,6 +26,6 @@ struct ScratchPlan {
 
 ScratchPlan planScratch(const std::vector<BufferRequest> &requests);
 
-} // namespace kiln::codegen
+} // namespace kiln::memory
 
-#endif // KILN_CODEGEN_COMMON_MEMORYPLAN_H
+#endif // KILN_PASSES_MEMORY_SCRATCHPLAN_H

@@ -1,9 +1,9 @@
-#include "codegen/common/MemoryPlan.h"
+#include "passes/memory/ScratchPlan.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace kiln::codegen {
+namespace kiln::memory {
 
 namespace {
 constexpr uint64_t kAlign = 64;
@@ -41,4 +41,4 @@ ScratchPlan planScratch(const std::vector<BufferRequest> &req) {
   return plan;
 }
 
-} // namespace kiln::codegen
+} // namespace kiln::memory

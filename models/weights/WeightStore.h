@@ -4,8 +4,8 @@
 // storage format, a shape and bytes. Frontends fill the store with views into the
 // mapped model file (no copies). No LLVM/MLIR dependency.
 //===----------------------------------------------------------------------===//
-#ifndef KILN_COMPILER_WEIGHTS_WEIGHTSTORE_H
-#define KILN_COMPILER_WEIGHTS_WEIGHTSTORE_H
+#ifndef KILN_MODELS_WEIGHTS_WEIGHTSTORE_H
+#define KILN_MODELS_WEIGHTS_WEIGHTSTORE_H
 
 #include <cstdint>
 #include <map>
@@ -59,4 +59,4 @@ private:
 
 } // namespace kiln
 
-#endif // KILN_COMPILER_WEIGHTS_WEIGHTSTORE_H
+#endif // KILN_MODELS_WEIGHTS_WEIGHTSTORE_H

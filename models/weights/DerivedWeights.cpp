@@ -1,4 +1,4 @@
-#include "compiler/weights/DerivedWeights.h"
+#include "models/weights/DerivedWeights.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -1,4 +1,4 @@
-#include "compiler/weights/WeightStore.h"
+#include "models/weights/WeightStore.h"
 
 #include <algorithm>
 
