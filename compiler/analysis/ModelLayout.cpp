@@ -7,6 +7,7 @@
 
 #include "compiler/eval/Perplexity.h"
 #include "compiler/eval/RefExecutor.h"
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 using namespace mlir;
@@ -16,8 +17,8 @@ namespace kiln::analysis {
 namespace {
 
 int32_t layerOf(Operation *op) {
-  auto attr = op ? op->getAttrOfType<IntegerAttr>("kiln.layer") : nullptr;
-  return attr ? int32_t(attr.getInt()) : -1;
+  auto layer = op ? op->getAttrOfType<IntegerAttr>(attr::kLayer) : nullptr;
+  return layer ? int32_t(layer.getInt()) : -1;
 }
 
 // The projection writing a residual branch: a kiln.linear of the same layer.

@@ -13,6 +13,7 @@
 
 #include "compiler/eval/OpKernels.h"
 #include "models/weights/WeightStore.h"
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 using namespace mlir;
@@ -339,7 +340,7 @@ bool RefExecutor::Impl::compile(func::FuncOp fn, std::string &error) {
       ObservedOp info;
       info.index = index;
       info.name = op.getName().getStringRef().str();
-      if (auto layer = op.getAttrOfType<IntegerAttr>("kiln.layer"))
+      if (auto layer = op.getAttrOfType<IntegerAttr>(attr::kLayer))
         info.layer = int32_t(layer.getInt());
       if (auto w = op.getAttrOfType<StringAttr>("weight"))
         info.weight = w.getValue().str();

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 using namespace mlir;
@@ -90,10 +91,10 @@ OwningOpRef<ModuleOp> Builder::build(std::string &error) {
   ctx.getOrLoadDialect<func::FuncDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   auto i32 = [&](uint32_t v) { return b.getI32IntegerAttr(int32_t(v)); };
-  module->getOperation()->setAttr("kiln.arch", b.getStringAttr("llama"));
-  module->getOperation()->setAttr("kiln.vocab_size", i32(c.vocabSize));
-  module->getOperation()->setAttr("kiln.num_layers", i32(c.numLayers));
-  module->getOperation()->setAttr("kiln.context_length", i32(c.contextLength));
+  module->getOperation()->setAttr(attr::kArch, b.getStringAttr("llama"));
+  module->getOperation()->setAttr(attr::kVocabSize, i32(c.vocabSize));
+  module->getOperation()->setAttr(attr::kNumLayers, i32(c.numLayers));
+  module->getOperation()->setAttr(attr::kContextLength, i32(c.contextLength));
 
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
   auto fnType = b.getFunctionType({ids, ids}, {act(c.vocabSize)});
@@ -112,7 +113,7 @@ OwningOpRef<ModuleOp> Builder::build(std::string &error) {
     // Every op of decoder layer l carries kiln.layer = l, so analyses and slimming passes
     // can find a layer's ops without pattern-matching the residual stream.
     for (Operation *op = before->getNextNode(); op; op = op->getNextNode())
-      op->setAttr("kiln.layer", b.getI32IntegerAttr(int32_t(l)));
+      op->setAttr(attr::kLayer, b.getI32IntegerAttr(int32_t(l)));
   }
   x = rmsNorm(x, "output_norm.weight");
   std::string out = c.outputWeight();

@@ -26,11 +26,12 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "models/weights/WeightStore.h"
 
 namespace kiln {
 
-constexpr const char *kDerivedWeightsAttr = "kiln.derived_weights";
+constexpr const char *kDerivedWeightsAttr = attr::kDerivedWeights;
 
 // Adds (or replaces) one recipe on the module.
 void addDerivedWeight(mlir::ModuleOp module, const std::string &name,

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 
 #include "models/weights/DerivedWeights.h"
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 #define DEBUG_TYPE "kiln-fuse-qkv"
@@ -78,8 +79,8 @@ struct FuseQkv : public impl::KilnFuseQkvBase<FuseQkv> {
         first.getLoc(), types, ValueRange{first.getInput()},
         ArrayRef<NamedAttribute>{b.getNamedAttr("weight", b.getStringAttr(name)),
                                  b.getNamedAttr("format", first.getFormatAttr())});
-    if (auto layer = first->getAttr("kiln.layer"))
-      fused->setAttr("kiln.layer", layer);
+    if (auto layer = first->getAttr(attr::kLayer))
+      fused->setAttr(attr::kLayer, layer);
     for (size_t k = 0; k < part.size(); ++k) {
       part[k].getResult().replaceAllUsesWith(fused.getResult(k));
       part[k].erase();

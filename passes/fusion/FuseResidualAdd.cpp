@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 #define DEBUG_TYPE "kiln-fuse-residual-add"
@@ -42,8 +43,8 @@ struct FuseResidualAdd : public impl::KilnFuseResidualAddBase<FuseResidualAdd> {
             a.getLoc(), TypeRange{a.getType()}, ValueRange{l.getInput(), residual},
             ArrayRef<NamedAttribute>{b.getNamedAttr("weight", l.getWeightAttr()),
                                      b.getNamedAttr("format", l.getFormatAttr())});
-        if (auto layer = a->getAttr("kiln.layer"))
-          fused->setAttr("kiln.layer", layer);
+        if (auto layer = a->getAttr(attr::kLayer))
+          fused->setAttr(attr::kLayer, layer);
         a.replaceAllUsesWith(fused.getResults()[0]);
         a.erase();
         l.erase();

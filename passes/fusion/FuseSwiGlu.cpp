@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 
 #include "models/weights/DerivedWeights.h"
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 #define DEBUG_TYPE "kiln-fuse-swiglu"
@@ -64,8 +65,8 @@ struct FuseSwiGlu : public impl::KilnFuseSwiGluBase<FuseSwiGlu> {
             ArrayRef<NamedAttribute>{b.getNamedAttr("weight", b.getStringAttr(name)),
                                      b.getNamedAttr("format", gate.getFormatAttr()),
                                      b.getNamedAttr("swiglu", b.getUnitAttr())});
-        if (auto layer = m->getAttr("kiln.layer"))
-          fused->setAttr("kiln.layer", layer);
+        if (auto layer = m->getAttr(attr::kLayer))
+          fused->setAttr(attr::kLayer, layer);
         m.replaceAllUsesWith(fused.getResults()[0]);
         m.erase();
         silu.erase();

@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/StringSet.h"
 
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 
 #define DEBUG_TYPE "kiln-assign-layout"
@@ -52,15 +53,15 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
       // q3_0 has no packed form, and 64-byte rows would store a 64-wide row (two 14-byte
       // blocks) in 64 bytes, more than q4_0_r16 takes: it keeps rows of whole blocks.
       if (fmt && fmt.getValue() == StorageFormat::q3_0) {
-        op->setAttr("kiln.layout", StringAttr::get(&getContext(), "block"));
+        op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "block"));
         ++numBlock;
         return;
       }
       const bool pack = layout != "rows64" && fmt && packable(fmt.getValue());
-      op->setAttr("kiln.layout",
+      op->setAttr(attr::kLayout,
                   StringAttr::get(&getContext(), pack ? StringRef(layout) : "rows64"));
       if (!pack)
-        op->setAttr("kiln.row_align",
+        op->setAttr(attr::kRowAlign,
                     IntegerAttr::get(IntegerType::get(&getContext(), 64), uint64_t(rowAlign)));
       ++(pack ? numPacked : numRows);
     });

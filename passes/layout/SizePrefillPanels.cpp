@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "kiln/quant_packed.h"
 
@@ -33,7 +34,7 @@ constexpr int64_t kTokenTile = 8;
 // Bytes of one token's activations as the op's kernel reads them: int8 codes and block
 // scales for the packed (r16, r32) kernels, fp32 rows for the others.
 int64_t activationBytes(Operation *op, int64_t in) {
-  auto layout = op->getAttrOfType<StringAttr>("kiln.layout");
+  auto layout = op->getAttrOfType<StringAttr>(attr::kLayout);
   if (layout && (layout.getValue() == "r16" || layout.getValue() == "r32"))
     return int64_t(kiln_packed_act_stride(uint64_t(in)));
   return 4 * in;
@@ -59,7 +60,7 @@ struct SizePrefillPanels : public impl::KilnSizePrefillPanelsBase<SizePrefillPan
                                                      kTokenTile * kTokenTile);
       if (maxBatch && panel >= int64_t(maxBatch)) // every call fits in one panel
         return;
-      op->setAttr("kiln.token_panel",
+      op->setAttr(attr::kTokenPanel,
                   IntegerAttr::get(IntegerType::get(&getContext(), 64), panel));
       ++numPanelled;
     });

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "llvm/ADT/SmallVector.h"
 #include "kiln/quant.h"
@@ -33,7 +34,7 @@ namespace {
 
 // The packed kernels' type id for an op's format and layout, 0 when it has none.
 uint32_t packedType(Operation *op) {
-  auto layout = op->getAttrOfType<StringAttr>("kiln.layout");
+  auto layout = op->getAttrOfType<StringAttr>(attr::kLayout);
   auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
   if (!layout || !fmt)
     return 0;
@@ -48,14 +49,13 @@ uint32_t packedType(Operation *op) {
   return rows ? kiln_packed_type(base, rows) : 0;
 }
 
-// Rows of the op's weight matrix: a fused linear's results side by side, or twice its one
-// result for SwiGLU (gate and up rows interleaved).
+// Rows of the op's weight matrix (WeightReaderOpInterface: a fused linear's results side by
+// side, twice its one result for SwiGLU).
 int64_t weightRows(Operation *op) {
-  int64_t rows = 0;
-  for (Value r : op->getResults())
-    rows += cast<RankedTensorType>(r.getType()).getDimSize(1);
-  auto fused = dyn_cast<FusedLinearOp>(op);
-  return fused && fused.getSwiglu() ? 2 * rows : rows;
+  SmallVector<WeightRead, 2> reads;
+  if (auto reader = dyn_cast<WeightReaderOpInterface>(op))
+    reader.getWeightReads(reads);
+  return reads.empty() ? 0 : reads.front().rows;
 }
 
 struct SizeWeightShards : public impl::KilnSizeWeightShardsBase<SizeWeightShards> {
@@ -93,7 +93,7 @@ struct SizeWeightShards : public impl::KilnSizeWeightShardsBase<SizeWeightShards
     for (const Matrix &m : matrices) {
       const int64_t shard = std::clamp<int64_t>(int64_t(budget / m.groupBytes), 1,
                                                 std::max<int64_t>(m.groups, 1));
-      m.op->setAttr("kiln.shard_groups",
+      m.op->setAttr(attr::kShardGroups,
                     IntegerAttr::get(IntegerType::get(&getContext(), 64), shard));
       ++numSharded;
       numShards += (m.groups + shard - 1) / shard;

@@ -20,9 +20,13 @@ std::vector<WeightRead> weightReads(ModuleOp module) {
   return reads;
 }
 
+// The format of the op's own weight (WeightReaderOpInterface: an rms_norm without one
+// reads f32), 0 for an op that reads none.
 uint32_t formatOf(Operation *op) {
-  auto f = op->getAttrOfType<StorageFormatAttr>("format");
-  return f ? uint32_t(f.getValue()) : 0u;
+  SmallVector<::kiln::WeightRead, 2> reads;
+  if (auto reader = dyn_cast<WeightReaderOpInterface>(op))
+    reader.getWeightReads(reads);
+  return reads.empty() ? 0u : reads.front().format;
 }
 
 void setFormat(Operation *op, uint32_t format) {

@@ -17,13 +17,15 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "dialects/kiln/IR/KilnAttrNames.h"
+
 namespace kiln::slimming {
 
-constexpr const char *kPassEffectsAttr = "kiln.pass_effects";
-constexpr const char *kLayerAttr = "kiln.layer";
-constexpr const char *kMaxCtxAttr = "kiln.max_ctx";
-constexpr const char *kContextLengthAttr = "kiln.context_length";
-constexpr const char *kPrunedLayersAttr = "kiln.pruned_layers";
+constexpr const char *kPassEffectsAttr = attr::kPassEffects;
+constexpr const char *kLayerAttr = attr::kLayer;
+constexpr const char *kMaxCtxAttr = attr::kMaxCtx;
+constexpr const char *kContextLengthAttr = attr::kContextLength;
+constexpr const char *kPrunedLayersAttr = attr::kPrunedLayers;
 
 // Replaces the effects recorded for `pass`.
 void recordPassEffects(mlir::ModuleOp module, llvm::StringRef pass, llvm::StringRef effects);

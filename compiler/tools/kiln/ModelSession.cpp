@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "compiler/InitAll.h"
+#include "dialects/kiln/IR/KilnAttrNames.h"
 #include "compiler/frontends/hf/TokenizerJson.h"
 #include "compiler/frontends/onnx/OnnxImport.h"
 
@@ -106,8 +107,8 @@ bool ModelSession::load(const std::string &path, std::string &error,
 }
 
 uint32_t ModelSession::declaredContext() const {
-  auto attr = (*model.module)->getAttrOfType<mlir::IntegerAttr>("kiln.context_length");
-  return attr ? uint32_t(attr.getInt()) : 0;
+  auto declared = (*model.module)->getAttrOfType<mlir::IntegerAttr>(attr::kContextLength);
+  return declared ? uint32_t(declared.getInt()) : 0;
 }
 
 bool ModelSession::prepareExecutor(uint32_t maxCtx, std::string &error, KvStorage kv) {
