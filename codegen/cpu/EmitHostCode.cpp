@@ -238,16 +238,22 @@ llvm::Expected<std::unique_ptr<llvm::Module>> parseKernels(const CpuTarget &t,
   return llvm::parseBitcodeFile(bc, ctx);
 }
 
+// The LLVM-dialect module as LLVM IR in ctx (null when translation fails).
+std::unique_ptr<llvm::Module> translate(mlir::ModuleOp module, llvm::LLVMContext &ctx,
+                                        llvm::StringRef name) {
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  module.getContext()->appendDialectRegistry(registry);
+  return mlir::translateModuleToLLVMIR(module, ctx, name);
+}
+
 } // namespace
 
 bool checkUkernelDeclarations(mlir::ModuleOp declarations, const CpuTarget &t,
                               std::string &error) {
-  mlir::DialectRegistry registry;
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  declarations.getContext()->appendDialectRegistry(registry);
   llvm::LLVMContext llvmCtx;
-  std::unique_ptr<llvm::Module> m = mlir::translateModuleToLLVMIR(declarations, llvmCtx, "abi");
+  std::unique_ptr<llvm::Module> m = translate(declarations, llvmCtx, "abi");
   auto kernels = parseKernels(t, llvmCtx);
   if (!m || !kernels) {
     error = "cannot read the micro-kernel bitcode for " + t.name;
@@ -273,13 +279,8 @@ bool checkUkernelAbi(const CpuTarget &t, std::string &error) {
 bool emitHostCode(mlir::ModuleOp lowered, const CpuTarget &t, CodeStage upTo,
                   EmittedCode &out, std::string &error,
                   const std::vector<uint8_t> *embeddedWeights, const std::string &objectPath) {
-  mlir::DialectRegistry registry;
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  lowered.getContext()->appendDialectRegistry(registry);
-
   llvm::LLVMContext llvmCtx;
-  std::unique_ptr<llvm::Module> m = mlir::translateModuleToLLVMIR(lowered, llvmCtx, "kiln");
+  std::unique_ptr<llvm::Module> m = translate(lowered, llvmCtx, "kiln");
   if (!m) {
     error = "translating the lowered module to LLVM IR failed";
     return false;

@@ -1,38 +1,18 @@
-//===- LowerToUkernels.h - the lowering pass's weights, in and out --------===//
+//===- LowerToUkernels.h - the CPU back end's lowering pass ---------------===//
 //
-// kiln-lower-to-ukernels (codegen/cpu/Passes.td) packs the weights the code reads as it
-// lowers, since their offsets become constants of the code. kiln compile gives it the
-// weight store and takes the packed section back; kiln-opt runs it without either.
+// kiln-lower-to-ukernels (codegen/cpu/Passes.td), made with the weights it stores
+// (LoweringWeights.h) or, from kiln-opt, without them.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CPU_LOWERTOUKERNELS_H
 #define KILN_CODEGEN_CPU_LOWERTOUKERNELS_H
 
-#include <cstdint>
-#include <functional>
 #include <memory>
-#include <string>
 
 #include "mlir/Pass/Pass.h"
 
-#include "codegen/common/WeightLayout.h"
-#include "models/weights/WeightStore.h"
+#include "codegen/common/LoweringWeights.h"
 
 namespace kiln::codegen {
-
-struct LoweringWeights {
-  const WeightStore *store = nullptr; // null: zero stand-ins of each weight's shape
-  // Builds a weight the store does not hold yet (kiln compile's derived weights, made one
-  // at a time so the fp32 stacked weights never exist all at once); `release` drops it
-  // again once the layout has packed it. Unset: every weight must be in the store.
-  std::function<bool(const std::string &name, std::string &error)> materialize;
-  std::function<void(const std::string &name)> release;
-
-  // Out: the weights section, and what it reads per decoded token (every matrix once,
-  // one embedding row, the norms).
-  WeightLayout layout;
-  uint64_t bytesPerToken = 0;
-  uint32_t vocab = 0;
-};
 
 std::unique_ptr<mlir::Pass> createKilnLowerToUkernels(LoweringWeights &weights);
 

@@ -13,7 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "codegen/common/TargetBackend.h"
-#include "codegen/cpu/LowerToUkernels.h"
+#include "codegen/common/LoweringWeights.h"
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/pipelines/BackHalf.h"
 #include "compiler/pipelines/CompilePipeline.h"
