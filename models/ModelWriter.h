@@ -21,6 +21,7 @@ public:
   virtual void addU32(const std::string &key, uint32_t v) = 0;
   virtual void addF32(const std::string &key, float v) = 0;
   virtual void addString(const std::string &key, const std::string &v) = 0;
+  virtual void addBool(const std::string &key, bool v) = 0;
   // The arrays a tokenizer needs (tokens, scores, token types).
   virtual void addStringArray(const std::string &key, const std::vector<std::string> &v) = 0;
   virtual void addF32Array(const std::string &key, const std::vector<float> &v) = 0;

@@ -10,12 +10,14 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include "codegen/common/RopeAngles.h"
 #include "codegen/cpu/UkernelDecls.h"
 #include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
@@ -66,19 +68,18 @@ SmallVector<WeightRead, 2> weightReads(Operation *op) {
   return reads;
 }
 
-// RoPE angle tables exactly as the reference executor computes the angles.
-void ropeTables(float theta, int32_t rotaryDims, uint32_t maxCtx, std::vector<float> &cosT,
-                std::vector<float> &sinT) {
+// RoPE angle tables with the reference executor's angles (codegen/common/RopeAngles.h).
+void ropeTables(float theta, int32_t rotaryDims, const float *freqFactors, uint32_t maxCtx,
+                std::vector<float> &cosT, std::vector<float> &sinT) {
   const int32_t half = rotaryDims / 2;
-  const float thetaScale = std::pow(theta, -2.0f / float(rotaryDims));
   cosT.assign(size_t(maxCtx) * half, 0.0f);
   sinT.assign(size_t(maxCtx) * half, 0.0f);
+  std::vector<float> angles(static_cast<size_t>(half));
   for (uint32_t p = 0; p < maxCtx; ++p) {
-    float angle = float(p);
+    ropeAngles(float(p), theta, rotaryDims, freqFactors, angles.data());
     for (int32_t i = 0; i < half; ++i) {
-      cosT[size_t(p) * half + i] = std::cos(angle);
-      sinT[size_t(p) * half + i] = std::sin(angle);
-      angle *= thetaScale;
+      cosT[size_t(p) * half + i] = std::cos(angles[size_t(i)]);
+      sinT[size_t(p) * half + i] = std::sin(angles[size_t(i)]);
     }
   }
 }
@@ -188,7 +189,7 @@ private:
                                     i64c(width));
     return b.create<LLVM::GEPOp>(loc, ptrTy, b.getF32Type(), base, ValueRange{i});
   }
-  const std::string &ropeTable(float theta, int32_t rotaryDims);
+  const std::string &ropeTable(float theta, int32_t rotaryDims, DenseF32ArrayAttr factors);
 
   ModuleOp module;
   const memory::MemoryPlan &plan;
@@ -199,7 +200,7 @@ private:
   Location loc;
   Type ptrTy;
   llvm::DenseMap<TypeID, OpLowering> lowerings;
-  std::map<std::pair<float, int32_t>, std::string> ropeTableNames;
+  std::map<std::tuple<float, int32_t, const void *>, std::string> ropeTableNames;
   std::map<std::string, LLVM::LLVMFuncOp> kernels;
   llvm::DenseMap<Operation *, std::string> headMaps; // constant query-head -> KV-head maps
   Value weightsBase, scratchBase, kvBase, ctxArg, tokensArg, positionsArg, nArg, logitsArg;
@@ -224,15 +225,18 @@ UkernelLowering::UkernelLowering(ModuleOp module, const memory::MemoryPlan &plan
   add<func::ReturnOp>(&UkernelLowering::lowerReturn);
 }
 
-// The name of the cos/sin tables of (theta, rotary dims), made on first use.
-const std::string &UkernelLowering::ropeTable(float theta, int32_t rotaryDims) {
-  auto key = std::make_pair(theta, rotaryDims);
+// The name of the cos/sin tables of (theta, rotary dims, frequency factors), made on
+// first use.
+const std::string &UkernelLowering::ropeTable(float theta, int32_t rotaryDims,
+                                              DenseF32ArrayAttr factors) {
+  auto key = std::make_tuple(theta, rotaryDims, factors.getAsOpaquePointer());
   auto it = ropeTableNames.find(key);
   if (it != ropeTableNames.end())
     return it->second;
   std::string name = "rope." + std::to_string(ropeTableNames.size());
   std::vector<float> c, s;
-  ropeTables(theta, rotaryDims, plan.maxCtx, c, s);
+  ropeTables(theta, rotaryDims, factors ? factors.asArrayRef().data() : nullptr, plan.maxCtx,
+             c, s);
   weights.layout.addF32(name + ".cos", {uint64_t(rotaryDims / 2), plan.maxCtx}, c);
   weights.layout.addF32(name + ".sin", {uint64_t(rotaryDims / 2), plan.maxCtx}, s);
   return ropeTableNames[key] = name;
@@ -324,10 +328,11 @@ LogicalResult UkernelLowering::storeWeights(ArrayRef<Operation *> ops) {
                                  << "] f32 vector";
     }
     if (auto r = dyn_cast<RopeOp>(op))
-      ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
+      ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()),
+                r.getFreqFactorsAttr());
     if (auto a = dyn_cast<AttentionOp>(op); a && a.getRopeRotaryDimsAttr())
       ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(),
-                int32_t(*a.getRopeRotaryDims()));
+                int32_t(*a.getRopeRotaryDims()), a.getRopeFreqFactorsAttr());
   }
   return success();
 }
@@ -495,7 +500,8 @@ void UkernelLowering::lowerLinear(Operation *op, Value row) {
 
 void UkernelLowering::lowerRope(Operation *op, Value) {
   auto r = cast<RopeOp>(op);
-  const std::string &table = ropeTable(r.getTheta().convertToFloat(), int32_t(r.getRotaryDims()));
+  const std::string &table = ropeTable(r.getTheta().convertToFloat(),
+                                       int32_t(r.getRotaryDims()), r.getFreqFactorsAttr());
   call("kiln_uk_rope", {bufferPtr(r), nArg, i32c(features(r)), i32c(r.getHeadDim()),
                         i32c(r.getRotaryDims()),
                         i32c(r.getStyle() == RopeStyle::rotate_half ? 1 : 0), positionsArg,
@@ -515,7 +521,8 @@ void UkernelLowering::lowerAttention(Operation *op, Value) {
     rotDims = int32_t(*a.getRopeRotaryDims());
     rotHalf = *a.getRopeStyle() == RopeStyle::rotate_half ? 1 : 0;
     const std::string &table =
-        ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), rotDims);
+        ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), rotDims,
+                  a.getRopeFreqFactorsAttr());
     cosT = weightPtr(table + ".cos");
     sinT = weightPtr(table + ".sin");
   }

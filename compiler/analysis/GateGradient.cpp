@@ -100,6 +100,8 @@ std::unique_ptr<GateGradient> GateGradient::create(ModuleOp module, const Weight
       operand(r.getInput());
       n.rope = RopeParams{int32_t(r.getHeadDim()), int32_t(r.getRotaryDims()),
                           r.getTheta().convertToFloat(), r.getStyle() == RopeStyle::rotate_half};
+      if (auto factors = r.getFreqFactors())
+        n.rope.freqFactors.assign(factors->begin(), factors->end());
     } else if (auto a = dyn_cast<AttentionOp>(op)) {
       n.kind = Kind::Attention;
       operand(a.getQ());

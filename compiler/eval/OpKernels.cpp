@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "codegen/common/RopeAngles.h"
+
 namespace kiln {
 
 bool embedRows(const Matrix &table, const std::vector<int32_t> &ids, Matrix &out,
@@ -36,13 +38,13 @@ void applyRope(const Matrix &x, const std::vector<int32_t> &positions, const Rop
                Matrix &out) {
   out = x;
   const int32_t heads = int32_t(x.cols()) / p.headDim;
-  // The angle of pair i is pos * theta^(-2i/d), built by repeated multiplication in
-  // float exactly as ggml's rope does, so logits match llama.cpp closely.
-  const float thetaScale = std::pow(p.theta, -2.0f / float(p.rotaryDims));
+  const float *factors = p.freqFactors.empty() ? nullptr : p.freqFactors.data();
+  std::vector<float> angles(size_t(p.rotaryDims / 2));
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
-    float angle = float(positions[size_t(t)]);
+    codegen::ropeAngles(float(positions[size_t(t)]), p.theta, p.rotaryDims, factors,
+                        angles.data());
     for (int32_t i = 0; i < p.rotaryDims / 2; ++i) {
-      const float c = std::cos(angle), s = std::sin(angle);
+      const float c = std::cos(angles[size_t(i)]), s = std::sin(angles[size_t(i)]);
       for (int32_t h = 0; h < heads; ++h) {
         const int32_t base = h * p.headDim;
         const int32_t a = base + (p.rotateHalf ? i : 2 * i);
@@ -51,7 +53,6 @@ void applyRope(const Matrix &x, const std::vector<int32_t> &positions, const Rop
         out(t, a) = x0 * c - x1 * s;
         out(t, b) = x0 * s + x1 * c;
       }
-      angle *= thetaScale;
     }
   }
 }

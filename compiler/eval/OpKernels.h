@@ -27,6 +27,7 @@ struct RopeParams {
   int32_t rotaryDims;
   float theta;
   bool rotateHalf; // pairs (i, i + rotaryDims/2) instead of (2i, 2i+1)
+  std::vector<float> freqFactors = {}; // empty, or one divisor per pair (Llama 3)
 };
 // Rotates every head of every token by its position, as llama.cpp's rope does.
 void applyRope(const Matrix &x, const std::vector<int32_t> &positions, const RopeParams &p,

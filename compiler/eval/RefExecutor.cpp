@@ -236,6 +236,8 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
     RopeParams p{int32_t(r.getHeadDim()), int32_t(r.getRotaryDims()),
                  r.getTheta().convertToFloat(),
                  r.getStyle() == RopeStyle::rotate_half};
+    if (auto factors = r.getFreqFactors())
+      p.freqFactors.assign(factors->begin(), factors->end());
     steps.push_back([p, in, out](Frame &f, std::string &) {
       applyRope(f.act[in], f.positions, p, f.act[out]);
       return true;
@@ -256,6 +258,8 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
       rope = RopeParams{int32_t(a.getHeadDim()), int32_t(*a.getRopeRotaryDims()),
                         a.getRopeThetaAttr().getValue().convertToFloat(),
                         *a.getRopeStyle() == RopeStyle::rotate_half};
+    if (auto factors = a.getRopeFreqFactors())
+      rope->freqFactors.assign(factors->begin(), factors->end());
     for (int32_t h = 0; h < p.heads; ++h)
       p.kvHeadOf.push_back(a.getKvHeadMap() ? (*a.getKvHeadMap())[h]
                                             : h / (p.heads / p.kvHeads));

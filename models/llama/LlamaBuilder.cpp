@@ -52,7 +52,10 @@ private:
     return b.create<RopeOp>(b.getUnknownLoc(), x.getType(), x, positions,
                             b.getI32IntegerAttr(int32_t(c.headDim)),
                             b.getI32IntegerAttr(int32_t(c.ropeDims)),
-                            b.getF32FloatAttr(c.ropeTheta), RopeStyleAttr::get(&ctx, style));
+                            b.getF32FloatAttr(c.ropeTheta), RopeStyleAttr::get(&ctx, style),
+                            c.ropeFreqFactors.empty()
+                                ? DenseF32ArrayAttr()
+                                : b.getDenseF32ArrayAttr(c.ropeFreqFactors));
   }
   Location loc(const std::string &name) { return NameLoc::get(b.getStringAttr(name)); }
   Value decoderLayer(uint32_t l, Value x, Value positions);

@@ -1,5 +1,7 @@
 #include "models/llama/LlamaConfig.h"
 
+#include <cmath>
+
 namespace kiln::llama {
 
 namespace {
@@ -41,7 +43,34 @@ bool LlamaConfig::validate(std::string &error) const {
     return fail("RMS norm epsilon must be in (0, 1]");
   if (contextLength == 0)
     return fail("context length must be positive");
+  if (!ropeFreqFactors.empty() && ropeFreqFactors.size() != ropeDims / 2)
+    return fail("rope_freqs has " + std::to_string(ropeFreqFactors.size()) +
+                " values for " + std::to_string(ropeDims / 2) + " rotated pairs");
+  for (float f : ropeFreqFactors)
+    if (!(f > 0.0f) || !std::isfinite(f))
+      return fail("rope_freqs values must be finite and positive, got " + std::to_string(f));
   return true;
+}
+
+std::vector<float> llama3RopeFreqFactors(float theta, uint32_t ropeDims,
+                                         const Llama3RopeScaling &s) {
+  const double lowWavelen = double(s.originalContext) / s.lowFreqFactor;
+  const double highWavelen = double(s.originalContext) / s.highFreqFactor;
+  std::vector<float> factors;
+  for (uint32_t i = 0; i < ropeDims; i += 2) {
+    const double freq = 1.0 / std::pow(double(theta), double(i) / double(ropeDims));
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < highWavelen) {
+      factors.push_back(1.0f);
+    } else if (wavelen > lowWavelen) {
+      factors.push_back(s.factor);
+    } else {
+      const double smooth = (s.originalContext / wavelen - s.lowFreqFactor) /
+                            (s.highFreqFactor - s.lowFreqFactor);
+      factors.push_back(float(1.0 / ((1.0 - smooth) / s.factor + smooth)));
+    }
+  }
+  return factors;
 }
 
 std::string layerTensor(uint32_t layer, const char *suffix) {

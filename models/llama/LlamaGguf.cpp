@@ -1,5 +1,8 @@
 #include "models/llama/LlamaGguf.h"
 
+#include <algorithm>
+#include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "kiln/quant.h"
@@ -78,6 +81,80 @@ bool checkTensor(const ModelSource &f, const std::string &name,
   return true;
 }
 
+// Llama 3's RoPE scaling: rope_freqs.weight, one f32 divisor per rotated pair.
+bool readRopeFreqs(const ModelSource &f, LlamaConfig &c, std::string &error) {
+  const WeightView *t = f.findTensor(kRopeFreqsTensor);
+  if (!t)
+    return true;
+  if (t->format != KILN_GGML_TYPE_F32 || t->dims != std::vector<uint64_t>{c.ropeDims / 2} ||
+      t->nbytes != uint64_t(c.ropeDims / 2) * 4 || !t->data) {
+    error = std::string("tensor '") + kRopeFreqsTensor + "' must be f32 of " +
+            std::to_string(c.ropeDims / 2) + " values (one per rotated pair)";
+    return false;
+  }
+  c.ropeFreqFactors.resize(c.ropeDims / 2);
+  std::memcpy(c.ropeFreqFactors.data(), t->data, t->nbytes);
+  return true;
+}
+
+// Metadata that changes the math and that kiln does not implement is an error unless it
+// holds a neutral value, so a model never runs with part of its definition dropped. The
+// keys are those llama.cpp reads for its llama architecture.
+bool checkUnsupportedKeys(const ModelSource &f, const LlamaConfig &c, std::string &error) {
+  auto onlyNeutral = [&](const char *key, std::initializer_list<double> neutral,
+                         const char *what) {
+    const MetaValue *v = f.find(key);
+    double x = 0;
+    if (!v || (v->asF64(x) && std::find(neutral.begin(), neutral.end(), x) != neutral.end()))
+      return true;
+    error = std::string("metadata key '") + key + "' = " +
+            (v->asF64(x) ? std::to_string(x) : std::string("(not a number)")) + " means " +
+            what + ", which kiln does not implement";
+    return false;
+  };
+  if (const MetaValue *type = f.find("llama.rope.scaling.type");
+      type && !(type->type == MetaType::String && (type->str == "none" || type->str == "linear"))) {
+    error = "metadata key 'llama.rope.scaling.type' = '" +
+            (type->type == MetaType::String ? type->str : std::string("(not a string)")) +
+            "' means RoPE scaling other than Llama 3's rope_freqs, which kiln does not implement";
+    return false;
+  }
+  // A linear factor of 0 (unset) or 1 leaves the angles as they are.
+  return onlyNeutral("llama.rope.scaling.factor", {0.0, 1.0}, "linear RoPE scaling") &&
+         onlyNeutral("llama.rope.scale_linear", {0.0, 1.0}, "linear RoPE scaling") &&
+         onlyNeutral("llama.expert_count", {0.0}, "a mixture of experts") &&
+         onlyNeutral("llama.attention.key_length", {double(c.headDim)},
+                     "a key width other than embedding / heads") &&
+         onlyNeutral("llama.attention.value_length", {double(c.headDim)},
+                     "a value width other than embedding / heads");
+}
+
+// Every tensor the file holds is one the builder reads: an extra tensor (a bias, a
+// mixture-of-experts gate, ...) would otherwise be dropped without a word.
+bool checkNoExtraTensors(const ModelSource &f, const LlamaConfig &c, std::string &error) {
+  if (!f.weights)
+    return true;
+  static const char *const kLayerTensors[] = {
+      "attn_norm.weight", "attn_q.weight",   "attn_k.weight",   "attn_v.weight",
+      "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
+      "ffn_down.weight"};
+  for (const auto &[name, view] : f.weights->all()) {
+    if (name == "token_embd.weight" || name == "output_norm.weight" ||
+        name == kRopeFreqsTensor || (!c.tiedOutput && name == "output.weight"))
+      continue;
+    bool known = false;
+    for (uint32_t l = 0; l < c.numLayers && !known; ++l)
+      for (const char *suffix : kLayerTensors)
+        known = known || name == layerTensor(l, suffix);
+    if (!known) {
+      error = "tensor '" + name + "' is not part of the llama architecture kiln builds; "
+              "running without it would change the model's math";
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 bool configFromSource(const ModelSource &f, LlamaConfig &c, std::string &error) {
@@ -124,7 +201,7 @@ bool configFromSource(const ModelSource &f, LlamaConfig &c, std::string &error) 
     c.ropePairing = p->str == "rotate_half" ? RopePairing::RotateHalf : RopePairing::Adjacent;
   }
   c.tiedOutput = f.findTensor("output.weight") == nullptr;
-  if (!c.validate(error))
+  if (!readRopeFreqs(f, c, error) || !c.validate(error) || !checkUnsupportedKeys(f, c, error))
     return false;
 
   const uint64_t dim = c.dim, kvDim = uint64_t(c.numKvHeads) * c.headDim;
@@ -147,7 +224,7 @@ bool configFromSource(const ModelSource &f, LlamaConfig &c, std::string &error) 
       if (!checkTensor(f, layerTensor(l, e.suffix), e.dims, error))
         return false;
   }
-  return true;
+  return checkNoExtraTensors(f, c, error);
 }
 
 models::Metadata metadataFromConfig(const LlamaConfig &c) {

@@ -19,6 +19,8 @@ namespace kiln::llama {
 // kiln's own key: "adjacent" (llama.cpp's permuted q/k rows; the default) or "rotate_half"
 // (weights as Hugging Face stores them).
 constexpr const char *kRopePairingKey = "kiln.rope_pairing";
+// Llama 3 RoPE scaling's per-pair divisors, as llama.cpp's converter names the tensor.
+constexpr const char *kRopeFreqsTensor = "rope_freqs.weight";
 
 // On failure returns false and sets `error` to one line naming the key or tensor.
 bool configFromSource(const models::ModelSource &source, LlamaConfig &out, std::string &error);

@@ -123,7 +123,7 @@ bool addSyntheticLlama(models::ModelWriter &w, const SyntheticOptions &opts, std
   const LlamaConfig &c = opts.config;
   if (!c.validate(error))
     return false;
-  if (c.vocabSize < 259) {
+  if (!opts.vocabulary && c.vocabSize < 259) {
     error = "synthetic vocabulary needs at least 259 tokens (3 special + 256 bytes)";
     return false;
   }
@@ -143,13 +143,19 @@ bool addSyntheticLlama(models::ModelWriter &w, const SyntheticOptions &opts, std
   w.addU32(a + ".rope.dimension_count", c.ropeDims);
   w.addF32(a + ".rope.freq_base", c.ropeTheta);
   w.addF32(a + ".attention.layer_norm_rms_epsilon", c.rmsEps);
-  addVocab(w, c.vocabSize);
+  if (opts.vocabulary)
+    opts.vocabulary(w);
+  else
+    addVocab(w, c.vocabSize);
 
   Rng rng{opts.seed};
   const uint64_t dim = c.dim, kv = uint64_t(c.numKvHeads) * c.headDim;
   const float sd = 1.0f / std::sqrt(float(c.dim));
   addMatrix(w, rng, "token_embd.weight", dim, c.vocabSize, opts.weightType, 1.0f);
   addNorm(w, rng, "output_norm.weight", dim);
+  if (!c.ropeFreqFactors.empty()) // Llama 3 RoPE scaling, as llama.cpp's converter writes it
+    w.addTensor("rope_freqs.weight", 0, {c.ropeFreqFactors.size()}, c.ropeFreqFactors.data(),
+                c.ropeFreqFactors.size() * 4);
   if (!c.tiedOutput)
     addMatrix(w, rng, "output.weight", dim, c.vocabSize, opts.weightType, sd);
   for (uint32_t l = 0; l < c.numLayers; ++l) {

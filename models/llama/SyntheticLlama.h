@@ -7,6 +7,7 @@
 #define KILN_MODELS_LLAMA_SYNTHETICLLAMA_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "models/ModelWriter.h"
@@ -19,6 +20,9 @@ struct SyntheticOptions {
   uint64_t seed = 1;
   uint32_t weightType = 0;     // ggml id: 0 (f32) or 1 (f16) for matrices; norms stay f32
   std::string architecture = "llama"; // written as general.architecture
+  // Writes the tokenizer.ggml.* keys instead of the built-in SentencePiece vocabulary (a
+  // byte-level one from a tokenizer.json, say); config.vocabSize must be its size.
+  std::function<void(models::ModelWriter &)> vocabulary;
 };
 
 // Adds metadata, an SPM vocabulary and every tensor to `w` (callers may add more); the

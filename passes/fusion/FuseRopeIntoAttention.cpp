@@ -41,7 +41,8 @@ struct FuseRopeIntoAttention
       RopeOp q = absorbable(a, a.getQ()), k = absorbable(a, a.getK());
       // Both or neither: the kernel rotates q and k with one set of parameters.
       if (!q || !k || q == k || q.getRotaryDims() != k.getRotaryDims() ||
-          q.getTheta() != k.getTheta() || q.getStyle() != k.getStyle()) {
+          q.getTheta() != k.getTheta() || q.getStyle() != k.getStyle() ||
+          q.getFreqFactorsAttr() != k.getFreqFactorsAttr()) {
         if (a.getQ().getDefiningOp<RopeOp>() || a.getK().getDefiningOp<RopeOp>())
           ++skipped;
         return;
@@ -50,6 +51,7 @@ struct FuseRopeIntoAttention
       a.setRopeRotaryDimsAttr(IntegerAttr::get(IntegerType::get(ctx, 32), q.getRotaryDims()));
       a.setRopeThetaAttr(q.getThetaAttr());
       a.setRopeStyleAttr(q.getStyleAttr());
+      a.setRopeFreqFactorsAttr(q.getFreqFactorsAttr());
       a.getQMutable().assign(q.getInput());
       a.getKMutable().assign(k.getInput());
       q.erase();

@@ -213,6 +213,49 @@ TEST(ArtifactVsReference, SyntheticGqaSequenceTracksReference) {
   syntheticSequence("f32", true, 1e-4f);
 }
 
+// Llama 3 RoPE scaling (rope_freqs) reaches the artifact's tables: 300 positions of a model
+// whose original context is 64, prefilled in batches of 32 then decoded, track the
+// reference (which tests/e2e/llamacpp_rope.py holds against llama.cpp) with the rope
+// separate and fused into attention.
+TEST(ArtifactVsReference, SyntheticLlama3RopePastOriginalContext) {
+  for (bool fuseRope : {false, true}) {
+    SCOPED_TRACE(fuseRope ? "rope fused" : "rope separate");
+    kiln::llama::SyntheticOptions so;
+    auto &cfg = so.config;
+    cfg.vocabSize = 300, cfg.dim = 64, cfg.numLayers = 2, cfg.numHeads = 4, cfg.numKvHeads = 2;
+    cfg.headDim = 16, cfg.ffnDim = 96, cfg.contextLength = 512, cfg.ropeDims = 16;
+    cfg.ropeTheta = 500000.0f;
+    kiln::llama::Llama3RopeScaling scaling;
+    scaling.originalContext = 64;
+    cfg.ropeFreqFactors = kiln::llama::llama3RopeFreqFactors(cfg.ropeTheta, 16, scaling);
+    ASSERT_EQ(cfg.ropeFreqFactors.back(), 8.0f);
+    std::string model = tempPath("llama3-rope.gguf"), error;
+    ASSERT_TRUE(kiln::gguf::writeSyntheticLlama(so, model, error)) << error;
+    Compiled c;
+    ASSERT_NO_FATAL_FAILURE(compileAndOpen(model, "f32", 320, 32, c, "f32", fuseRope));
+    std::filesystem::remove(model);
+
+    std::vector<int32_t> tokens;
+    for (int32_t i = 0; i < 300; ++i)
+      tokens.push_back(3 + (i * 7919) % 297);
+    kiln::Matrix ref;
+    ASSERT_TRUE(c.ref.executor->forward(tokens, 0, ref, error)) << error;
+    kiln_error_t err{};
+    ASSERT_EQ(kiln_session_prefill(c.session, tokens.data(), tokens.size(), &err),
+              KILN_STATUS_OK)
+        << err.message;
+    float worst = maxAbsDiff(kiln_session_logits(c.session), ref.row(299).data(), 300);
+    for (int32_t step = 0; step < 4; ++step) {
+      ASSERT_EQ(kiln_session_decode(c.session, 10 + step, &err), KILN_STATUS_OK) << err.message;
+      ASSERT_TRUE(c.ref.executor->forward({10 + step}, 300u + step, ref, error)) << error;
+      worst = std::max(worst, maxAbsDiff(kiln_session_logits(c.session), ref.row(0).data(), 300));
+    }
+    std::cout << "llama3 rope" << (fuseRope ? " fused" : " separate")
+              << ": max |logit difference| " << worst << "\n";
+    EXPECT_LE(worst, 1e-4f);
+  }
+}
+
 // With a rounded cache a float-rounding difference upstream (the artifact's FMA linear vs
 // Eigen's) can land a stored value on the other side of an f16 or int8 rounding step: one
 // step of f16 (2^-11 relative) moved stories260K's logits by 4.6e-4, so the bound is 1e-3.

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <iostream>
 
 namespace {
@@ -39,6 +40,19 @@ Bytes tinyModel(const std::string &arch = "llama") {
   std::string error;
   EXPECT_TRUE(kiln::llama::addSyntheticLlama(w, tinyOptions(arch), error)) << error;
   return w.toBytes();
+}
+
+// The tiny model plus whatever `extra` adds (metadata or tensors).
+Bytes tinyModelWith(const std::function<void(GgufWriter &)> &extra) {
+  GgufWriter w;
+  std::string error;
+  EXPECT_TRUE(kiln::llama::addSyntheticLlama(w, tinyOptions(), error)) << error;
+  extra(w);
+  return w.toBytes();
+}
+
+void addF32Tensor(GgufWriter &w, const std::string &name, std::vector<float> v) {
+  w.addTensor(name, 0, {v.size()}, v.data(), v.size() * 4);
 }
 
 // Overwrites the u32 value of metadata key `key` (string, then u32 type, then value).
@@ -106,6 +120,26 @@ std::vector<ModelCase> cases() {
        "missing metadata key 'general.architecture'"},
       {"MissingTensor", renameKey(ok, "blk.1.ffn_up.weight", "blk.1.ffn_uX.weight"),
        "missing tensor 'blk.1.ffn_up.weight'"},
+      // What kiln does not implement is an error, never dropped in silence.
+      {"ExtraBiasTensor",
+       tinyModelWith([](GgufWriter &w) { addF32Tensor(w, "blk.0.attn_q.bias", std::vector<float>(32)); }),
+       "tensor 'blk.0.attn_q.bias' is not part of the llama architecture kiln builds"},
+      {"MixtureOfExperts", tinyModelWith([](GgufWriter &w) { w.addU32("llama.expert_count", 8); }),
+       "'llama.expert_count' = 8.000000 means a mixture of experts"},
+      {"YarnScaling",
+       tinyModelWith([](GgufWriter &w) { w.addString("llama.rope.scaling.type", "yarn"); }),
+       "'llama.rope.scaling.type' = 'yarn' means RoPE scaling other than Llama 3's"},
+      {"LinearScaling",
+       tinyModelWith([](GgufWriter &w) { w.addF32("llama.rope.scaling.factor", 4.0f); }),
+       "'llama.rope.scaling.factor' = 4.000000 means linear RoPE scaling"},
+      {"WideKeys", tinyModelWith([](GgufWriter &w) { w.addU32("llama.attention.key_length", 16); }),
+       "means a key width other than embedding / heads"},
+      {"RopeFreqsWrongCount",
+       tinyModelWith([](GgufWriter &w) { addF32Tensor(w, "rope_freqs.weight", {1, 2, 3}); }),
+       "tensor 'rope_freqs.weight' must be f32 of 4 values (one per rotated pair)"},
+      {"RopeFreqsZero",
+       tinyModelWith([](GgufWriter &w) { addF32Tensor(w, "rope_freqs.weight", {1, 2, 0, 8}); }),
+       "rope_freqs values must be finite and positive"},
   };
 }
 
@@ -141,6 +175,42 @@ TEST(LlamaGgufCorpusMeta, BaseModelIsAccepted) {
   EXPECT_EQ(c.numKvHeads, 2u);
   EXPECT_EQ(c.vocabSize, 260u);
   EXPECT_FALSE(c.tiedOutput);
+}
+
+// Llama 3 files: rope_freqs becomes the config's factors; neutral values of the keys
+// kiln does not implement are accepted.
+TEST(LlamaGgufCorpusMeta, Llama3ExtrasAreRead) {
+  Bytes b = tinyModelWith([](GgufWriter &w) {
+    addF32Tensor(w, "rope_freqs.weight", {1, 1.5f, 4, 8});
+    w.addU32("llama.expert_count", 0);
+    w.addF32("llama.rope.scaling.factor", 1.0f);
+    w.addString("llama.rope.scaling.type", "none");
+    w.addU32("llama.attention.key_length", 8);
+  });
+  std::string error;
+  auto file = GgufFile::parse(b.data(), b.size(), error);
+  ASSERT_TRUE(file) << error;
+  kiln::llama::LlamaConfig c;
+  kiln::WeightStore weights;
+  ASSERT_TRUE(kiln::llama::configFromSource(kiln::gguf::modelSource(*file, weights), c, error))
+      << error;
+  EXPECT_EQ(c.ropeFreqFactors, (std::vector<float>{1, 1.5f, 4, 8}));
+}
+
+// The converter's rule for Llama 3.1/3.2 (theta 500000, 128 rotary dims, original context
+// 8192): the fastest pairs keep their frequency, the slowest are divided by 8, and the
+// band between is blended.
+TEST(LlamaGgufCorpusMeta, Llama3FreqFactors) {
+  std::vector<float> f = kiln::llama::llama3RopeFreqFactors(500000.0f, 128, {});
+  ASSERT_EQ(f.size(), 64u);
+  EXPECT_EQ(f.front(), 1.0f);
+  EXPECT_EQ(f.back(), 8.0f);
+  int blended = 0;
+  for (size_t i = 1; i < f.size(); ++i) {
+    EXPECT_GE(f[i], f[i - 1]);
+    blended += f[i] > 1.0f && f[i] < 8.0f;
+  }
+  EXPECT_GT(blended, 0);
 }
 
 } // namespace

@@ -59,7 +59,7 @@ public:
   void addI64(const std::string &key, int64_t v) { add(key, makeI64(v)); }
   void addF32(const std::string &key, float v) override { add(key, makeF32(v)); }
   void addF64(const std::string &key, double v) { add(key, makeF64(v)); }
-  void addBool(const std::string &key, bool v) { add(key, makeBool(v)); }
+  void addBool(const std::string &key, bool v) override { add(key, makeBool(v)); }
   void addString(const std::string &key, const std::string &v) override { add(key, makeString(v)); }
   // The arrays a tokenizer needs (tokens, scores, token types).
   void addStringArray(const std::string &key, const std::vector<std::string> &v) override;

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/IR/KilnOps.h"
 
+#include <cmath>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -103,6 +105,20 @@ LogicalResult LogitsOp::verify() {
   return verifyProjection(*this, getInput().getType(), getType(), getWeight());
 }
 
+// One finite, positive factor per rotated pair (llama.cpp divides the angle by it).
+static LogicalResult checkFreqFactors(Operation *op, std::optional<ArrayRef<float>> factors,
+                                      int64_t rotaryDims) {
+  if (!factors)
+    return success();
+  if (int64_t(factors->size()) != rotaryDims / 2)
+    return op->emitOpError() << "has " << factors->size() << " freq_factors for "
+                             << rotaryDims / 2 << " rotated pairs";
+  for (float f : *factors)
+    if (!(f > 0.0f) || !std::isfinite(f))
+      return op->emitOpError() << "freq_factors must be finite and positive, got " << f;
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   if (failed(checkActivation(*this, getType(), "input")) ||
       failed(checkTokenVector(*this, getPositions().getType(), "positions")) ||
@@ -119,7 +135,7 @@ LogicalResult RopeOp::verify() {
                          << " must be even and in [2, head_dim = " << headDim << "]";
   if (!(getTheta().convertToFloat() > 0.0f))
     return emitOpError("theta must be positive");
-  return success();
+  return checkFreqFactors(*this, getFreqFactors(), rot);
 }
 
 LogicalResult AttentionOp::verify() {
@@ -171,7 +187,10 @@ LogicalResult AttentionOp::verify() {
                            << " must be even and in [2, head_dim = " << headDim << "]";
     if (!(getRopeThetaAttr().getValueAsDouble() > 0.0))
       return emitOpError("rope theta must be positive");
+    return checkFreqFactors(*this, getRopeFreqFactors(), rot);
   }
+  if (getRopeFreqFactorsAttr())
+    return emitOpError("rope_freq_factors needs the rope group");
   return success();
 }
 

@@ -80,18 +80,24 @@ def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     angles `positions[t] * theta^(-2i/rotary_dims)`; `style` chooses which elements form a
     pair. The remaining `head_dim - rotary_dims` elements pass through.
 
+    `freq_factors` (one positive value per pair, Llama 3's `rope_freqs`) divides pair i's
+    angle by `freq_factors[i]`, as llama.cpp's rope does with its frequency-factor tensor.
+
     ```mlir
     %qr = kiln.rope %q, %pos head_dim 8 rotary_dims 8 theta 1.0e+04 style adjacent
         : tensor<?x64xf32>, tensor<?xi32>
+    %kr = kiln.rope %k, %pos head_dim 4 rotary_dims 4 theta 5.0e+05 style adjacent
+        freq_factors [1.000000e+00, 8.000000e+00] : tensor<?x32xf32>, tensor<?xi32>
     ```
   }];
   let arguments = (ins Kiln_Activations:$input, Kiln_TokenIds:$positions,
                        I32Attr:$head_dim, I32Attr:$rotary_dims, F32Attr:$theta,
-                       Kiln_RopeStyle:$style);
+                       Kiln_RopeStyle:$style, OptionalAttr<DenseF32ArrayAttr>:$freq_factors);
   let results = (outs Kiln_Activations:$result);
   let assemblyFormat = [{
     $input `,` $positions `head_dim` $head_dim `rotary_dims` $rotary_dims `theta` $theta
-    `style` $style attr-dict `:` type($input) `,` type($positions)
+    `style` $style (`freq_factors` $freq_factors^)? attr-dict `:` type($input) `,`
+    type($positions)
   }];
   let hasVerifier = 1;
 }
@@ -107,8 +113,9 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
     Writes the cache, so it has memory effects and is never reordered or removed.
 
     With the `rope` group (`rope_rotary_dims`, `rope_theta`, `rope_style`, all three or
-    none; made by kiln-fuse-rope-into-attention) q and k arrive unrotated and the op rotates
-    them itself as kiln.rope would, k before it is stored in the cache.
+    none, and `rope_freq_factors` when the rope had them; made by
+    kiln-fuse-rope-into-attention) q and k arrive unrotated and the op rotates them itself
+    as kiln.rope would, k before it is stored in the cache.
 
     ```mlir
     %o = kiln.attention %q, %k, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8
@@ -125,13 +132,15 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
                        OptionalAttr<DenseI32ArrayAttr>:$kv_head_map,
                        OptionalAttr<I32Attr>:$rope_rotary_dims,
                        OptionalAttr<F32Attr>:$rope_theta,
-                       OptionalAttr<Kiln_RopeStyle>:$rope_style);
+                       OptionalAttr<Kiln_RopeStyle>:$rope_style,
+                       OptionalAttr<DenseF32ArrayAttr>:$rope_freq_factors);
   let results = (outs Kiln_Activations:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $positions `layer` $layer `heads` $num_heads
     `kv_heads` $num_kv_heads `head_dim` $head_dim `scale` $scale
     (`kv_head_map` $kv_head_map^)?
     (`rope` `rotary_dims` $rope_rotary_dims^ `theta` $rope_theta `style` $rope_style)?
+    (`freq_factors` $rope_freq_factors^)?
     attr-dict
     `:` type($q) `,` type($k) `,` type($positions) `->` type($result)
   }];
@@ -143,7 +152,7 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
                    "::mlir::IntegerAttr":$num_kv_heads, "::mlir::IntegerAttr":$head_dim,
                    "::mlir::FloatAttr":$scale, "::mlir::DenseI32ArrayAttr":$kv_head_map), [{
       build($_builder, $_state, result, q, k, v, positions, layer, num_heads, num_kv_heads,
-            head_dim, scale, kv_head_map, nullptr, nullptr, nullptr);
+            head_dim, scale, kv_head_map, nullptr, nullptr, nullptr, nullptr);
     }]>
   ];
   let hasVerifier = 1;

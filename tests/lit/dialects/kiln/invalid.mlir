@@ -104,6 +104,22 @@ func.func @rope_theta(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
 
 // -----
 
+func.func @rope_freq_factor_count(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{has 3 freq_factors for 4 rotated pairs}}
+  %y = kiln.rope %x, %p head_dim 8 rotary_dims 8 theta 1.0e4 style adjacent freq_factors [1.0, 2.0, 4.0] : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_freq_factor_value(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{freq_factors must be finite and positive, got 0}}
+  %y = kiln.rope %x, %p head_dim 8 rotary_dims 4 theta 1.0e4 style adjacent freq_factors [1.0, 0.0] : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
 func.func @rope_positions(%x: tensor<2x64xf32>, %p: tensor<3xi32>) {
   // expected-error @+1 {{input has 2 tokens but positions has 3}}
   %y = kiln.rope %x, %p head_dim 8 rotary_dims 8 theta 1.0e4 style adjacent : tensor<2x64xf32>, tensor<3xi32>
@@ -292,5 +308,21 @@ func.func @fused_empty_weight(%x: tensor<?x64xf32>) {
 func.func @fused_tokens(%x: tensor<2x64xf32>) {
   // expected-error @+1 {{input has 2 tokens but result has 3}}
   %a = kiln.fused_linear %x weight "w" format f32 : (tensor<2x64xf32>) -> tensor<3x64xf32>
+  return
+}
+
+// -----
+
+func.func @attn_freq_factors_alone(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope_freq_factors needs the rope group}}
+  %o = kiln.attention %q, %k, %k, %p layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.35 freq_factors [1.0, 8.0] : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attn_freq_factor_count(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{has 1 freq_factors for 2 rotated pairs}}
+  %o = kiln.attention %q, %k, %k, %p layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.35 rope rotary_dims 4 theta 1.0e4 style adjacent freq_factors [8.0] : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
   return
 }

@@ -19,6 +19,9 @@ func.func @layer(%tokens: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x512xf3
   %qr = kiln.rope %q, %pos head_dim 8 rotary_dims 8 theta 1.0e+04 style adjacent : tensor<?x64xf32>, tensor<?xi32>
   // CHECK: kiln.rope %{{.*}} style rotate_half
   %kr = kiln.rope %k, %pos head_dim 8 rotary_dims 4 theta 5.0e+05 style rotate_half : tensor<?x32xf32>, tensor<?xi32>
+  // Llama 3's rope_freqs: one divisor per rotated pair.
+  // CHECK: kiln.rope %{{.*}} style adjacent freq_factors [1.000000e+00, 8.000000e+00] : tensor<?x32xf32>
+  %kf = kiln.rope %k, %pos head_dim 8 rotary_dims 4 theta 5.0e+05 style adjacent freq_factors [1.0, 8.0] : tensor<?x32xf32>, tensor<?xi32>
   // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
   %a = kiln.attention %qr, %kr, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
   %o = kiln.linear %a weight "blk.0.attn_output.weight" format f16 : tensor<?x64xf32> -> tensor<?x64xf32>
@@ -52,6 +55,8 @@ func.func @uneven_groups(%q: tensor<?x24xf32>, %k: tensor<?x16xf32>, %v: tensor<
 func.func @fused_rope(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
   // CHECK: kiln.attention {{.*}} layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 rope rotary_dims 6 theta 5.000000e+05 style rotate_half :
   %a = kiln.attention %q, %k, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 rope rotary_dims 6 theta 5.0e5 style rotate_half : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  // CHECK: kiln.attention {{.*}} rope rotary_dims 4 theta 5.000000e+05 style adjacent freq_factors [1.000000e+00, 3.500000e+00] :
+  %f = kiln.attention %q, %k, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 rope rotary_dims 4 theta 5.0e5 style adjacent freq_factors [1.0, 3.5] : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
   return %a : tensor<?x64xf32>
 }
 

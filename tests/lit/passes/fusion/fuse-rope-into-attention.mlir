@@ -122,3 +122,26 @@ func.func @already_fused(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<
   %a = kiln.attention %q, %k, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.35 rope rotary_dims 8 theta 1.0e4 style adjacent : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
   return %a : tensor<?x64xf32>
 }
+
+// -----
+
+// Llama 3's frequency factors move with the rope; q and k with different factors stay.
+// CHECK-LABEL: func.func @freq_factors
+// CHECK-NOT: kiln.rope
+// CHECK: kiln.attention {{.*}} rope rotary_dims 4 theta 5.000000e+05 style adjacent freq_factors [1.000000e+00, 8.000000e+00]
+// CHECK-LABEL: func.func @different_freq_factors
+// CHECK: kiln.rope
+// CHECK: kiln.rope
+// CHECK-NOT: rope rotary_dims
+func.func @freq_factors(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
+  %qr = kiln.rope %q, %pos head_dim 8 rotary_dims 4 theta 5.0e5 style adjacent freq_factors [1.0, 8.0] : tensor<?x64xf32>, tensor<?xi32>
+  %kr = kiln.rope %k, %pos head_dim 8 rotary_dims 4 theta 5.0e5 style adjacent freq_factors [1.0, 8.0] : tensor<?x32xf32>, tensor<?xi32>
+  %a = kiln.attention %qr, %kr, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return %a : tensor<?x64xf32>
+}
+func.func @different_freq_factors(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
+  %qr = kiln.rope %q, %pos head_dim 8 rotary_dims 4 theta 5.0e5 style adjacent freq_factors [1.0, 8.0] : tensor<?x64xf32>, tensor<?xi32>
+  %kr = kiln.rope %k, %pos head_dim 8 rotary_dims 4 theta 5.0e5 style adjacent : tensor<?x32xf32>, tensor<?xi32>
+  %a = kiln.attention %qr, %kr, %v, %pos layer 0 heads 8 kv_heads 4 head_dim 8 scale 0.353553385 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return %a : tensor<?x64xf32>
+}
