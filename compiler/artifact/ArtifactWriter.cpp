@@ -44,9 +44,20 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
   std::vector<flatbuffers::Offset<flatbuffers::String>> toks;
   for (const std::string &s : k.tokens)
     toks.push_back(b.CreateString(s));
+  // SentencePiece records leave the byte-level fields out, so their bytes do not change.
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> merges;
+  flatbuffers::Offset<flatbuffers::String> pretokenizer;
+  if (k.model == "gpt2") {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> m;
+    for (const std::string &s : k.merges)
+      m.push_back(b.CreateString(s));
+    merges = b.CreateVector(m);
+    pretokenizer = b.CreateString(k.pretokenizer);
+  }
   auto tokenizer = fb::CreateTokenizer(b, b.CreateString(k.model), b.CreateVector(toks),
                                        b.CreateVector(k.scores), b.CreateVector(k.types),
-                                       k.bosId, k.eosId, k.unkId, k.addSpacePrefix, k.addBos);
+                                       k.bosId, k.eosId, k.unkId, k.addSpacePrefix, k.addBos,
+                                       merges, pretokenizer, k.ignoreMerges, k.eotId);
 
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   for (const TensorRecord &r : c.tensors)

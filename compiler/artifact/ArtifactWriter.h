@@ -34,12 +34,18 @@ struct ModelConfigRecord {
 };
 
 struct TokenizerRecord {
-  std::string model = "llama";
+  std::string model = "llama"; // "llama": SentencePiece BPE; "gpt2": byte-level BPE
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;
   int32_t bosId = -1, eosId = -1, unkId = -1;
+  int32_t eotId = -1; // end of turn (Llama 3's <|eot_id|>), -1 if none
   bool addSpacePrefix = true, addBos = true;
+  // Byte-level BPE: "left right" merges by rank, the pre-tokenizer ("llama3" or "gpt2") and
+  // whether a piece that is a token is taken whole.
+  std::vector<std::string> merges;
+  std::string pretokenizer;
+  bool ignoreMerges = false;
 };
 
 struct TensorRecord {

@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     size_t len;
     if (kiln_session_sample(session, &next, &err) != KILN_STATUS_OK)
       goto fail;
-    if (next == info.eos_id)
+    if (next == info.eos_id || next == info.eot_id)
       break;
     if (kiln_artifact_detokenize(model, next, piece, sizeof piece, &len, &err) ||
         kiln_session_decode(session, next, &err))

@@ -527,7 +527,7 @@ TEST(ByteLevelBpeFixture, LoadEitherKind) {
   std::remove((dir + "/tokenizer_config.json").c_str());
   t = kiln::hf::loadTokenizerJson(dir + "/tokenizer.json", rec, error);
   ASSERT_TRUE(t) << error;
-  EXPECT_TRUE(dynamic_cast<kiln::hf::SpmTextTokenizer *>(t.get()));
+  EXPECT_TRUE(dynamic_cast<kiln::hf::RuntimeTextTokenizer *>(t.get()));
   EXPECT_EQ(rec.model, "llama");
   EXPECT_EQ(t->encode("a a", false), (Ids{4, 3, 4}));
   std::remove((dir + "/tokenizer.json").c_str());

@@ -597,10 +597,15 @@ TEST(GgufVocab, Errors) {
   has(e, "missing");
 
   GgufImage g = tinyVocab("model");
-  g.str("tokenizer.ggml.model", "gpt2");
+  g.str("tokenizer.ggml.model", "bert");
   e = vocabError(g);
   has(e, "tokenizer.ggml.model");
-  has(e, "gpt2");
+  has(e, "bert");
+
+  // Byte-level BPE needs its merges and a pre-tokenizer kiln knows.
+  g = tinyVocab("model");
+  g.str("tokenizer.ggml.model", "gpt2");
+  has(vocabError(g), "tokenizer.ggml.merges: missing");
 
   g = tinyVocab("model");
   g.u32("tokenizer.ggml.model", 1);

@@ -86,9 +86,15 @@ std::unique_ptr<Tokenizer> Tokenizer::fromGguf(const GgufFile &file, std::string
     error = std::string(kModel) + ": expected string, got " + typeName(*model);
     return nullptr;
   }
+  if (model->str == "gpt2") {
+    artifact::TokenizerRecord rec;
+    if (!readBpeRecord(file, rec, error))
+      return nullptr;
+    return fromRecord(rec, error);
+  }
   if (model->str != "llama") {
     error = std::string(kModel) + ": \"" + model->str +
-            "\" is not supported (only \"llama\", SentencePiece BPE)";
+            "\" is not supported (\"llama\", SentencePiece BPE, or \"gpt2\", byte-level BPE)";
     return nullptr;
   }
 
@@ -164,6 +170,115 @@ std::unique_ptr<Tokenizer> Tokenizer::fromGguf(const GgufFile &file, std::string
     return nullptr;
   }
   return fromDesc(desc, addBos, error);
+}
+
+bool readBpeRecord(const GgufFile &file, artifact::TokenizerRecord &rec, std::string &error) {
+  rec = artifact::TokenizerRecord();
+  rec.model = "gpt2";
+  const Value *tokens = findArray(file, kTokens, ValueType::String, 0, error);
+  if (!tokens)
+    return false;
+  const size_t n = tokens->array.size();
+  if (n == 0 || n > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    error = std::string(kTokens) + ": " + std::to_string(n) + " tokens (need 1 to 2^31-1)";
+    return false;
+  }
+  for (const Value &t : tokens->array)
+    rec.tokens.push_back(t.str);
+  if (file.find(kTypes)) {
+    const Value *v = findArray(file, kTypes, ValueType::I32, n, error);
+    if (!v)
+      return false;
+    for (const Value &e : v->array) {
+      if (e.i < KILN_TOKEN_TYPE_UNDEFINED || e.i > KILN_TOKEN_TYPE_BYTE) {
+        error = std::string(kTypes) + ": entry " + std::to_string(rec.types.size()) + " is " +
+                std::to_string(e.i) + " (token types are 0..6)";
+        return false;
+      }
+      rec.types.push_back(static_cast<int32_t>(e.i));
+    }
+  }
+  const Value *merges = findArray(file, "tokenizer.ggml.merges", ValueType::String, 0, error);
+  if (!merges)
+    return false;
+  for (const Value &m : merges->array)
+    rec.merges.push_back(m.str);
+  // llama.cpp's pre-tokenizer names: llama-bpe is Llama 3's regex with ignore_merges (and a
+  // BOS by default); gpt2 is GPT-2's.
+  const Value *pre = file.find("tokenizer.ggml.pre");
+  const std::string preName = pre && pre->type == ValueType::String ? pre->str : "";
+  bool addBos = false;
+  if (preName == "llama-bpe" || preName == "llama3") {
+    rec.pretokenizer = "llama3", rec.ignoreMerges = true, addBos = true;
+  } else if (preName == "gpt2" || preName == "default") {
+    rec.pretokenizer = "gpt2";
+  } else {
+    error = "tokenizer.ggml.pre: \"" + preName +
+            "\" is not supported (\"llama-bpe\" for Llama 3.x or \"gpt2\")";
+    return false;
+  }
+  rec.addSpacePrefix = false;
+  if (!readId(file, "tokenizer.ggml.bos_token_id", -1, n, rec.bosId, error) ||
+      !readId(file, "tokenizer.ggml.eos_token_id", -1, n, rec.eosId, error) ||
+      !readId(file, "tokenizer.ggml.eot_token_id", -1, n, rec.eotId, error) ||
+      !readBool(file, "tokenizer.ggml.add_bos_token", addBos, error))
+    return false;
+  rec.unkId = -1;
+  rec.addBos = addBos;
+  if (addBos && rec.bosId < 0) {
+    error = "tokenizer.ggml.add_bos_token: set, but there is no BOS token";
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::fromRecord(const artifact::TokenizerRecord &rec,
+                                                 std::string &error) {
+  const size_t n = rec.tokens.size();
+  if (n == 0 || n > static_cast<size_t>(std::numeric_limits<int32_t>::max()) ||
+      (!rec.scores.empty() && rec.scores.size() != n) ||
+      (!rec.types.empty() && rec.types.size() != n)) {
+    error = "tokenizer: " + std::to_string(n) + " tokens, " + std::to_string(rec.scores.size()) +
+            " scores and " + std::to_string(rec.types.size()) + " types do not fit together";
+    return nullptr;
+  }
+  std::vector<const char *> texts(n), merges(rec.merges.size());
+  std::vector<uint32_t> lens(n), mergeLens(rec.merges.size());
+  for (size_t i = 0; i < n; ++i) {
+    texts[i] = rec.tokens[i].data();
+    lens[i] = static_cast<uint32_t>(rec.tokens[i].size());
+  }
+  for (size_t i = 0; i < merges.size(); ++i) {
+    merges[i] = rec.merges[i].data();
+    mergeLens[i] = static_cast<uint32_t>(rec.merges[i].size());
+  }
+  kiln_vocab_desc_t desc = {};
+  desc.n_tokens = static_cast<uint32_t>(n);
+  desc.texts = texts.data();
+  desc.text_lens = lens.data();
+  desc.scores = rec.scores.empty() ? nullptr : rec.scores.data();
+  desc.types = rec.types.empty() ? nullptr : rec.types.data();
+  desc.bos_id = rec.bosId;
+  desc.eos_id = rec.eosId;
+  desc.unk_id = rec.unkId;
+  desc.add_space_prefix = rec.addSpacePrefix ? 1 : 0;
+  if (rec.model == "gpt2") {
+    desc.kind = KILN_TOKENIZER_BPE;
+    if (rec.pretokenizer != "llama3" && rec.pretokenizer != "gpt2") {
+      error = "tokenizer: pre-tokenizer \"" + rec.pretokenizer + "\" is not supported";
+      return nullptr;
+    }
+    desc.pretokenizer =
+        rec.pretokenizer == "llama3" ? KILN_PRETOKENIZER_LLAMA3 : KILN_PRETOKENIZER_GPT2;
+    desc.ignore_merges = rec.ignoreMerges ? 1 : 0;
+    desc.n_merges = static_cast<uint32_t>(merges.size());
+    desc.merges = merges.data();
+    desc.merge_lens = mergeLens.data();
+  } else if (rec.model != "llama") {
+    error = "tokenizer: model \"" + rec.model + "\" is not supported";
+    return nullptr;
+  }
+  return fromDesc(desc, rec.addBos, error);
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::fromDesc(const kiln_vocab_desc_t &desc, bool addBos,

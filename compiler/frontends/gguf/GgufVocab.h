@@ -14,6 +14,7 @@
 #ifndef KILN_FRONTENDS_GGUF_GGUFVOCAB_H
 #define KILN_FRONTENDS_GGUF_GGUFVOCAB_H
 
+#include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/frontends/gguf/GgufFile.h"
 #include "kiln/tokenizer.h"
 
@@ -29,6 +30,10 @@ class Tokenizer {
 public:
   // From a GGUF file's metadata. On failure returns null and sets `error` to one line.
   static std::unique_ptr<Tokenizer> fromGguf(const GgufFile &file, std::string &error);
+  // From a record (a GGUF's or a tokenizer.json's, as an artifact stores it): SentencePiece
+  // ("llama") or byte-level BPE ("gpt2").
+  static std::unique_ptr<Tokenizer> fromRecord(const artifact::TokenizerRecord &rec,
+                                               std::string &error);
   // From a descriptor (copied); `addBos` is the model's add_bos_token default.
   static std::unique_ptr<Tokenizer> fromDesc(const kiln_vocab_desc_t &desc, bool addBos,
                                              std::string &error);
@@ -65,6 +70,11 @@ private:
   bool addBos_;
   bool addSpacePrefix_;
 };
+
+// tokenizer.ggml.model "gpt2" (byte-level BPE) into a record: tokens, token_type, merges,
+// pre ("llama-bpe": Llama 3's regex with ignore_merges, BOS by default; "gpt2"), bos, eos and
+// eot ids (absent: none), add_bos_token. One line naming the key on failure.
+bool readBpeRecord(const GgufFile &file, artifact::TokenizerRecord &rec, std::string &error);
 
 } // namespace kiln::gguf
 

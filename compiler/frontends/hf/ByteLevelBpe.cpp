@@ -3,6 +3,8 @@
 #include "compiler/frontends/hf/ByteLevelBpe.h"
 #include "compiler/frontends/hf/JsonFields.h"
 #include "compiler/frontends/hf/TokenizerJson.h"
+#include "runtime-min/src/tokenizer/tokenizer_internal.h"
+#include "runtime-min/src/tokenizer/unicode_classes.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -11,182 +13,10 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <queue>
 
 namespace kiln::hf {
 using namespace detail;
 namespace {
-
-struct CodeRange {
-  uint32_t lo, hi;
-};
-#include "UnicodeClasses.inc" // kLetterRanges, kNumberRanges (gen_unicode_classes.py)
-
-template <size_t N> bool inRanges(const CodeRange (&r)[N], uint32_t cp) {
-  const CodeRange *it =
-      std::upper_bound(r, r + N, cp, [](uint32_t c, const CodeRange &x) { return c < x.lo; });
-  return it != r && cp <= (it - 1)->hi;
-}
-
-enum Class : uint8_t { Other, Letter, Number, Space };
-
-// The White_Space property (PropList.txt), which is what `regex` (and Oniguruma) take \s to be.
-bool isWhiteSpace(uint32_t cp) {
-  return (cp >= 0x9 && cp <= 0xD) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-         cp == 0x205F || cp == 0x3000;
-}
-
-constexpr uint32_t kInvalid = 0xFFFFFFFF; // a byte that is not valid UTF-8
-
-Class classify(uint32_t cp) {
-  if (cp == kInvalid)
-    return Other;
-  if (cp < 0x80) {
-    if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z')
-      return Letter;
-    if (cp >= '0' && cp <= '9')
-      return Number;
-    return isWhiteSpace(cp) ? Space : Other;
-  }
-  if (isWhiteSpace(cp))
-    return Space;
-  if (inRanges(kLetterRanges, cp))
-    return Letter;
-  if (inRanges(kNumberRanges, cp))
-    return Number;
-  return Other;
-}
-
-// One decoded character: code point (kInvalid for a bad byte) and where its bytes start.
-struct Chars {
-  std::vector<uint32_t> cp;
-  std::vector<uint8_t> cls;
-  std::vector<size_t> at; // byte offset of each character, plus the end
-};
-
-Chars decodeUtf8(const std::string &s) {
-  Chars c;
-  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    unsigned char b = p[i];
-    uint32_t cp = kInvalid;
-    size_t len = 1;
-    auto cont = [&](size_t k) { return i + k < n && (p[i + k] & 0xC0) == 0x80; };
-    if (b < 0x80) {
-      cp = b;
-    } else if (b >= 0xC2 && b <= 0xDF && cont(1)) {
-      cp = ((b & 0x1Fu) << 6) | (p[i + 1] & 0x3Fu), len = 2;
-    } else if (b >= 0xE0 && b <= 0xEF && cont(1) && cont(2)) {
-      uint32_t v = ((b & 0x0Fu) << 12) | ((p[i + 1] & 0x3Fu) << 6) | (p[i + 2] & 0x3Fu);
-      if (v >= 0x800 && !(v >= 0xD800 && v <= 0xDFFF))
-        cp = v, len = 3;
-    } else if (b >= 0xF0 && b <= 0xF4 && cont(1) && cont(2) && cont(3)) {
-      uint32_t v = ((b & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) | ((p[i + 2] & 0x3Fu) << 6) |
-                   (p[i + 3] & 0x3Fu);
-      if (v >= 0x10000 && v <= 0x10FFFF)
-        cp = v, len = 4;
-    }
-    c.cp.push_back(cp);
-    c.cls.push_back(classify(cp));
-    c.at.push_back(i);
-    i += len;
-  }
-  c.at.push_back(n);
-  return c;
-}
-
-// Where the match of the pre-tokenizer regex starting at character i ends (always > i: every
-// character starts a match of one of the last alternatives).
-size_t matchLlama3(const Chars &c, size_t i) {
-  const size_t n = c.cp.size();
-  auto is = [&](size_t k, Class k0) { return k < n && c.cls[k] == k0; };
-  auto crlf = [&](size_t k) { return k < n && (c.cp[k] == '\r' || c.cp[k] == '\n'); };
-  auto fold = [&](size_t k) -> uint32_t {
-    if (k >= n)
-      return 0;
-    uint32_t cp = c.cp[k];
-    if (cp == 0x17F) // LATIN SMALL LETTER LONG S folds to s
-      return 's';
-    return cp < 0x80 && cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
-  };
-  // (?i:'s|'t|'re|'ve|'m|'ll|'d)
-  if (c.cp[i] == '\'') {
-    uint32_t a = fold(i + 1), b = fold(i + 2);
-    if (a == 's' || a == 't' || a == 'm' || a == 'd')
-      return i + 2;
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
-      return i + 3;
-  }
-  // [^\r\n\p{L}\p{N}]?\p{L}+
-  size_t k = i;
-  if (!is(k, Letter) && !crlf(k) && !is(k, Number) && is(k + 1, Letter))
-    ++k;
-  if (is(k, Letter)) {
-    while (is(k, Letter))
-      ++k;
-    return k;
-  }
-  // \p{N}{1,3}
-  if (is(i, Number)) {
-    k = i;
-    while (k < i + 3 && is(k, Number))
-      ++k;
-    return k;
-  }
-  // ' '?[^\s\p{L}\p{N}]+[\r\n]*
-  k = c.cp[i] == ' ' && is(i + 1, Other) ? i + 1 : i;
-  if (is(k, Other)) {
-    while (is(k, Other))
-      ++k;
-    while (crlf(k))
-      ++k;
-    return k;
-  }
-  // Space here. \s*[\r\n]+ : up to the last \r or \n of the run of spaces.
-  size_t end = i;
-  while (is(end, Space))
-    ++end;
-  for (size_t j = end; j > i; --j)
-    if (crlf(j - 1))
-      return j;
-  // \s+(?!\S) : the run, less its last space when a non-space follows; then \s+.
-  if (end == n || end - i == 1)
-    return end;
-  return end - 1;
-}
-
-size_t matchGpt2(const Chars &c, size_t i) {
-  const size_t n = c.cp.size();
-  auto is = [&](size_t k, Class k0) { return k < n && c.cls[k] == k0; };
-  auto cp = [&](size_t k) -> uint32_t { return k < n ? c.cp[k] : 0; };
-  // 's|'t|'re|'ve|'m|'ll|'d  (case-sensitive)
-  if (cp(i) == '\'') {
-    uint32_t a = cp(i + 1), b = cp(i + 2);
-    if (a == 's' || a == 't' || a == 'm' || a == 'd')
-      return i + 2;
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
-      return i + 3;
-  }
-  // ' '?\p{L}+ | ' '?\p{N}+ | ' '?[^\s\p{L}\p{N}]+
-  for (Class k0 : {Letter, Number, Other}) {
-    size_t k = cp(i) == ' ' && is(i + 1, k0) ? i + 1 : i;
-    if (is(k, k0)) {
-      while (is(k, k0))
-        ++k;
-      return k;
-    }
-  }
-  // \s+(?!\S) | \s+
-  size_t end = i;
-  while (is(end, Space))
-    ++end;
-  if (end == n || end - i == 1)
-    return end;
-  return end - 1;
-}
 
 // GPT-2's bytes_to_unicode: printable bytes map to themselves as code points, the others to
 // U+0100 onwards in byte order. kByteChar[b] is the UTF-8 of byte b's character.
@@ -271,6 +101,7 @@ private:
   bool readMerges(const json::Object &model, ByteLevelBpe &t);
   bool readPostProcessor(const json::Object &root, ByteLevelBpe &t);
   bool configToken(const json::Object &config, const char *key, int32_t &id);
+  bool buildRuntime(ByteLevelBpe &t);
 
   std::map<int64_t, std::string> byId_;
   std::unordered_map<std::string, int32_t> byText_; // every token
@@ -388,7 +219,6 @@ bool ByteLevelReader::readModel(const json::Object &model, ByteLevelBpe &t) {
       return fail("model.vocab", std::string("byte ") + buf + " (" + quote(m.byteChar[b]) +
                                      ") has no token (a byte-level vocabulary needs all 256)");
     }
-    t.byteId_[b] = it->second;
   }
   return true;
 }
@@ -418,15 +248,12 @@ bool ByteLevelReader::readAddedTokens(const json::Object &root, ByteLevelBpe &t)
     for (const char *key : {"lstrip", "rstrip", "single_word"})
       if (!falseOrAbsent(*o, field + ".", key, "only exact matches of added tokens"))
         return false;
+    // Special ones become control tokens (decoded to nothing), the others user-defined;
+    // runtime-min cuts both out of the text before merging. With no normalizer "normalized"
+    // changes nothing.
     bool special = o->getBoolean("special").value_or(false);
-    if (special) {
-      if (t.special_.size() <= size_t(*id))
-        t.special_.resize(size_t(*id) + 1, false);
-      t.special_[size_t(*id)] = true;
-    }
-    bool normalized = o->getBoolean("normalized").value_or(!special); // AddedToken's default
-    (normalized ? t.addedNormalized_ : t.addedRaw_)
-        .push_back({content->str(), static_cast<int32_t>(*id)});
+    t.addedType_[static_cast<int32_t>(*id)] =
+        special ? KILN_TOKEN_TYPE_CONTROL : KILN_TOKEN_TYPE_USER_DEFINED;
   }
   return true;
 }
@@ -470,8 +297,8 @@ bool ByteLevelReader::readMerges(const json::Object &model, ByteLevelBpe &t) {
     if (iab < 0)
       return fail(field,
                   quote(a + b) + " (" + quote(a) + " + " + quote(b) + ") is not in model.vocab");
-    // A pair listed twice: the later rank wins, as in tokenizers' HashMap.
-    t.merges_[uint64_t(uint32_t(ia)) << 32 | uint32_t(ib)] = {uint32_t(r), iab};
+    (void)ia, (void)ib;
+    t.merges_.push_back(a + " " + b); // runtime-min ranks them; a repeated pair's last wins
   }
   return true;
 }
@@ -587,7 +414,6 @@ bool ByteLevelReader::read(const json::Object &root, const json::Object *config,
     ++expect;
   }
   t.tokens_.reserve(byId_.size());
-  t.bytes_.reserve(byId_.size());
   byText_.reserve(byId_.size());
   for (const auto &kv : byId_) {
     auto ins = byText_.emplace(kv.second, int32_t(kv.first));
@@ -596,23 +422,20 @@ bool ByteLevelReader::read(const json::Object &root, const json::Object *config,
                                       std::to_string(kv.first) + " have the same text " +
                                       quote(kv.second));
     t.tokens_.push_back(kv.second);
-    t.bytes_.push_back(tokenBytes(kv.second));
   }
-  t.special_.resize(t.tokens_.size(), false);
-  // Longest first among matches at one place: sort each list by length, longest first.
-  for (auto *list : {&t.addedRaw_, &t.addedNormalized_})
-    std::stable_sort(list->begin(), list->end(),
-                     [](const ByteLevelBpe::Added &a, const ByteLevelBpe::Added &b) {
-                       return a.text.size() > b.text.size();
-                     });
+  t.types_.assign(t.tokens_.size(), KILN_TOKEN_TYPE_NORMAL);
+  for (const auto &[id, type] : t.addedType_)
+    t.types_[size_t(id)] = type;
   if (!readMerges(model, t))
     return false;
 
-  // BOS/EOS: the template's leading special token; else none. EOS by name when present.
+  // BOS/EOS: the template's leading special token; else none. EOS by name when present,
+  // and Llama 3's end of turn.
   t.bos_ = -1;
   for (const char *eos : {"<|end_of_text|>", "<|endoftext|>"})
     if (t.eos_ < 0)
       t.eos_ = idOf(eos);
+  t.eot_ = idOf("<|eot_id|>");
   if (!readPostProcessor(root, t))
     return false;
   if (config) {
@@ -626,7 +449,35 @@ bool ByteLevelReader::read(const json::Object &root, const json::Object *config,
   }
   if (t.addBos_ && t.bos_ < 0)
     return fail("add_bos_token", "set, but there is no BOS token");
-  return true;
+  return buildRuntime(t);
+}
+
+// runtime-min's byte-level BPE over what was read: it encodes and decodes.
+bool ByteLevelReader::buildRuntime(ByteLevelBpe &t) {
+  std::vector<const char *> texts, merges;
+  std::vector<uint32_t> lens, mergeLens;
+  for (const std::string &s : t.tokens_)
+    texts.push_back(s.data()), lens.push_back(uint32_t(s.size()));
+  for (const std::string &s : t.merges_)
+    merges.push_back(s.data()), mergeLens.push_back(uint32_t(s.size()));
+  kiln_vocab_desc_t d = {};
+  d.n_tokens = uint32_t(texts.size());
+  d.texts = texts.data();
+  d.text_lens = lens.data();
+  d.types = t.types_.data();
+  d.bos_id = t.bos_;
+  d.eos_id = t.eos_;
+  d.unk_id = -1;
+  d.kind = KILN_TOKENIZER_BPE;
+  d.pretokenizer = t.pattern_ == ByteLevelBpe::Pattern::Llama3 ? KILN_PRETOKENIZER_LLAMA3
+                                                               : KILN_PRETOKENIZER_GPT2;
+  d.ignore_merges = t.ignoreMerges_;
+  d.n_merges = uint32_t(merges.size());
+  d.merges = merges.data();
+  d.merge_lens = mergeLens.data();
+  std::string error;
+  t.runtime_ = gguf::Tokenizer::fromDesc(d, t.addBos_, error);
+  return t.runtime_ ? true : fail("model", error);
 }
 
 std::unique_ptr<ByteLevelBpe> ByteLevelBpe::parse(const std::string &jsonText,
@@ -652,148 +503,37 @@ std::unique_ptr<ByteLevelBpe> readByteLevelBpe(const std::string &path, std::str
   return ByteLevelBpe::parse(text, configText, path, error, configPath);
 }
 
-// ---- encoding ----
+// ---- encoding: runtime-min ----
 
-char ByteLevelBpe::charClass(uint32_t cp) { return "OLNS"[classify(cp)]; }
-const char *ByteLevelBpe::unicodeVersion() { return KILN_UNICODE_VERSION; }
+char ByteLevelBpe::charClass(uint32_t cp) { return kiln_bpe_char_class(cp); }
+const char *ByteLevelBpe::unicodeVersion() { return kiln_unicode_version; }
 
 std::vector<std::string> ByteLevelBpe::preTokenize(const std::string &text, Pattern pattern) {
-  Chars c = decodeUtf8(text);
+  const kiln_pretokenizer_t pre =
+      pattern == Pattern::Llama3 ? KILN_PRETOKENIZER_LLAMA3 : KILN_PRETOKENIZER_GPT2;
+  std::vector<size_t> ends(text.size() + 1);
+  ends.resize(kiln_bpe_split(pre, text.data(), text.size(), ends.data(), ends.size()));
   std::vector<std::string> pieces;
-  for (size_t i = 0; i < c.cp.size();) {
-    size_t j = pattern == Pattern::Llama3 ? matchLlama3(c, i) : matchGpt2(c, i);
-    pieces.push_back(text.substr(c.at[i], c.at[j] - c.at[i]));
-    i = j;
-  }
+  size_t start = 0;
+  for (size_t end : ends)
+    pieces.push_back(text.substr(start, end - start)), start = end;
   return pieces;
 }
 
-void ByteLevelBpe::encodePiece(const std::string &piece, std::vector<int32_t> &out) const {
-  if (ignoreMerges_) {
-    std::string mapped;
-    for (unsigned char b : piece)
-      mapped += byteMap().byteChar[b];
-    auto it = vocab_.find(mapped);
-    if (it != vocab_.end()) {
-      out.push_back(it->second);
-      return;
-    }
-  }
-  // One symbol per byte in a linked list; a min-queue of (rank, position) of the adjacent
-  // pairs that are merges, as tokenizers' Word::merge_all (entries go stale when a symbol
-  // changes: they are checked against the current pair when popped).
-  struct Sym {
-    int32_t id;
-    int prev, next;
-    bool alive;
-  };
-  const int n = int(piece.size());
-  std::vector<Sym> s(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i)
-    s[size_t(i)] = {byteId_[static_cast<unsigned char>(piece[size_t(i)])], i - 1,
-                    i + 1 < n ? i + 1 : -1, true};
-  using Entry = std::pair<uint64_t, int32_t>; // (rank << 32 | pos, merged id)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> q;
-  auto push = [&](int pos) {
-    if (pos < 0 || s[size_t(pos)].next < 0)
-      return;
-    auto it = merges_.find(uint64_t(uint32_t(s[size_t(pos)].id)) << 32 |
-                           uint32_t(s[size_t(s[size_t(pos)].next)].id));
-    if (it != merges_.end())
-      q.push({uint64_t(it->second.first) << 32 | uint32_t(pos), it->second.second});
-  };
-  for (int i = 0; i + 1 < n; ++i)
-    push(i);
-  while (!q.empty()) {
-    Entry e = q.top();
-    q.pop();
-    int pos = int(e.first & 0xFFFFFFFFu);
-    Sym &a = s[size_t(pos)];
-    if (!a.alive || a.next < 0)
-      continue;
-    Sym &b = s[size_t(a.next)];
-    auto it = merges_.find(uint64_t(uint32_t(a.id)) << 32 | uint32_t(b.id));
-    if (it == merges_.end() || it->second.second != e.second)
-      continue; // stale
-    a.id = e.second;
-    b.alive = false;
-    a.next = b.next;
-    if (a.next >= 0)
-      s[size_t(a.next)].prev = pos;
-    push(a.prev);
-    push(pos);
-  }
-  for (int i = 0; i >= 0 && i < n; i = s[size_t(i)].next)
-    out.push_back(s[size_t(i)].id);
-}
-
-void ByteLevelBpe::encodeText(const std::string &text, std::vector<int32_t> &out) const {
-  for (const std::string &piece : preTokenize(text, pattern_))
-    encodePiece(piece, out);
-}
-
-namespace {
-// Cuts `text` at the added tokens of `list` (sorted longest first): calls plain(stretch) for
-// the text between and token(id) for each match, leftmost first, longest at one place.
-template <class List, class Plain, class Token>
-void splitAdded(const std::string &text, const List &list, Plain plain, Token token) {
-  bool first[256] = {};
-  for (const auto &a : list)
-    first[static_cast<unsigned char>(a.text[0])] = true;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size();) {
-    int32_t found = -1;
-    size_t len = 0;
-    if (first[static_cast<unsigned char>(text[i])])
-      for (const auto &a : list)
-        if (a.text[0] == text[i] && text.compare(i, a.text.size(), a.text) == 0) {
-          found = a.id, len = a.text.size();
-          break;
-        }
-    if (found < 0) {
-      ++i;
-      continue;
-    }
-    if (i > start)
-      plain(text.substr(start, i - start));
-    token(found);
-    i += len;
-    start = i;
-  }
-  if (start < text.size())
-    plain(text.substr(start));
-}
-} // namespace
-
 std::vector<int32_t> ByteLevelBpe::encode(const std::string &text, bool addBos) const {
-  std::vector<int32_t> out;
-  if (addBos && bos_ >= 0)
-    out.push_back(bos_);
-  auto token = [&](int32_t id) { out.push_back(id); };
-  splitAdded(
-      text, addedRaw_,
-      [&](const std::string &stretch) {
-        splitAdded(stretch, addedNormalized_,
-                   [&](const std::string &plain) { encodeText(plain, out); }, token);
-      },
-      token);
-  return out;
+  return runtime_->encode(text, addBos && bos_ >= 0);
 }
 
 bool ByteLevelBpe::isSpecial(int32_t id) const {
-  return id >= 0 && size_t(id) < special_.size() && special_[size_t(id)];
+  return id >= 0 && size_t(id) < types_.size() && types_[size_t(id)] == KILN_TOKEN_TYPE_CONTROL;
 }
 
-std::string ByteLevelBpe::decode(int32_t id) const {
-  if (id < 0 || size_t(id) >= bytes_.size() || isSpecial(id))
-    return "";
-  return bytes_[size_t(id)];
-}
+std::string ByteLevelBpe::decode(int32_t id) const { return runtime_->decode(id); }
 
 std::string ByteLevelBpe::detokenize(const std::vector<int32_t> &ids, bool keepSpecial) const {
   std::string s;
   for (int32_t id : ids)
-    s += keepSpecial && isSpecial(id) ? bytes_[size_t(id)] : decode(id);
+    s += keepSpecial && isSpecial(id) ? tokenBytes(tokens_[size_t(id)]) : decode(id);
   return s;
 }
 
@@ -827,15 +567,20 @@ std::unique_ptr<TextTokenizer> loadTokenizerJson(const std::string &path,
     std::unique_ptr<gguf::Tokenizer> spm = makeTokenizer(record, error);
     if (!spm)
       return nullptr;
-    return std::make_unique<SpmTextTokenizer>(std::move(spm));
+    return std::make_unique<RuntimeTextTokenizer>(std::move(spm));
   }
   std::unique_ptr<ByteLevelBpe> bpe = ByteLevelBpe::parse(text, configText, path, error, configPath);
   if (!bpe)
     return nullptr;
   record.model = "gpt2";
   record.tokens = bpe->tokens();
+  record.types = bpe->types();
+  record.merges = bpe->merges();
+  record.pretokenizer = bpe->pattern() == ByteLevelBpe::Pattern::Llama3 ? "llama3" : "gpt2";
+  record.ignoreMerges = bpe->ignoreMerges();
   record.bosId = bpe->bos();
   record.eosId = bpe->eos();
+  record.eotId = bpe->eot();
   record.addBos = bpe->addBos();
   record.addSpacePrefix = false;
   return bpe;

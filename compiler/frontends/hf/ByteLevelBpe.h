@@ -16,33 +16,10 @@
 //   decoder         ByteLevel
 // plus tokenizer_config.json beside it (bos_token, eos_token, add_bos_token win).
 //
-// Encoding, step by step as tokenizers does it:
-//  1. Added tokens are cut out of the text first: those with "normalized": false, then in
-//     what is left those with "normalized": true (with no normalizer both see the raw
-//     text); leftmost match, longest on ties (aho-corasick LeftmostLongest). They become
-//     their ids directly, special or not (transformers' default split_special_tokens=False).
-//  2. Every other stretch is split by the pre-tokenizer regex into pieces, each match its
-//     own piece ("Isolated"). The regexes are hand-written scanners (preTokenize below),
-//     no regex library:
-//       LLAMA3 (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
-//              ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-//       GPT2   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//     \p{L} / \p{N}: general categories L* / N*, from tables generated at build time from
-//     Python's unicodedata (gen_unicode_classes.py; KILN_UNICODE_VERSION says which
-//     Unicode). \s: the White_Space property (what Python's `regex` module matches).
-//     (?i) matches the ASCII letters both ways and U+017F (long s) as s, as `regex` does.
-//  3. Each piece's bytes become GPT-2's printable characters (bytes_to_unicode). With
-//     ignore_merges (Llama 3 sets it) a piece that is itself a vocabulary token is that
-//     token. Otherwise BPE: start from one symbol per byte and repeatedly merge the
-//     adjacent pair with the lowest merge rank, leftmost on ties, until none is a merge.
-//  4. BOS first when asked for.
-// Decoding: each token's characters back to bytes (a token with a character outside the
-// byte map, e.g. an added token with a space, gives its UTF-8 text, as tokenizers'
-// ByteLevel decoder does); special tokens give "" (skip_special_tokens).
-//
-// Input that is not valid UTF-8 (tokenizers never sees it: Rust strings are UTF-8): each
-// invalid byte is one character of class "other" (neither letter, number nor space), so it
-// still round-trips. Code points assigned after KILN_UNICODE_VERSION count as "other".
+// This file reads; runtime-min encodes and decodes (runtime-min/src/tokenizer/bpe.c, the
+// one implementation, which the artifact carries too): added tokens cut out first (special
+// ones become control tokens, the others user-defined), the pre-tokenizer regex (Llama 3's
+// or GPT-2's) as a hand-written scanner, GPT-2's byte map, merges by rank, ignore_merges.
 //
 // Refused with one line naming the field: every other normalizer, pre-tokenizer, decoder
 // or post-processor; add_prefix_space true; a Split with another regex or behaviour;
@@ -57,6 +34,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -83,6 +61,7 @@ public:
   uint32_t size() const override { return uint32_t(tokens_.size()); }
   int32_t bos() const override { return bos_; }
   int32_t eos() const override { return eos_; }
+  int32_t eot() const { return eot_; } // <|eot_id|> when the vocabulary has it, else -1
   bool addBos() const override { return addBos_; }
   std::vector<int32_t> encode(const std::string &text, bool addBos) const override;
   // The bytes one token stands for; "" for special tokens and ids out of range.
@@ -103,29 +82,24 @@ public:
   // The Unicode version of the \p{L} / \p{N} tables.
   static const char *unicodeVersion();
 
+  const std::vector<int32_t> &types() const { return types_; }       // kiln_token_type_t
+  const std::vector<std::string> &merges() const { return merges_; } // "left right", by rank
+  // runtime-min's tokenizer over this vocabulary, which encode() and decode() use.
+  const gguf::Tokenizer &runtime() const { return *runtime_; }
+
 private:
   ByteLevelBpe() = default;
   friend class ByteLevelReader;
 
-  void encodePiece(const std::string &piece, std::vector<int32_t> &out) const;
-  void encodeText(const std::string &text, std::vector<int32_t> &out) const;
-
-  struct Added {
-    std::string text;
-    int32_t id;
-  };
-
   Pattern pattern_ = Pattern::Llama3;
   bool ignoreMerges_ = false, addBos_ = false;
-  int32_t bos_ = -1, eos_ = -1;
+  int32_t bos_ = -1, eos_ = -1, eot_ = -1;
   std::vector<std::string> tokens_; // by id
-  std::vector<std::string> bytes_;  // by id: what decode() gives (without the special rule)
-  std::vector<bool> special_;
+  std::vector<int32_t> types_;      // by id: control (special), user-defined (added), normal
+  std::map<int32_t, int32_t> addedType_;
   std::unordered_map<std::string, int32_t> vocab_; // model.vocab: byte-mapped text -> id
-  int32_t byteId_[256] = {};
-  // (left id << 32 | right id) -> (rank, merged id)
-  std::unordered_map<uint64_t, std::pair<uint32_t, int32_t>> merges_;
-  std::vector<Added> addedRaw_, addedNormalized_; // by "normalized"
+  std::vector<std::string> merges_;
+  std::unique_ptr<gguf::Tokenizer> runtime_;
 };
 
 // Reads a byte-level tokenizer.json (and tokenizer_config.json beside it, if there).

@@ -1,10 +1,8 @@
 //===- TextTokenizer.h - either tokenizer behind one interface ------------===//
 //
-// What kiln eval/ppl/analyze need of a tokenizer, for both kinds a model can come with:
-// runtime-min's SentencePiece BPE (gguf::Tokenizer, from a GGUF or an SPM-style
-// tokenizer.json) and the compiler-only byte-level BPE (ByteLevelBpe, Llama 3 / GPT-2
-// tokenizer.json). Only the first can go into an artifact: runtime-min has no byte-level
-// tokenizer yet.
+// What kiln eval/ppl/analyze need of a tokenizer. Both kinds a model can come with are
+// runtime-min's (kiln/tokenizer.h): SentencePiece BPE and byte-level BPE, from a GGUF or a
+// tokenizer.json; the same tables go into the artifact.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTENDS_HF_TEXTTOKENIZER_H
 #define KILN_FRONTENDS_HF_TEXTTOKENIZER_H
@@ -32,10 +30,10 @@ public:
   virtual std::string decode(int32_t id) const = 0;
 };
 
-// runtime-min's tokenizer behind the interface.
-class SpmTextTokenizer : public TextTokenizer {
+// runtime-min's tokenizer (either kind) behind the interface.
+class RuntimeTextTokenizer : public TextTokenizer {
 public:
-  explicit SpmTextTokenizer(std::unique_ptr<gguf::Tokenizer> tok) : tok_(std::move(tok)) {}
+  explicit RuntimeTextTokenizer(std::unique_ptr<gguf::Tokenizer> tok) : tok_(std::move(tok)) {}
   uint32_t size() const override { return tok_->size(); }
   int32_t bos() const override { return tok_->bos(); }
   int32_t eos() const override { return tok_->eos(); }
@@ -44,7 +42,7 @@ public:
     return tok_->encode(text, addBos);
   }
   std::string decode(int32_t id) const override { return tok_->decode(id); }
-  const gguf::Tokenizer &spm() const { return *tok_; }
+  const gguf::Tokenizer &runtime() const { return *tok_; }
 
 private:
   std::unique_ptr<gguf::Tokenizer> tok_;
@@ -56,9 +54,8 @@ bool isByteLevelTokenizerJson(const std::string &jsonText);
 
 // Reads either kind of tokenizer.json (and tokenizer_config.json beside it). `record` gets
 // what `kiln compile` writes into an artifact: the SentencePiece record, or for byte-level
-// files model "gpt2" (as GGUF names Llama 3's tokenizer) with the token texts and BOS/EOS,
-// which compile must refuse until runtime-min has a byte-level tokenizer. Null with
-// `error` set to one line on failure.
+// files model "gpt2" (as GGUF names Llama 3's tokenizer) with the token texts, types,
+// merges and pre-tokenizer. Null with `error` set to one line on failure.
 std::unique_ptr<TextTokenizer> loadTokenizerJson(const std::string &path,
                                                  artifact::TokenizerRecord &record,
                                                  std::string &error);

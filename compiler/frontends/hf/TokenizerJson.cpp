@@ -469,31 +469,7 @@ bool readTokenizerJson(const std::string &path, artifact::TokenizerRecord &out,
 
 std::unique_ptr<gguf::Tokenizer> makeTokenizer(const artifact::TokenizerRecord &rec,
                                                std::string &error) {
-  const size_t n = rec.tokens.size();
-  if (n == 0 || n > static_cast<size_t>(std::numeric_limits<int32_t>::max()) ||
-      (!rec.scores.empty() && rec.scores.size() != n) ||
-      (!rec.types.empty() && rec.types.size() != n)) {
-    error = "tokenizer: " + std::to_string(n) + " tokens, " + std::to_string(rec.scores.size()) +
-            " scores and " + std::to_string(rec.types.size()) + " types do not fit together";
-    return nullptr;
-  }
-  std::vector<const char *> texts(n);
-  std::vector<uint32_t> lens(n);
-  for (size_t i = 0; i < n; ++i) {
-    texts[i] = rec.tokens[i].data();
-    lens[i] = static_cast<uint32_t>(rec.tokens[i].size());
-  }
-  kiln_vocab_desc_t desc = {};
-  desc.n_tokens = static_cast<uint32_t>(n);
-  desc.texts = texts.data();
-  desc.text_lens = lens.data();
-  desc.scores = rec.scores.empty() ? nullptr : rec.scores.data();
-  desc.types = rec.types.empty() ? nullptr : rec.types.data();
-  desc.bos_id = rec.bosId;
-  desc.eos_id = rec.eosId;
-  desc.unk_id = rec.unkId;
-  desc.add_space_prefix = rec.addSpacePrefix ? 1 : 0;
-  return gguf::Tokenizer::fromDesc(desc, rec.addBos, error);
+  return gguf::Tokenizer::fromRecord(rec, error);
 }
 
 } // namespace kiln::hf

@@ -1,6 +1,9 @@
 #include "compiler/tools/kiln/Commands.h"
 
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -18,6 +21,7 @@
 #include "compiler/tools/kiln/ModelSession.h"
 #include "models/weights/DerivedWeights.h"
 #include "compiler/frontends/gguf/SyntheticGguf.h"
+#include "compiler/frontends/hf/TextTokenizer.h"
 
 namespace kiln::tool {
 
@@ -64,15 +68,66 @@ bool readFile(const std::string &path, std::string &out) {
   return true;
 }
 
+// Token ids from a text file: decimal numbers separated by spaces, commas or newlines (the
+// executor checks them against the vocabulary).
+bool readTokenIds(const std::string &path, std::vector<int32_t> &ids, std::string &error) {
+  std::string text;
+  if (!readFile(path, text)) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
+  for (char &c : text)
+    if (c == ',')
+      c = ' ';
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    char *end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(word.c_str(), &end, 10);
+    if (*end != '\0' || errno || v < 0 || v > INT32_MAX) {
+      error = "'" + path + "': '" + word + "' is not a token id";
+      return false;
+    }
+    ids.push_back(int32_t(v));
+  }
+  return true;
+}
+
+// A tokenizer record as GGUF's tokenizer.ggml.* keys (llama.cpp's names; "llama-bpe" is
+// its pre-tokenizer name for Llama 3's regex).
+void writeVocabulary(models::ModelWriter &w, const artifact::TokenizerRecord &r) {
+  w.addString("tokenizer.ggml.model", r.model);
+  w.addStringArray("tokenizer.ggml.tokens", r.tokens);
+  if (!r.scores.empty())
+    w.addF32Array("tokenizer.ggml.scores", r.scores);
+  if (!r.types.empty())
+    w.addI32Array("tokenizer.ggml.token_type", r.types);
+  if (r.model == "gpt2") {
+    w.addStringArray("tokenizer.ggml.merges", r.merges);
+    w.addString("tokenizer.ggml.pre", r.pretokenizer == "llama3" ? "llama-bpe" : "gpt2");
+  } else {
+    w.addBool("tokenizer.ggml.add_space_prefix", r.addSpacePrefix);
+  }
+  const std::pair<const char *, int32_t> ids[] = {{"tokenizer.ggml.bos_token_id", r.bosId},
+                                                  {"tokenizer.ggml.eos_token_id", r.eosId},
+                                                  {"tokenizer.ggml.eot_token_id", r.eotId},
+                                                  {"tokenizer.ggml.unknown_token_id", r.unkId}};
+  for (const auto &[key, id] : ids)
+    if (id >= 0)
+      w.addU32(key, uint32_t(id));
+  w.addBool("tokenizer.ggml.add_bos_token", r.addBos);
+}
+
 bool anyPruning(const SlimmingFlags &f) {
   return !f.pruneLayers.empty() || !f.pruneHeads.empty();
 }
 
-// The context eval/ppl run with: --ctx, else --max-ctx, else the declared one. Both
+// The context eval/ppl run with: --ctx, else --max-ctx, else the default one. Both
 // given must agree for eval (it generates in that context); ppl's chunks must fit the cap.
 bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, bool chunks,
                 uint32_t &out, std::string &error) {
-  out = ctx ? ctx : f.maxCtx ? f.maxCtx : s.declaredContext();
+  out = ctx ? ctx : f.maxCtx ? f.maxCtx : s.defaultContext();
   if (ctx && f.maxCtx && (chunks ? ctx > f.maxCtx : ctx != f.maxCtx)) {
     error = "--ctx " + std::to_string(ctx) + (chunks ? " exceeds" : " disagrees with") +
             " --max-ctx " + std::to_string(f.maxCtx);
@@ -192,7 +247,11 @@ int runEval(const EvalOptions &opts) {
   if (!runContext(s, opts.ctx, opts.slim, false, ctx, error) ||
       !runPasses(s, opts.slim, opts.prec, records, error))
     return fail(error);
-  std::vector<int32_t> prompt = s.tokenizer->encode(opts.prompt, !opts.noBos);
+  std::vector<int32_t> prompt;
+  if (opts.promptIds.empty())
+    prompt = s.tokenizer->encode(opts.prompt, !opts.noBos);
+  else if (!readTokenIds(opts.promptIds, prompt, error))
+    return fail(error);
   if (prompt.empty())
     return fail("the prompt is empty and --no-bos leaves nothing to start from");
   if (prompt.size() + size_t(opts.numTokens) > ctx)
@@ -230,9 +289,10 @@ int runEval(const EvalOptions &opts) {
   auto t1 = std::chrono::steady_clock::now();
   while (generated < opts.numTokens) {
     int32_t next = sampler.sample(logits.row(logits.rows() - 1).data(), vocab);
-    if (next == s.tokenizer->eos())
-      break;
-    std::fputs(s.tokenizer->decode(next).c_str(), stdout);
+    if (next == s.tokenizer->eos() || next == s.tokenizerRecord.eotId)
+      break; // end of text, or of a turn (Llama 3's <|eot_id|>)
+    const std::string piece = s.tokenizer->decode(next);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     if (++generated == opts.numTokens)
       break; // the last token needs no forward pass
@@ -300,6 +360,34 @@ int runPpl(const PplOptions &opts) {
   return 0;
 }
 
+int runTokenize(const TokenizeOptions &opts) {
+  ModelSession s;
+  std::string error, text;
+  if (!readFile(opts.text, text))
+    return fail("cannot read '" + opts.text + "'");
+  if (!s.load(opts.model, error, opts.tokenizer))
+    return fail(error);
+  if (!opts.noBos && s.tokenizer->bos() < 0)
+    return fail("the tokenizer has no BOS token: pass --no-bos");
+  std::vector<int32_t> ids = s.tokenizer->encode(text, !opts.noBos);
+  std::string line, back;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    line += (i ? " " : "") + std::to_string(ids[i]);
+    back += s.tokenizer->decode(ids[i]);
+  }
+  std::printf("%s\n", line.c_str());
+  size_t at = 0;
+  while (at < back.size() && at < text.size() && back[at] == text[at])
+    ++at;
+  if (back == text)
+    std::fprintf(stderr, "%zu tokens; they decode to the text exactly (%zu bytes)\n",
+                 ids.size(), text.size());
+  else
+    std::fprintf(stderr, "%zu tokens; decoded, they differ from the text at byte %zu\n",
+                 ids.size(), at);
+  return 0;
+}
+
 int runSynth(const SynthOptions &opts) {
   llama::SyntheticOptions o;
   llama::LlamaConfig &c = o.config;
@@ -314,6 +402,19 @@ int runSynth(const SynthOptions &opts) {
   c.ropeDims = c.headDim;
   c.ropeTheta = opts.ropeTheta;
   c.tiedOutput = opts.tied;
+  if (opts.llama3RopeContext) {
+    llama::Llama3RopeScaling scaling;
+    scaling.originalContext = opts.llama3RopeContext;
+    c.ropeFreqFactors = llama::llama3RopeFreqFactors(c.ropeTheta, c.ropeDims, scaling);
+  }
+  if (!opts.tokenizer.empty()) {
+    auto record = std::make_shared<artifact::TokenizerRecord>();
+    std::string error;
+    if (!hf::loadTokenizerJson(opts.tokenizer, *record, error))
+      return fail(error);
+    c.vocabSize = uint32_t(record->tokens.size());
+    o.vocabulary = [record](models::ModelWriter &w) { writeVocabulary(w, *record); };
+  }
   o.seed = opts.seed;
   o.weightType = opts.type == "f16" ? 1 : 0;
   o.architecture = opts.arch;

@@ -58,6 +58,7 @@ struct EvalOptions {
   std::string model;
   std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
   std::string prompt;
+  std::string promptIds; // --prompt-ids FILE: token ids instead of -p (no BOS added)
   int32_t numTokens = 64;
   uint32_t ctx = 0; // 0: the model's declared context
   int32_t showTop = 0;
@@ -67,6 +68,13 @@ struct EvalOptions {
   SamplerOptions sampler;
   SlimmingFlags slim;
   PrecisionFlags prec;
+};
+
+struct TokenizeOptions {
+  std::string model;
+  std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
+  std::string text;      // file
+  bool noBos = false;
 };
 
 struct PplOptions {
@@ -89,6 +97,8 @@ struct SynthOptions {
   float ropeTheta = 10000.0f;
   uint64_t seed = 1;
   bool tied = false;
+  uint32_t llama3RopeContext = 0; // > 0: write Llama 3 rope_freqs for this original context
+  std::string tokenizer; // --tokenizer F.json: its vocabulary instead of the built-in one
 };
 
 struct CompileOptions {
@@ -112,6 +122,7 @@ struct CompileOptions {
   std::optional<uint32_t> l2Kib;
   SlimmingFlags slim;
   PrecisionFlags prec;
+  bool quiet = false; // --quiet: no per-stage progress on a terminal
 };
 
 struct InspectOptions {
@@ -155,6 +166,9 @@ int runImport(const ImportOptions &opts);
 int runEval(const EvalOptions &opts);
 int runPpl(const PplOptions &opts);
 int runSynth(const SynthOptions &opts);
+// Prints the ids on stdout, then on stderr their count and whether decoding them gives
+// the text back.
+int runTokenize(const TokenizeOptions &opts);
 int runCompile(const CompileOptions &opts);
 int runInspect(const InspectOptions &opts);
 int runAnalyze(const AnalyzeOptions &opts);

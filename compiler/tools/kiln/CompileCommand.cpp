@@ -23,6 +23,7 @@
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/FileSha256.h"
 #include "compiler/tools/kiln/ModelSession.h"
+#include "compiler/tools/kiln/StageProgress.h"
 #include "kiln/abi.h"
 #include "kiln/artifact.h"
 #include "kiln/quant.h"
@@ -117,13 +118,13 @@ int runCompile(const CompileOptions &opts) {
   if (opts.ctx && opts.slim.maxCtx && opts.ctx != opts.slim.maxCtx)
     return fail("--ctx " + std::to_string(opts.ctx) + " disagrees with --max-ctx " +
                 std::to_string(opts.slim.maxCtx));
+  StageProgress progress(opts.quiet, opts.emit == "kiln" || opts.emit == "lowered" ? 3
+                                     : opts.emit == "artifact"                     ? 5
+                                                                                   : 4);
+  progress.begin("import " + opts.model);
   ModelSession s;
   if (!s.load(opts.model, error, opts.tokenizer))
     return fail(error);
-  if (s.tokenizerRecord.model != "llama")
-    return fail("the tokenizer is byte-level BPE (tokenizer model \"" + s.tokenizerRecord.model +
-                "\"), which runtime-min does not have yet, so it cannot go into an artifact "
-                "(kiln eval and ppl can use it)");
   mlir::ModuleOp module = *s.model.module;
   std::optional<BackgroundSha256> sourceSha;
   if (opts.emit == "artifact")
@@ -146,11 +147,12 @@ int runCompile(const CompileOptions &opts) {
   fusion.layout = back.layout == "packed" ? target->packedLayout() : back.layout;
   fusion.rowAlign = target->rowAlignBytes();
   fusion.deferDerived = true; // built one at a time by the lowering, below
+  progress.begin("slimming, precision, fusion");
   if (!runPasses(s, opts.slim, prec, applied, error, fusion))
     return fail(error);
   // kiln-prune-context (--max-ctx) records the cap on the module; --ctx sizes the same
   // tables without the pass. Both given must agree.
-  back.maxCtx = opts.ctx ? opts.ctx : s.declaredContext();
+  back.maxCtx = opts.ctx ? opts.ctx : s.defaultContext();
   if (auto cap = module->getAttrOfType<mlir::IntegerAttr>(attr::kMaxCtx))
     back.maxCtx = uint32_t(cap.getInt());
   back.maxBatch = opts.maxBatch ? opts.maxBatch : std::min(128u, back.maxCtx);
@@ -173,6 +175,7 @@ int runCompile(const CompileOptions &opts) {
   weights.release = [&](const std::string &name) { s.model.weights.remove(name); };
   const auto stage = opts.emit == "kiln" ? pipelines::BackHalfStage::Kiln
                                          : pipelines::BackHalfStage::Lowered;
+  progress.begin("layout, memory plan, lowering");
   if (!pipelines::runBackHalfPipeline(module, *target, back, weights, stage, applied, error))
     return fail(error);
   if (opts.emit == "kiln" || opts.emit == "lowered") {
@@ -181,6 +184,7 @@ int runCompile(const CompileOptions &opts) {
     if (ec)
       return fail("cannot write '" + opts.output + "'");
     module->print(os);
+    progress.end();
     return 0;
   }
   mlir::FailureOr<memory::MemoryPlan> plan = memory::readMemoryPlan(module);
@@ -191,10 +195,13 @@ int runCompile(const CompileOptions &opts) {
                                        : opts.emit == "obj" ? codegen::CodeStage::Object
                                                             : codegen::CodeStage::SharedObject;
   codegen::EmittedCode code;
+  progress.begin("code for " + target->name());
   if (!target->emitCode(module, codeStage, code, error,
                         opts.emit == "obj" ? &weights.layout.bytes() : nullptr,
                         opts.emit == "obj" ? opts.output : std::string()))
     return fail(error);
+  if (opts.emit != "artifact")
+    progress.end();
   if (opts.emit == "llvm")
     return writeBytes(opts.output, code.text.data(), code.text.size(), error) ? 0 : fail(error);
   if (opts.emit == "obj") {
@@ -245,8 +252,10 @@ int runCompile(const CompileOptions &opts) {
            ",kv_bytes_per_token=" + std::to_string(plan->kvBytesPerToken)});
   a.weightsRef = &weights.layout.bytes();
   a.code = std::move(code.sharedObject);
+  progress.begin("write " + opts.output);
   if (!artifact::writeArtifact(a, opts.output, error))
     return fail(error);
+  progress.end();
   std::fprintf(stderr, "wrote %s: target %s, weights %s (%zu bytes), code %zu bytes\n",
                opts.output.c_str(), target->name().c_str(), prec.precision.c_str(),
                a.weightBytes().size(), a.code.size());

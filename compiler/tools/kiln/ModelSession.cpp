@@ -1,5 +1,7 @@
 #include "compiler/tools/kiln/ModelSession.h"
 
+#include <cstdio>
+
 #include <sys/stat.h>
 
 #include "compiler/InitAll.h"
@@ -36,6 +38,11 @@ artifact::TokenizerRecord recordFromGguf(const gguf::GgufFile &f) {
   if (const gguf::Value *v = f.find("tokenizer.ggml.add_bos_token"))
     t.addBos = v->u != 0;
   return t;
+}
+
+bool isByteLevel(const gguf::GgufFile &f) {
+  const gguf::Value *m = f.find("tokenizer.ggml.model");
+  return m && m->str == "gpt2";
 }
 
 bool fileExists(const std::string &p) {
@@ -77,22 +84,28 @@ bool ModelSession::load(const std::string &path, std::string &error,
     }
     tokPath = beside;
   }
-  std::unique_ptr<gguf::Tokenizer> spm;
-  if (tokPath.empty()) {
-    spm = gguf::Tokenizer::fromGguf(*model.file, error);
-    tokenizerRecord = recordFromGguf(*model.file);
-  } else if (endsWith(tokPath, ".gguf")) {
-    std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::open(tokPath, error);
-    if (!f)
+  std::unique_ptr<gguf::Tokenizer> fromGguf;
+  std::unique_ptr<gguf::GgufFile> tokFile;
+  if (!tokPath.empty() && endsWith(tokPath, ".gguf")) {
+    tokFile = gguf::GgufFile::open(tokPath, error);
+    if (!tokFile)
       return false;
-    spm = gguf::Tokenizer::fromGguf(*f, error);
-    tokenizerRecord = recordFromGguf(*f);
+  }
+  if (tokPath.empty() || tokFile) {
+    const gguf::GgufFile &f = tokFile ? *tokFile : *model.file;
+    fromGguf = gguf::Tokenizer::fromGguf(f, error);
+    if (fromGguf && isByteLevel(f)) {
+      if (!gguf::readBpeRecord(f, tokenizerRecord, error))
+        return false;
+    } else {
+      tokenizerRecord = recordFromGguf(f);
+    }
   } else {
     // SentencePiece-style or byte-level BPE, whichever the file is.
     tokenizer = hf::loadTokenizerJson(tokPath, tokenizerRecord, error);
   }
-  if (spm)
-    tokenizer = std::make_unique<hf::SpmTextTokenizer>(std::move(spm));
+  if (fromGguf)
+    tokenizer = std::make_unique<hf::RuntimeTextTokenizer>(std::move(fromGguf));
   if (!tokenizer)
     return false;
   // Fewer tokens than embedding rows is common (padded vocabularies); more would name rows
@@ -111,9 +124,23 @@ uint32_t ModelSession::declaredContext() const {
   return declared ? uint32_t(declared.getInt()) : 0;
 }
 
+uint32_t ModelSession::defaultContext() const {
+  const uint32_t declared = declaredContext();
+  if (declared <= kDefaultContextCap)
+    return declared;
+  static bool said = false;
+  if (!said)
+    std::fprintf(stderr,
+                 "kiln: note: the model declares a context of %u tokens; using %u "
+                 "(--ctx N for another)\n",
+                 declared, kDefaultContextCap);
+  said = true;
+  return kDefaultContextCap;
+}
+
 bool ModelSession::prepareExecutor(uint32_t maxCtx, std::string &error, KvStorage kv) {
   executor = RefExecutor::create(*model.module, model.weights,
-                                 maxCtx ? maxCtx : declaredContext(), error, kv);
+                                 maxCtx ? maxCtx : defaultContext(), error, kv);
   return executor != nullptr;
 }
 

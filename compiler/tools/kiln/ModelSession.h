@@ -31,9 +31,14 @@ struct ModelSession {
   bool load(const std::string &path, std::string &error, const std::string &tokenizerPath = "");
   // The first half of load: the IR and weights only (kiln import needs no tokenizer).
   bool importModel(const std::string &path, std::string &error);
-  // maxCtx 0: the model's declared context length.
+  // maxCtx 0: defaultContext().
   bool prepareExecutor(uint32_t maxCtx, std::string &error, KvStorage kv = KvStorage());
   uint32_t declaredContext() const;
+  // The context used without --ctx: the declared one, capped at kDefaultContextCap so a
+  // 128k-context model does not plan a KV cache and RoPE tables no phone holds. Says so
+  // once on stderr when it caps.
+  uint32_t defaultContext() const;
+  static constexpr uint32_t kDefaultContextCap = 4096;
 };
 
 } // namespace kiln::tool

@@ -4,6 +4,7 @@
 //   kiln eval MODEL --prompt P -n N            generate with the fp32 reference executor
 //   kiln ppl MODEL TEXT --ctx C [--compare M]  llama.cpp-compatible perplexity
 //   kiln synth -o OUT.gguf [--dim ...]         deterministic random-weight model
+//   kiln tokenize MODEL TEXT [--no-bos]        token ids of a text, and whether they decode back
 //   kiln compile MODEL --target T -o A.kiln    generate code + pack weights into an artifact
 //   kiln inspect A.kiln [--extract-code F]     print an artifact's header and check it
 //   kiln analyze MODEL --calib TEXT            layer/head importance tables, JSON, SVG
@@ -93,10 +94,14 @@ int main(int argc, char **argv) {
   evalCmd->add_option("--tokenizer", ev.tokenizer,
                  "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys) or a "
                  "Hugging Face tokenizer.json (default: tokenizer.json beside the model)");
-  evalCmd->add_option("-p,--prompt", ev.prompt, "prompt text");
+  auto *promptOpt = evalCmd->add_option("-p,--prompt", ev.prompt, "prompt text");
+  evalCmd->add_option("--prompt-ids", ev.promptIds,
+                      "file of token ids (decimal, separated by spaces, commas or newlines) "
+                      "to run as the prompt instead of -p; no BOS is added")
+      ->excludes(promptOpt);
   evalCmd->add_option("-n,--n-predict", ev.numTokens, "tokens to generate")
       ->check(CLI::Range(0, 1 << 20));
-  evalCmd->add_option("--ctx", ev.ctx, "context size (default: the model's)")
+  evalCmd->add_option("--ctx", ev.ctx, "context size (default: the model's, at most 4096)")
       ->check(CLI::Range(1u, 1u << 20));
   evalCmd->add_option("--temp", ev.sampler.temperature, "temperature; 0 = greedy")
       ->check(CLI::Range(0.0f, 100.0f));
@@ -124,7 +129,8 @@ int main(int argc, char **argv) {
                  "tokenizer of an ONNX model: a GGUF (its tokenizer.ggml.* keys) or a "
                  "Hugging Face tokenizer.json (default: tokenizer.json beside the model)");
   pplCmd->add_option("text", ppl.text, "text file")->required();
-  pplCmd->add_option("--ctx", ppl.ctx, "chunk size in tokens (default: the model's context)")
+  pplCmd->add_option("--ctx", ppl.ctx,
+                     "chunk size in tokens (default: the model's context, at most 4096)")
       ->check(CLI::Range(4u, 1u << 20));
   pplCmd->add_option("--chunks", ppl.chunks, "score at most this many chunks (0 = all)");
   pplCmd->add_option("--kv", ppl.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
@@ -150,8 +156,25 @@ int main(int argc, char **argv) {
   synthCmd->add_option("--type", syn.type, "matrix storage: f32 or f16")
       ->check(CLI::IsMember({"f32", "f16"}));
   synthCmd->add_flag("--tied", syn.tied, "tie the classifier to the token embedding");
+  synthCmd->add_option("--tokenizer", syn.tokenizer,
+                       "a tokenizer.json whose vocabulary (byte-level BPE, e.g. Llama 3's, or "
+                       "SentencePiece) the model gets; its size sets --vocab")
+      ->check(CLI::ExistingFile);
+  synthCmd->add_option("--llama3-rope", syn.llama3RopeContext,
+                       "write rope_freqs of Llama 3's RoPE scaling (factor 8, low 1, high 4) "
+                       "for this original context")
+      ->check(CLI::Range(1u, 1u << 20));
   synthCmd->add_option("--arch", syn.arch,
                        "general.architecture to write (other values test the importer's error)");
+
+  TokenizeOptions tok;
+  auto *tokCmd = app.add_subcommand("tokenize", "print a text file's token ids (runtime-min's "
+                                                "tokenizer, as the artifact has it)");
+  tokCmd->add_option("model", tok.model, "GGUF or ONNX model file")->required();
+  tokCmd->add_option("text", tok.text, "text file")->required()->check(CLI::ExistingFile);
+  tokCmd->add_option("--tokenizer", tok.tokenizer,
+                     "GGUF or tokenizer.json to take the tokenizer from instead");
+  tokCmd->add_flag("--no-bos", tok.noBos, "do not start with BOS");
 
   CompileOptions cmp;
   auto *compileCmd = app.add_subcommand("compile", "compile a model into a .kiln artifact");
@@ -172,8 +195,12 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1", "q3_0"}));
   compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
       ->check(CLI::IsMember({"kiln", "lowered", "llvm", "obj", "artifact"}));
-  compileCmd->add_option("--ctx", cmp.ctx, "context the KV cache and RoPE tables hold")
+  compileCmd->add_option("--ctx", cmp.ctx,
+                         "context the KV cache and RoPE tables hold (default: the model's, "
+                         "at most 4096)")
       ->check(CLI::Range(1u, 1u << 20));
+  compileCmd->add_flag("--quiet", cmp.quiet,
+                       "no per-stage progress (shown only when stderr is a terminal)");
   compileCmd->add_option("--max-batch", cmp.maxBatch, "most tokens per forward call")
       ->check(CLI::Range(1u, 1u << 16));
   compileCmd->add_option("--kv", cmp.kv, "KV cache storage: f32, f16 or k=f32|f16|int8,v=f32|f16")
@@ -284,6 +311,8 @@ int main(int argc, char **argv) {
     return runInspect(ins);
   if (synthCmd->parsed())
     return runSynth(syn);
+  if (tokCmd->parsed())
+    return runTokenize(tok);
   if (importCmd->parsed())
     return runImport(imp);
   if (evalCmd->parsed())

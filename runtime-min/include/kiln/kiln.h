@@ -99,6 +99,8 @@ typedef struct kiln_artifact_info_s {
   uint32_t kv_v_format;      /* KV cache V element: 0 f32, 1 f16 */
   uint32_t weights_memory;   /* kiln_weights_memory_t the artifact's bytes ended up in */
   const uint8_t *weights_data; /* the weights section (read-only), for OS diagnostics */
+  int32_t eot_id;            /* end of turn (Llama 3's <|eot_id|>), -1 when absent; like
+                                eos_id, it ends a generated reply */
 } kiln_artifact_info_t;
 
 /* Where an open artifact's bytes (the weights above all) live. */

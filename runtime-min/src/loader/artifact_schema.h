@@ -45,6 +45,10 @@ enum kiln_fb_tokenizer_slot_e {
   KILN_FB_TOKENIZER_UNK_ID = 6,           /* default -1 */
   KILN_FB_TOKENIZER_ADD_SPACE_PREFIX = 7, /* default true */
   KILN_FB_TOKENIZER_ADD_BOS = 8,          /* default true */
+  KILN_FB_TOKENIZER_MERGES = 9,
+  KILN_FB_TOKENIZER_PRETOKENIZER = 10,
+  KILN_FB_TOKENIZER_IGNORE_MERGES = 11,   /* default false */
+  KILN_FB_TOKENIZER_EOT_ID = 12,          /* default -1 */
 };
 
 enum kiln_fb_tensor_slot_e {

@@ -1,6 +1,6 @@
 /* The artifact's tokenizer: built once at open from the header's Tokenizer table with the
- * shared SentencePiece implementation (kiln/tokenizer.h), then used by tokenize and
- * detokenize. */
+ * shared implementation (kiln/tokenizer.h: SentencePiece for model "llama", byte-level BPE
+ * for "gpt2"), then used by tokenize and detokenize. */
 #include <string.h>
 
 #include "../platform/error.h"
@@ -12,7 +12,41 @@ typedef struct vocab_arrays_s {
   uint32_t *lens;
   float *scores;
   int32_t *types;
+  const char **merges;
+  uint32_t *merge_lens;
 } vocab_arrays_t;
+
+/* Byte-level BPE's fields: the merges (pointing into the mapped header), the pre-tokenizer
+ * and ignore_merges. */
+static kiln_status_t fill_bpe(const kiln_fb_table_t *t, const kiln_fb_vector_t *merges,
+                              vocab_arrays_t *v, kiln_vocab_desc_t *d, kiln_error_t *err) {
+  kiln_fb_string_t pre;
+  uint8_t ignore;
+  if (kiln_fb_string(t, KILN_FB_TOKENIZER_PRETOKENIZER, &pre) ||
+      kiln_fb_u8(t, KILN_FB_TOKENIZER_IGNORE_MERGES, 0, &ignore))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: malformed byte-level tokenizer");
+  if (strcmp(pre.data, "llama3") == 0)
+    d->pretokenizer = KILN_PRETOKENIZER_LLAMA3;
+  else if (strcmp(pre.data, "gpt2") == 0)
+    d->pretokenizer = KILN_PRETOKENIZER_GPT2;
+  else
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                          "tokenizer: pre-tokenizer '%.32s' is not supported (llama3, gpt2)",
+                          pre.data);
+  for (uint32_t i = 0; i < merges->count; ++i) {
+    kiln_fb_string_t s;
+    if (kiln_fb_vec_string(merges, i, &s))
+      return kiln_error_set(err, KILN_STATUS_CORRUPT, "tokenizer: malformed merge %u", i);
+    v->merges[i] = s.data;
+    v->merge_lens[i] = s.len;
+  }
+  d->kind = KILN_TOKENIZER_BPE;
+  d->ignore_merges = ignore != 0;
+  d->n_merges = merges->count;
+  d->merges = v->merges;
+  d->merge_lens = v->merge_lens;
+  return KILN_STATUS_OK;
+}
 
 static kiln_status_t fill(const kiln_fb_table_t *t, uint32_t n, vocab_arrays_t *v,
                           kiln_vocab_desc_t *d, kiln_error_t *err) {
@@ -46,22 +80,27 @@ kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err)
   int present;
   kiln_fb_table_t t;
   kiln_fb_string_t model;
-  kiln_fb_vector_t toks;
+  kiln_fb_vector_t toks, merges;
   kiln_vocab_desc_t d;
   uint8_t space, bos;
+  int32_t eot;
   memset(&d, 0, sizeof d);
   if (kiln_fb_table(&a->root, KILN_FB_ARTIFACT_TOKENIZER, &t, &present) || !present ||
       kiln_fb_string(&t, KILN_FB_TOKENIZER_MODEL, &model) ||
       kiln_fb_vector(&t, KILN_FB_TOKENIZER_TOKENS, 4, &toks) ||
+      kiln_fb_vector(&t, KILN_FB_TOKENIZER_MERGES, 4, &merges) ||
       kiln_fb_i32(&t, KILN_FB_TOKENIZER_BOS_ID, -1, &d.bos_id) ||
       kiln_fb_i32(&t, KILN_FB_TOKENIZER_EOS_ID, -1, &d.eos_id) ||
+      kiln_fb_i32(&t, KILN_FB_TOKENIZER_EOT_ID, -1, &eot) ||
       kiln_fb_i32(&t, KILN_FB_TOKENIZER_UNK_ID, -1, &d.unk_id) ||
       kiln_fb_u8(&t, KILN_FB_TOKENIZER_ADD_SPACE_PREFIX, 1, &space) ||
       kiln_fb_u8(&t, KILN_FB_TOKENIZER_ADD_BOS, 1, &bos))
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: missing or malformed tokenizer");
-  if (strcmp(model.data, "llama") != 0)
+  const int bpe = strcmp(model.data, "gpt2") == 0;
+  if (!bpe && strcmp(model.data, "llama") != 0)
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
-                          "tokenizer model '%.32s' is not supported (only 'llama')", model.data);
+                          "tokenizer model '%.32s' is not supported ('llama' or 'gpt2')",
+                          model.data);
   const uint32_t n = toks.count;
   if (n != a->info.vocab_size)
     return kiln_error_set(err, KILN_STATUS_CORRUPT,
@@ -71,24 +110,33 @@ kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err)
   a->info.add_bos = bos != 0;
   a->info.bos_id = d.bos_id;
   a->info.eos_id = d.eos_id;
+  if (eot < -1 || eot >= (int64_t)n)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "tokenizer: eot id %d is not a token", eot);
+  a->info.eot_id = eot;
 
   /* Temporary arrays for the descriptor; the tokenizer copies what it keeps. */
-  const size_t bytes = (size_t)n * (sizeof(char *) + 3 * sizeof(uint32_t));
+  const uint32_t nm = bpe ? merges.count : 0;
+  const size_t bytes = (size_t)n * (sizeof(char *) + 3 * sizeof(uint32_t)) +
+                       (size_t)nm * (sizeof(char *) + sizeof(uint32_t));
   uint8_t *tmp = kiln_mem_alloc(&a->alloc, bytes, 64, "the tokenizer descriptor", err);
   if (!tmp)
     return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
   vocab_arrays_t v;
-  v.texts = (const char **)(void *)tmp;
-  v.lens = (uint32_t *)(void *)(tmp + (size_t)n * sizeof(char *));
+  v.texts = (const char **)(void *)tmp; /* the pointer arrays first, for alignment */
+  v.merges = v.texts + n;
+  v.lens = (uint32_t *)(void *)(v.merges + nm);
   v.scores = (float *)(void *)(v.lens + n);
   v.types = (int32_t *)(void *)(v.scores + n);
+  v.merge_lens = (uint32_t *)(void *)(v.types + n);
   kiln_status_t st = fill(&t, n, &v, &d, err);
+  if (st == KILN_STATUS_OK && bpe)
+    st = fill_bpe(&t, &merges, &v, &d, err);
   if (st == KILN_STATUS_OK) {
     st = kiln_tokenizer_create(&d, &a->tokenizer);
     if (st != KILN_STATUS_OK)
       kiln_error_set(err, st == KILN_STATUS_OUT_OF_MEMORY ? st : KILN_STATUS_CORRUPT,
-                     "the tokenizer table is invalid (%s: duplicate texts, a type outside 0..6 "
-                     "or a special id out of range)", kiln_status_message(st));
+                     "the tokenizer table is invalid (%s: duplicate texts, a type outside 0..6, "
+                     "a special id out of range or a bad merge)", kiln_status_message(st));
     if (st != KILN_STATUS_OK && st != KILN_STATUS_OUT_OF_MEMORY)
       st = KILN_STATUS_CORRUPT;
   }

@@ -7,26 +7,11 @@
  *   rejected at create time, a byte with no <0xNN> or one-byte token falls back to unk,
  *   and with no unk either encode returns KILN_STATUS_UNSUPPORTED.
  */
-#include "kiln/tokenizer.h"
+#include "tokenizer_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct kiln_tokenizer_s {
-  uint32_t n;
-  char *blob;            /* all token texts, back to back */
-  size_t *offs;          /* n + 1 offsets into blob */
-  float *scores;
-  int32_t *types;
-  int32_t bos, eos, unk;
-  int add_space_prefix;
-  uint32_t *slots;       /* open-addressing text -> id + 1 (0 = empty) */
-  size_t mask;
-  int32_t byte_ids[256]; /* byte-fallback token per byte, -1 if none */
-  int32_t *user_ids;     /* USER_DEFINED tokens, longest text first */
-  uint32_t n_user;
-};
 
 static const char kSpace[3] = {'\xE2', '\x96', '\x81'}; /* U+2581 */
 
@@ -37,25 +22,20 @@ static uint64_t hash_bytes(const char *s, size_t len) {
   return h;
 }
 
-static size_t tok_len(const kiln_tokenizer_t *t, int32_t id) {
-  return t->offs[id + 1] - t->offs[id];
-}
-
-/* Any token with exactly this text (all types), or -1. */
-static int32_t lookup(const kiln_tokenizer_t *t, const char *s, size_t len) {
+int32_t kiln_tok_lookup(const kiln_tokenizer_t *t, const char *s, size_t len) {
   for (size_t i = hash_bytes(s, len) & t->mask;; i = (i + 1) & t->mask) {
     uint32_t v = t->slots[i];
     if (v == 0)
       return -1;
     int32_t id = (int32_t)(v - 1);
-    if (tok_len(t, id) == len && memcmp(t->blob + t->offs[id], s, len) == 0)
+    if (kiln_tok_len(t, id) == len && memcmp(t->blob + t->offs[id], s, len) == 0)
       return id;
   }
 }
 
 /* Tokens the merge loop may form from text: control and unused ones never are. */
 static int32_t lookup_text(const kiln_tokenizer_t *t, const char *s, size_t len) {
-  int32_t id = lookup(t, s, len);
+  int32_t id = kiln_tok_lookup(t, s, len);
   if (id < 0 || t->types[id] == KILN_TOKEN_TYPE_CONTROL ||
       t->types[id] == KILN_TOKEN_TYPE_UNUSED)
     return -1;
@@ -130,17 +110,21 @@ static kiln_status_t build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
   }
   t->offs[n] = pos;
   for (uint32_t i = 0; i < n; ++i) {
-    size_t len = tok_len(t, (int32_t)i);
+    size_t len = kiln_tok_len(t, (int32_t)i);
     size_t s = hash_bytes(t->blob + t->offs[i], len) & t->mask;
     for (; t->slots[s] != 0; s = (s + 1) & t->mask) {
       int32_t o = (int32_t)(t->slots[s] - 1);
-      if (tok_len(t, o) == len && memcmp(t->blob + t->offs[o], t->blob + t->offs[i], len) == 0) {
+      if (kiln_tok_len(t, o) == len &&
+          memcmp(t->blob + t->offs[o], t->blob + t->offs[i], len) == 0) {
         free(keys); /* llama.cpp asserts every text is unique */
         return KILN_STATUS_INVALID_ARGUMENT;
       }
     }
     t->slots[s] = i + 1;
-    if (t->types[i] == KILN_TOKEN_TYPE_USER_DEFINED) {
+    /* Cut out of the text before merging: user-defined tokens, and for byte-level BPE
+     * also control tokens (Hugging Face matches every added token, special or not). */
+    if (t->types[i] == KILN_TOKEN_TYPE_USER_DEFINED ||
+        (d->kind == KILN_TOKENIZER_BPE && t->types[i] == KILN_TOKEN_TYPE_CONTROL)) {
       keys[t->n_user++] = (uint64_t)(UINT32_MAX - (uint32_t)len) << 32 | i;
     }
   }
@@ -153,9 +137,9 @@ static kiln_status_t build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
   for (int b = 0; b < 256; ++b) {
     char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
     char one = (char)b;
-    int32_t id = lookup(t, name, sizeof name);
+    int32_t id = kiln_tok_lookup(t, name, sizeof name);
     if (id < 0)
-      id = lookup(t, &one, 1);
+      id = kiln_tok_lookup(t, &one, 1);
     t->byte_ids[b] = id >= 0 ? id : d->unk_id;
   }
   return KILN_STATUS_OK;
@@ -177,6 +161,10 @@ kiln_status_t kiln_tokenizer_create(const kiln_vocab_desc_t *desc, kiln_tokenize
   t->unk = desc->unk_id;
   t->add_space_prefix = desc->add_space_prefix != 0;
   kiln_status_t st = build(t, desc);
+  if (st == KILN_STATUS_OK && desc->kind == KILN_TOKENIZER_BPE)
+    st = kiln_bpe_build(t, desc);
+  else if (st == KILN_STATUS_OK && desc->kind != KILN_TOKENIZER_SPM)
+    st = KILN_STATUS_INVALID_ARGUMENT;
   if (st != KILN_STATUS_OK) {
     kiln_tokenizer_destroy(t);
     return st;
@@ -194,6 +182,7 @@ void kiln_tokenizer_destroy(kiln_tokenizer_t *tok) {
   free(tok->types);
   free(tok->slots);
   free(tok->user_ids);
+  kiln_bpe_free(tok->bpe);
   free(tok);
 }
 
@@ -353,7 +342,7 @@ static size_t partition(const kiln_tokenizer_t *t, const char *text, size_t len,
   for (uint32_t u = 0; u < t->n_user; ++u) {
     const int32_t id = t->user_ids[u];
     const char *nd = t->blob + t->offs[id];
-    const size_t nn = tok_len(t, id);
+    const size_t nn = kiln_tok_len(t, id);
     size_t m = 0;
     for (size_t f = 0; f < n; ++f) {
       if (a[f].token >= 0) {
@@ -389,6 +378,8 @@ kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *tex
   *out_n = 0;
   if (add_bos && tok->bos < 0)
     return KILN_STATUS_INVALID_ARGUMENT;
+  if (tok->bpe)
+    return kiln_bpe_encode(tok, text, len, add_bos, out_ids, cap, out_n);
   /* Escaped fragments (3 bytes per space, plus a prefix) must index with uint32/int32. */
   if (len > (INT32_MAX - 3) / 3)
     return KILN_STATUS_OUT_OF_RANGE;
@@ -475,8 +466,10 @@ kiln_status_t kiln_tokenizer_piece(const kiln_tokenizer_t *tok, int32_t id, char
   *out_len = 0;
   if (id < 0 || (uint32_t)id >= tok->n)
     return KILN_STATUS_OUT_OF_RANGE;
+  if (tok->bpe)
+    return kiln_bpe_piece(tok, id, out_buf, cap, out_len);
   const char *s = tok->blob + tok->offs[id];
-  const size_t len = tok_len(tok, id);
+  const size_t len = kiln_tok_len(tok, id);
   size_t need = 0;
   switch (tok->types[id]) {
   case KILN_TOKEN_TYPE_USER_DEFINED: /* raw text */

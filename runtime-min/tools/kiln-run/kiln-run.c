@@ -261,7 +261,7 @@ int run_generate(const run_options_t *o) {
       rc = run_fail("%s", err.message);
       break;
     }
-    if (next == info.eos_id)
+    if (next == info.eos_id || next == info.eot_id)
       break;
     rc = put_piece(a, next);
     if (rc || ++generated == o->n_predict)
