@@ -6,8 +6,9 @@ A Llama 3-style GGUF (kiln synth --tokenizer: the Llama 3.1 tokenizer.json from 
 llama.cpp (node-llama-cpp's prebuilt build, vocabulary only) and by `kiln tokenize`, which
 runs runtime-min's tokenizer: the ids must be identical on the whole of tinystories-dev.txt
 and on a multilingual / code / emoji text this script writes, and decode back to the text.
-Then the model compiles (the tokenizer goes into the artifact) and `kiln-run generate`
-tokenizes a prompt to BOS + llama.cpp's ids.
+Then the model compiles (the tokenizer goes into the artifact), `kiln-run generate`
+tokenizes a prompt to BOS + llama.cpp's ids, and (--roundtrip) the artifact's tokenizer built
+with ASan/UBSan encodes and decodes both texts and as many random bytes exactly.
 
   llamacpp_tokenizer.py --kiln K --kiln-run R --node NODE --oracles DIR --models DIR --work W
 """
@@ -74,6 +75,7 @@ def main():
     ap = argparse.ArgumentParser()
     for a in ("--kiln", "--kiln-run", "--node", "--oracles", "--models", "--work"):
         ap.add_argument(a, required=True)
+    ap.add_argument("--roundtrip", help="tokenize_roundtrip.c built with ASan/UBSan")
     args = ap.parse_args()
     dev = need(args.models, "tinystories-dev.txt")
     if not os.path.isfile(args.node):
@@ -126,6 +128,11 @@ def main():
     if not m or int(m.group(1)) != want:
         fail(f"kiln-run: expected a prefill of {want} tokens (BOS + the ids), got {p.stderr!r}")
     print(f"kiln-run on the artifact: prompt of {want} tokens (BOS + llama.cpp's ids)")
+    if args.roundtrip:  # the artifact's tokenizer under ASan/UBSan, random bytes included
+        p = run([args.roundtrip, artifact, dev, multi])
+        print(p.stdout.decode().rstrip())
+        if p.stdout.count(b"round trip exact") != 4:
+            fail("a round trip under ASan/UBSan did not give the input back")
     print("PASS")
 
 
