@@ -74,6 +74,25 @@ bool readId(const GgufFile &file, const char *key, int32_t dflt, size_t n, int32
   return true;
 }
 
+// tokenizer.ggml.token_type when present (n entries, each 0..6); `out` stays empty without.
+bool readTypes(const GgufFile &file, size_t n, std::vector<int32_t> &out, std::string &error) {
+  if (!file.find(kTypes))
+    return true;
+  const Value *v = findArray(file, kTypes, ValueType::I32, n, error);
+  if (!v)
+    return false;
+  out.reserve(n);
+  for (const Value &e : v->array) {
+    if (e.i < KILN_TOKEN_TYPE_UNDEFINED || e.i > KILN_TOKEN_TYPE_BYTE) {
+      error = std::string(kTypes) + ": entry " + std::to_string(out.size()) + " is " +
+              std::to_string(e.i) + " (token types are 0..6)";
+      return false;
+    }
+    out.push_back(static_cast<int32_t>(e.i));
+  }
+  return true;
+}
+
 } // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::fromGguf(const GgufFile &file, std::string &error) {
@@ -136,20 +155,8 @@ std::unique_ptr<Tokenizer> Tokenizer::fromGguf(const GgufFile &file, std::string
       scores.push_back(static_cast<float>(e.f));
   }
   std::vector<int32_t> types;
-  if (file.find(kTypes)) {
-    const Value *v = findArray(file, kTypes, ValueType::I32, n, error);
-    if (!v)
-      return nullptr;
-    types.reserve(n);
-    for (const Value &e : v->array) {
-      if (e.i < KILN_TOKEN_TYPE_UNDEFINED || e.i > KILN_TOKEN_TYPE_BYTE) {
-        error = std::string(kTypes) + ": entry " + std::to_string(types.size()) + " is " +
-                std::to_string(e.i) + " (token types are 0..6)";
-        return nullptr;
-      }
-      types.push_back(static_cast<int32_t>(e.i));
-    }
-  }
+  if (!readTypes(file, n, types, error))
+    return nullptr;
 
   kiln_vocab_desc_t desc = {};
   desc.n_tokens = static_cast<uint32_t>(n);
@@ -185,19 +192,8 @@ bool readBpeRecord(const GgufFile &file, artifact::TokenizerRecord &rec, std::st
   }
   for (const Value &t : tokens->array)
     rec.tokens.push_back(t.str);
-  if (file.find(kTypes)) {
-    const Value *v = findArray(file, kTypes, ValueType::I32, n, error);
-    if (!v)
-      return false;
-    for (const Value &e : v->array) {
-      if (e.i < KILN_TOKEN_TYPE_UNDEFINED || e.i > KILN_TOKEN_TYPE_BYTE) {
-        error = std::string(kTypes) + ": entry " + std::to_string(rec.types.size()) + " is " +
-                std::to_string(e.i) + " (token types are 0..6)";
-        return false;
-      }
-      rec.types.push_back(static_cast<int32_t>(e.i));
-    }
-  }
+  if (!readTypes(file, n, rec.types, error))
+    return false;
   const Value *merges = findArray(file, "tokenizer.ggml.merges", ValueType::String, 0, error);
   if (!merges)
     return false;

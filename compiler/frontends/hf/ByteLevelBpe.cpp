@@ -290,14 +290,13 @@ bool ByteLevelReader::readMerges(const json::Object &model, ByteLevelBpe &t) {
       return fail(field, std::string("expected string \"a b\" or pair [a, b], got ") +
                              kindName(merges[r]));
     }
-    int32_t ia = vocabId(a), ib = vocabId(b), iab = vocabId(a + b);
+    const int32_t iab = vocabId(a + b);
     for (const std::string *part : {&a, &b})
       if (vocabId(*part) < 0)
         return fail(field, quote(*part) + " is not in model.vocab");
     if (iab < 0)
       return fail(field,
                   quote(a + b) + " (" + quote(a) + " + " + quote(b) + ") is not in model.vocab");
-    (void)ia, (void)ib;
     t.merges_.push_back(a + " " + b); // runtime-min ranks them; a repeated pair's last wins
   }
   return true;

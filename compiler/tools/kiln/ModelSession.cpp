@@ -93,11 +93,12 @@ bool ModelSession::load(const std::string &path, std::string &error,
   }
   if (tokPath.empty() || tokFile) {
     const gguf::GgufFile &f = tokFile ? *tokFile : *model.file;
-    fromGguf = gguf::Tokenizer::fromGguf(f, error);
-    if (fromGguf && isByteLevel(f)) {
+    if (isByteLevel(f)) { // one read of the 128k tokens and 280k merges, for both uses
       if (!gguf::readBpeRecord(f, tokenizerRecord, error))
         return false;
+      fromGguf = gguf::Tokenizer::fromRecord(tokenizerRecord, error);
     } else {
+      fromGguf = gguf::Tokenizer::fromGguf(f, error);
       tokenizerRecord = recordFromGguf(f);
     }
   } else {
