@@ -17,8 +17,8 @@ namespace kiln::pipelines {
 // The kiln-level pipeline's options (slimming, precision, fusion), every request resolved to
 // an explicit decision; the back half has its own (BackHalf.h).
 struct KilnPipelineOptions {
-  // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0, or "source": each weight in its source format
-  // (kiln-assign-source-format)
+  // f32 | f16 | q8_0 | q6_K | q5_K | q4_K | q4_0 | q4_1 | q3_0, or "source": each weight in
+  // its source format (kiln-assign-source-format)
   std::string weightFormat = "f32";
   // Precision (passes/precision): rules replace the uniform format; a map is applied on
   // top (both as the passes' option strings). Resolved by PrecisionSearch.h.

@@ -155,7 +155,8 @@ bool collectUnits(ModuleOp module, const WeightStore &store, const PrecisionRequ
     u.rows = w->numRows();
     u.elements = u.rowLength * u.rows;
     for (uint32_t f : precision::supportedFormats())
-      if (r.kind != "rms_norm" || precision::normFormat(f)) {
+      if ((r.kind != "rms_norm" || precision::normFormat(f)) &&
+          precision::candidateFormat(f, u.rowLength)) {
         u.formats.push_back(f);
         u.bytes.push_back(precision::storedBytes(f, u.rowLength, u.rows,
                                                  r.kind == "linear" || r.kind == "logits",
@@ -317,8 +318,8 @@ bool resolvePrecision(ModuleOp module, const WeightStore &store, const Precision
   if (spec.rfind("uniform:", 0) == 0) {
     uint32_t id;
     if (!precision::parseFormat(spec.substr(8), id)) {
-      error = "unknown format '" + spec.substr(8) +
-              "' in --precision (expected f32, f16, q8_0 (int8), q4_0 (int4), q4_1 (int4m) or q3_0 (int3))";
+      error = "unknown format '" + spec.substr(8) + "' in --precision (expected " +
+              precision::formatList() + ")";
       return false;
     }
     out.weightFormat = precision::formatName(id);

@@ -10,7 +10,8 @@
 //     1. reference: the module with every weight f32; its log-probabilities on the scored
 //        calibration positions (llama.cpp's chunking) are kept;
 //     2. sensitivity: for each weight (a tied table once) and each format it may take
-//        (f16, q8_0, q4_1, q4_0, q3_0; f16 for norm scales), the mean KL(P_f32 || P) with only
+//        (f16, q8_0, q4_1, q4_0, q3_0, and q6_K/q5_K/q4_K where the rows fill their
+//        256-element blocks; f16 for norm scales), the mean KL(P_f32 || P) with only
 //        that weight stored in that format;
 //     3. choice: one format per weight minimising the summed KLDs with the bytes as the
 //        weight layout stores them (rows padded to whole blocks) within the budget

@@ -1,9 +1,13 @@
 #include "models/llama/SyntheticLlama.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <vector>
+
+#include "kiln/quant.h"
 
 namespace kiln::llama {
 
@@ -58,6 +62,21 @@ void addMatrix(models::ModelWriter &w, Rng &rng, const std::string &name, uint64
   const uint64_t n = cols * rows;
   const Rng start = rng;
   rng = rng.skip(2 * n);
+  if (type > 1) { // quantised row by row from the same values (row length checked before)
+    uint64_t rowBytes = 0;
+    kiln_ggml_row_bytes(type, cols, &rowBytes);
+    w.addTensorFill(name, type, {cols, rows}, size_t(rowBytes * rows),
+                    [start, cols, rows, rowBytes, type, stddev](uint8_t *dst) {
+                      Rng r = start;
+                      std::vector<float> row(cols);
+                      for (uint64_t i = 0; i < rows; ++i) {
+                        for (float &x : row)
+                          x = r.normal(stddev);
+                        kiln_quantize(type, row.data(), dst + i * rowBytes, cols);
+                      }
+                    });
+    return;
+  }
   w.addTensorFill(name, type, {cols, rows}, size_t(n) * (type == 1 ? 2 : 4),
                   [start, n, type, stddev](uint8_t *dst) {
                     Rng r = start;
@@ -71,6 +90,11 @@ void addMatrix(models::ModelWriter &w, Rng &rng, const std::string &name, uint64
                       }
                     }
                   });
+}
+
+// llama-quantize's use_more_bits(i_layer, n_layers): the layers Q4_K_M gives q6_K.
+bool useMoreBits(uint32_t layer, uint32_t layers) {
+  return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
 }
 
 void addNorm(models::ModelWriter &w, Rng &rng, const std::string &name, uint64_t n) {
@@ -127,8 +151,19 @@ bool addSyntheticLlama(models::ModelWriter &w, const SyntheticOptions &opts, std
     error = "synthetic vocabulary needs at least 259 tokens (3 special + 256 bytes)";
     return false;
   }
-  if (opts.weightType != 0 && opts.weightType != 1) {
-    error = "synthetic weights can be f32 or f16";
+  const uint32_t types[] = {KILN_GGML_TYPE_F32,  KILN_GGML_TYPE_F16,  KILN_GGML_TYPE_Q8_0,
+                            KILN_GGML_TYPE_Q4_0, KILN_GGML_TYPE_Q4_K, KILN_GGML_TYPE_Q5_K,
+                            KILN_GGML_TYPE_Q6_K};
+  if (std::find(std::begin(types), std::end(types), opts.weightType) == std::end(types)) {
+    error = "synthetic weights can be f32, f16, q8_0, q4_0, q4_K, q5_K or q6_K";
+    return false;
+  }
+  // every matrix's rows are dim elements long (ffn_down's ffn): whole blocks of the format
+  const uint64_t block = opts.q4KMMix ? 256 : kiln_ggml_block_elems(opts.weightType);
+  if (c.dim % block || c.ffnDim % block) {
+    error = std::string("synthetic ") +
+            (opts.q4KMMix ? "Q4_K_M" : kiln_ggml_type_name(opts.weightType)) +
+            " weights need dim and ffn to be multiples of " + std::to_string(block);
     return false;
   }
   const std::string a = opts.architecture;
@@ -151,24 +186,37 @@ bool addSyntheticLlama(models::ModelWriter &w, const SyntheticOptions &opts, std
   Rng rng{opts.seed};
   const uint64_t dim = c.dim, kv = uint64_t(c.numKvHeads) * c.headDim;
   const float sd = 1.0f / std::sqrt(float(c.dim));
-  addMatrix(w, rng, "token_embd.weight", dim, c.vocabSize, opts.weightType, 1.0f);
+  const uint32_t q4k = KILN_GGML_TYPE_Q4_K, q6k = KILN_GGML_TYPE_Q6_K;
+  // the type of a matrix: one for all, or Q4_K_M's (classifier q6_K; attn_v and ffn_down
+  // q6_K in the layers use_more_bits picks)
+  auto typeOf = [&](const char *what, uint32_t layer) {
+    if (!opts.q4KMMix)
+      return opts.weightType;
+    const std::string s = what;
+    if (s == "output" || (s == "token_embd" && c.tiedOutput))
+      return q6k;
+    if ((s == "attn_v" || s == "ffn_down") && useMoreBits(layer, c.numLayers))
+      return q6k;
+    return q4k;
+  };
+  addMatrix(w, rng, "token_embd.weight", dim, c.vocabSize, typeOf("token_embd", 0), 1.0f);
   addNorm(w, rng, "output_norm.weight", dim);
   if (!c.ropeFreqFactors.empty()) // Llama 3 RoPE scaling, as llama.cpp's converter writes it
     w.addTensor("rope_freqs.weight", 0, {c.ropeFreqFactors.size()}, c.ropeFreqFactors.data(),
                 c.ropeFreqFactors.size() * 4);
   if (!c.tiedOutput)
-    addMatrix(w, rng, "output.weight", dim, c.vocabSize, opts.weightType, sd);
+    addMatrix(w, rng, "output.weight", dim, c.vocabSize, typeOf("output", 0), sd);
   for (uint32_t l = 0; l < c.numLayers; ++l) {
     auto t = [&](const char *s) { return layerTensor(l, s); };
     addNorm(w, rng, t("attn_norm.weight"), dim);
-    addMatrix(w, rng, t("attn_q.weight"), dim, dim, opts.weightType, sd);
-    addMatrix(w, rng, t("attn_k.weight"), dim, kv, opts.weightType, sd);
-    addMatrix(w, rng, t("attn_v.weight"), dim, kv, opts.weightType, sd);
-    addMatrix(w, rng, t("attn_output.weight"), dim, dim, opts.weightType, sd);
+    addMatrix(w, rng, t("attn_q.weight"), dim, dim, typeOf("attn_q", l), sd);
+    addMatrix(w, rng, t("attn_k.weight"), dim, kv, typeOf("attn_k", l), sd);
+    addMatrix(w, rng, t("attn_v.weight"), dim, kv, typeOf("attn_v", l), sd);
+    addMatrix(w, rng, t("attn_output.weight"), dim, dim, typeOf("attn_output", l), sd);
     addNorm(w, rng, t("ffn_norm.weight"), dim);
-    addMatrix(w, rng, t("ffn_gate.weight"), dim, c.ffnDim, opts.weightType, sd);
-    addMatrix(w, rng, t("ffn_up.weight"), dim, c.ffnDim, opts.weightType, sd);
-    addMatrix(w, rng, t("ffn_down.weight"), c.ffnDim, dim, opts.weightType,
+    addMatrix(w, rng, t("ffn_gate.weight"), dim, c.ffnDim, typeOf("ffn_gate", l), sd);
+    addMatrix(w, rng, t("ffn_up.weight"), dim, c.ffnDim, typeOf("ffn_up", l), sd);
+    addMatrix(w, rng, t("ffn_down.weight"), c.ffnDim, dim, typeOf("ffn_down", l),
               1.0f / std::sqrt(float(c.ffnDim)));
   }
   return true;

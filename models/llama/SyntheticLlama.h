@@ -18,7 +18,15 @@ namespace kiln::llama {
 struct SyntheticOptions {
   LlamaConfig config;          // vocabSize >= 259 (3 specials + 256 byte tokens)
   uint64_t seed = 1;
-  uint32_t weightType = 0;     // ggml id: 0 (f32) or 1 (f16) for matrices; norms stay f32
+  // ggml id of the matrices: f32, f16, or a format kiln_quantize writes with ggml's own
+  // algorithms (q8_0, q4_0, q4_K, q5_K, q6_K), so a quantised file is the one llama.cpp's
+  // quantizer makes of the f32 weights; norms stay f32.
+  uint32_t weightType = 0;
+  // llama.cpp's Q4_K_M mix instead of one type (llama-quantize's per-tensor rule): q6_K for
+  // the classifier (the token embedding when tied) and for attn_v / ffn_down in the layers
+  // its use_more_bits picks (the first and last eighth, and every third in between), q4_K
+  // for every other matrix.
+  bool q4KMMix = false;
   std::string architecture = "llama"; // written as general.architecture
   // Writes the tokenizer.ggml.* keys instead of the built-in SentencePiece vocabulary (a
   // byte-level one from a tokenizer.json, say); config.vocabSize must be its size.

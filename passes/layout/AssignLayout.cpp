@@ -50,9 +50,11 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
                          << "' is also read by embed, so it keeps the embedding's rows";
         return;
       }
-      // q3_0 has no packed form, and 64-byte rows would store a 64-wide row (two 14-byte
-      // blocks) in 64 bytes, more than q4_0_r16 takes: it keeps rows of whole blocks.
-      if (fmt && fmt.getValue() == StorageFormat::q3_0) {
+      // q3_0 and the K-quants have no packed form. 64-byte rows would store a 64-wide q3_0
+      // row (two 14-byte blocks) in 64 bytes, more than q4_0_r16 takes, and a q6_K row of
+      // 2048 (1,680 bytes) in 1,728, more than the file: they keep rows of whole blocks.
+      if (fmt && (fmt.getValue() == StorageFormat::q3_0 || fmt.getValue() == StorageFormat::q4_k ||
+                  fmt.getValue() == StorageFormat::q5_k || fmt.getValue() == StorageFormat::q6_k)) {
         op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "block"));
         ++numBlock;
         return;

@@ -15,7 +15,7 @@ def KilnAssignUniformFormat : Pass<"kiln-assign-uniform-format", "mlir::ModuleOp
   }];
   let options = [
     Option<"format", "format", "std::string", /*default=*/"\"f32\"",
-           "storage format: f32, f16, q8_0, q4_0, q4_1 or q3_0">,
+           "storage format: f32, f16, q8_0, q6_k, q5_k, q4_k, q4_0, q4_1 or q3_0">,
   ];
 }
 
@@ -24,10 +24,11 @@ def KilnAssignSourceFormat : Pass<"kiln-assign-source-format", "mlir::ModuleOp">
   let description = [{
     For every op that reads a weight (embed, linear, logits, rms_norm), keeps the format
     the frontend read from the model file when the code generators store it (f32, f16,
-    q8_0, q4_0, q4_1, q3_0): a llama.cpp Q4_0 file stays q4_0 and is repacked losslessly.
-    Any other format becomes the smallest supported one with more bits per weight, so
-    the second rounding is the finer one (precision::sourceFormat: q6_K -> q8_0, q4_K ->
-    q4_1, bf16 -> f32, ...); norm scales keep f16, else f32. Must run before any other
+    q8_0, q6_K, q5_K, q4_K, q4_0, q4_1, q3_0): a llama.cpp Q4_0 or Q4_K_M file keeps its
+    formats and is repacked losslessly. Any other format becomes the smallest 32-element
+    block format with more bits per weight, so the second rounding is the finer one
+    (precision::sourceFormat: q5_0 -> q8_0, iq4_nl -> q4_1, bf16 -> f32, ...); norm
+    scales keep f16, else f32. Must run before any other
     precision pass. `kiln compile`'s default (`--precision source`).
   }];
 }

@@ -21,7 +21,12 @@ std::vector<std::string> split(const std::string &text, char sep) {
   }
 }
 
-const char *kFormatList = "f32, f16, q8_0 (int8), q4_0 (int4), q4_1 (int4m) or q3_0 (int3)";
+const char *kFormatList =
+    "f32, f16, q8_0 (int8), q6_k, q5_k, q4_k, q4_0 (int4), q4_1 (int4m) or q3_0 (int3)";
+
+bool kquant(uint32_t id) {
+  return id == KILN_GGML_TYPE_Q4_K || id == KILN_GGML_TYPE_Q5_K || id == KILN_GGML_TYPE_Q6_K;
+}
 
 } // namespace
 
@@ -31,7 +36,10 @@ bool parseFormat(const std::string &name, uint32_t &id) {
       {"q8_0", KILN_GGML_TYPE_Q8_0}, {"int8", KILN_GGML_TYPE_Q8_0},
       {"q4_0", KILN_GGML_TYPE_Q4_0}, {"int4", KILN_GGML_TYPE_Q4_0},
       {"q4_1", KILN_GGML_TYPE_Q4_1}, {"int4m", KILN_GGML_TYPE_Q4_1},
-      {"q3_0", KILN_TYPE_Q3_0},      {"int3", KILN_TYPE_Q3_0}};
+      {"q3_0", KILN_TYPE_Q3_0},      {"int3", KILN_TYPE_Q3_0},
+      {"q4_k", KILN_GGML_TYPE_Q4_K}, {"q4_K", KILN_GGML_TYPE_Q4_K},
+      {"q5_k", KILN_GGML_TYPE_Q5_K}, {"q5_K", KILN_GGML_TYPE_Q5_K},
+      {"q6_k", KILN_GGML_TYPE_Q6_K}, {"q6_K", KILN_GGML_TYPE_Q6_K}};
   auto it = names.find(name);
   if (it == names.end())
     return false;
@@ -45,10 +53,17 @@ std::string formatName(uint32_t id) {
 }
 
 const std::vector<uint32_t> &supportedFormats() {
-  static const std::vector<uint32_t> f = {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16,
-                                          KILN_GGML_TYPE_Q8_0, KILN_GGML_TYPE_Q4_1,
-                                          KILN_GGML_TYPE_Q4_0, KILN_TYPE_Q3_0};
+  static const std::vector<uint32_t> f = {
+      KILN_GGML_TYPE_F32,  KILN_GGML_TYPE_F16,  KILN_GGML_TYPE_Q8_0, KILN_GGML_TYPE_Q6_K,
+      KILN_GGML_TYPE_Q5_K, KILN_GGML_TYPE_Q4_1, KILN_GGML_TYPE_Q4_K, KILN_GGML_TYPE_Q4_0,
+      KILN_TYPE_Q3_0};
   return f;
+}
+
+const char *formatList() { return kFormatList; }
+
+bool candidateFormat(uint32_t id, uint64_t rowLength) {
+  return !kquant(id) || (rowLength > 0 && rowLength % kiln_ggml_block_elems(id) == 0);
 }
 
 bool normFormat(uint32_t id) { return id == KILN_GGML_TYPE_F32 || id == KILN_GGML_TYPE_F16; }
@@ -70,9 +85,10 @@ uint32_t sourceFormat(uint32_t source, bool norm) {
   const Rate src = rate(source);
   if (src.elems == 0)
     return KILN_GGML_TYPE_F32;
+  // among the 32-element block formats: a source's rows need not fill 256-element blocks
   uint32_t best = KILN_GGML_TYPE_F32;
   for (uint32_t f : formats)
-    if (src < rate(f) && rate(f) < rate(best))
+    if (!kquant(f) && src < rate(f) && rate(f) < rate(best))
       best = f;
   return best;
 }
@@ -195,7 +211,8 @@ uint64_t storedBytes(uint32_t format, uint64_t rowLength, uint64_t rows, bool li
     return 0;
   const uint64_t padded = (rowLength + block - 1) / block * block;
   const uint64_t rowBytes = padded / block * kiln_ggml_block_bytes(format);
-  if (!linearLayout || format == KILN_TYPE_Q3_0) // q3_0 keeps block rows (kiln-assign-layout)
+  // q3_0 and the K-quants keep rows of whole blocks (kiln-assign-layout)
+  if (!linearLayout || format == KILN_TYPE_Q3_0 || kquant(format))
     return rowBytes * rows;
   if (const uint32_t packed = packRows ? kiln_packed_type(format, packRows) : 0)
     return (rows + packRows - 1) / packRows * kiln_packed_group_bytes(packed, padded);

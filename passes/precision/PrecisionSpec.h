@@ -15,21 +15,28 @@
 
 namespace kiln::precision {
 
-// Type id of f32, f16, q8_0 (int8), q4_0 (int4), q4_1 (int4m) or kiln's q3_0 (int3,
-// KILN_TYPE_Q3_0): the formats the
-// code generators store and compute with. False for any other name.
+// Type id of f32, f16, q8_0 (int8), q6_k, q5_k, q4_k (ggml's K-quants, also spelt q6_K...),
+// q4_0 (int4), q4_1 (int4m) or kiln's q3_0 (int3, KILN_TYPE_Q3_0): the formats the code
+// generators store and compute with. False for any other name.
 bool parseFormat(const std::string &name, uint32_t &id);
 std::string formatName(uint32_t id); // "q4_0"; "?" for an id outside the list
 // Every supported format, largest first.
 const std::vector<uint32_t> &supportedFormats();
+// Whether the auto search tries `id` for a weight of rows of `rowLength` elements: a K-quant
+// only where the rows fill its 256-element super-blocks (padding a 64-wide row to 256 would
+// store 4x the bytes), every other supported format always.
+bool candidateFormat(uint32_t id, uint64_t rowLength);
+// The names parseFormat takes, for error messages ("f32, f16, q8_0 (int8), ...").
+const char *formatList();
 // Formats a norm scale may take (the rms_norm kernel reads f32 or f16).
 bool normFormat(uint32_t id);
 // What `--precision source` stores a weight in whose source format (ggml id, as the
 // frontend read it) is `source`: that format when it is supported, else the smallest
 // supported format with more bits per weight (the second rounding then has a finer grid
 // than the first and adds little; into as many bits or fewer it would add about as much
-// error again): q5_0/q5_1/q5_K/q6_K -> q8_0, q4_K/iq4_nl -> q4_1, iq4_xs -> q4_0,
-// q3_K/q2_K -> q3_0, bf16 -> f32 (exact). A norm scale (`norm`) keeps f16, else f32 (the
+// error again), among the 32-element block formats (the source's rows need not fill a
+// K-quant's 256): q5_0/q5_1 -> q8_0, iq4_nl -> q4_1, iq4_xs -> q4_0, q3_K/q2_K -> q3_0,
+// bf16 -> f32 (exact); q4_K, q5_K and q6_K are kept. A norm scale (`norm`) keeps f16, else f32 (the
 // llama frontend reads every norm scale as f32, which an f16 one converts to exactly).
 uint32_t sourceFormat(uint32_t source, bool norm);
 

@@ -5,7 +5,8 @@
  *
  *   ukernel-calls FORMAT ROWS IN [N] [CALLS]
  *     FORMAT: q8_0_r16 q4_0_r16 q4_1_r16 (kiln_uk_linear_packed) or f32 f16 q8_0 q4_0 q3_0
- *     (kiln_uk_linear, rows of whole blocks)
+ *     q4_K q5_K q6_K (kiln_uk_linear, rows of whole blocks; IN a multiple of 256 for the
+ *     K-quants)
  *   ukernel-calls attention-KV HEAD_DIM CTX [N] [CALLS] [HEADS KV_HEADS]
  *     kiln_uk_attention, HEADS query heads (8) on KV_HEADS KV heads (4), KV cache f32, f16
  *     or i8f16 (K int8, V f16): the cache's first CTX - N positions filled with random
@@ -32,7 +33,9 @@ static int parse_format(const char *s, uint32_t *f) {
       {"q4_1_r16", KILN_TYPE_Q4_1_R16}, {"q8_0_r32", KILN_TYPE_Q8_0_R32},
       {"q4_0_r32", KILN_TYPE_Q4_0_R32}, {"f32", KILN_GGML_TYPE_F32},
       {"f16", KILN_GGML_TYPE_F16},      {"q8_0", KILN_GGML_TYPE_Q8_0},
-      {"q4_0", KILN_GGML_TYPE_Q4_0},    {"q3_0", KILN_TYPE_Q3_0}};
+      {"q4_0", KILN_GGML_TYPE_Q4_0},    {"q3_0", KILN_TYPE_Q3_0},
+      {"q4_K", KILN_GGML_TYPE_Q4_K},    {"q5_K", KILN_GGML_TYPE_Q5_K},
+      {"q6_K", KILN_GGML_TYPE_Q6_K}};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i)
     if (!strcmp(s, k[i].name)) {
       *f = k[i].id;
@@ -158,6 +161,16 @@ int main(int argc, char **argv) {
   else if (base == KILN_GGML_TYPE_F16)
     for (long i = 0; i < rows * in; ++i)
       ((uint16_t *)src)[i] = (uint16_t)(0x2400 | (next() >> 22));
+  else if (base == KILN_GGML_TYPE_Q4_K || base == KILN_GGML_TYPE_Q5_K ||
+           base == KILN_GGML_TYPE_Q6_K)
+    for (uint64_t r = 0; r < (uint64_t)rows; ++r)
+      for (uint64_t b = 0; b < (uint64_t)in / 256; ++b) { /* d (and dmin) 1/64 */
+        uint8_t *blk = src + r * row_bytes + b * (row_bytes / ((uint64_t)in / 256));
+        uint8_t *d = blk + (base == KILN_GGML_TYPE_Q6_K ? 208 : 0);
+        d[0] = 0x00, d[1] = 0x24;
+        if (base != KILN_GGML_TYPE_Q6_K)
+          d[2] = 0x00, d[3] = 0x24;
+      }
   else
     for (uint64_t r = 0; r < (uint64_t)rows; ++r)
       for (uint64_t b = 0; b < (uint64_t)in / 32; ++b) {

@@ -4,7 +4,7 @@ the cross-built kiln-run under qemu-aarch64-static, against the host (x86-64) ar
 the same weights run natively.
 
 Cases:
-  greedy      the same greedy text as the host artifact, for f32/q8_0/q4_0/q4_1/q3_0 on the
+  greedy      the same greedy text as the host artifact, for f32/q8_0/q4_0/q4_1/q3_0/q6_k on the
               generic Armv8.2+dotprod profile and q8_0/q4_0 (+ fused linears) on
               Snapdragon 8 Gen 3 (the i8mm kernel variant)
   ppl-FMT     `kiln-run ppl` on tinystories-dev.txt (--ctx 256) within 0.1% of the host's
@@ -55,7 +55,7 @@ class Env:
 
 def greedy(env):
     gen = ["generate", "-p", PROMPT, "-n", "48", "--threads", "2"]
-    cases = [(GENERIC, w, ()) for w in ("f32", "q8_0", "q4_0", "q4_1", "q3_0")]
+    cases = [(GENERIC, w, ()) for w in ("f32", "q8_0", "q4_0", "q4_1", "q3_0", "q6_k")]
     cases += [(SD8G3, "q8_0", ()), (SD8G3, "q4_0", ()), (SD8G3, "q4_0", ("--fusion", "all"))]
     host_text = {}
     for target, weights, extra in cases:
@@ -102,11 +102,13 @@ ISAS = ("generic", "neon", "neon-i8mm")
 
 def kernels_bitexact(env):
     bins = os.path.dirname(env.a.cross_kiln_run)
-    for fmt in ("q8_0_r16", "q4_0_r16", "q4_1_r16", "f32", "f16", "q8_0", "q4_0", "q3_0"):
+    for fmt in ("q8_0_r16", "q4_0_r16", "q4_1_r16", "f32", "f16", "q8_0", "q4_0", "q3_0",
+                "q4_K", "q5_K", "q6_K"):
+        width = "512" if fmt.endswith("_K") else "224"  # K-quant rows: whole 256-blocks
         for n in ("1", "4", "5", "8"):
             sums = []
             for isa in ISAS:
-                p = env.emu_exe(os.path.join(bins, f"ukernel-calls-{isa}"), fmt, "100", "224", n)
+                p = env.emu_exe(os.path.join(bins, f"ukernel-calls-{isa}"), fmt, "100", width, n)
                 sums.append(" ".join(p.stdout.decode().split()[-4:]))  # bits H checksum S
             for isa, s in zip(ISAS[1:], sums[1:]):
                 if s != sums[0]:

@@ -1,6 +1,7 @@
 // kiln runtime-min quantizers against llama.cpp: quantizing each record's input from
 // $KILN_TESTDATA_DIR/ggml-quant-vectors.bin (format in shared/testdata/README.md) must give
-// ggml's bytes exactly for f16, q8_0, q4_0 and q4_1. Also the float -> half conversion: round
+// ggml's bytes exactly for f16, q8_0, q4_0, q4_1, q4_K, q5_K and q6_K (the K-quants search
+// their scales, so one float rounding done differently would show here). Also the float -> half conversion: round
 // trips of all 65536 halves, round-to-nearest-even ties, overflow, subnormals, and (where
 // the CPU has F16C) agreement with vcvtps2ph on a sweep of float bit patterns.
 #include <gtest/gtest.h>
@@ -50,7 +51,7 @@ std::string hex(uint32_t v) {
 }
 
 // The formats kiln quantizes exactly as ggml does.
-const char *const kQuantFormats[] = {"f16", "q8_0", "q4_0", "q4_1"};
+const char *const kQuantFormats[] = {"f16", "q8_0", "q4_0", "q4_1", "q4_K", "q5_K", "q6_K"};
 
 class QuantizeVectors : public ::testing::TestWithParam<const char *> {};
 
@@ -155,7 +156,8 @@ TEST(Quantize, RejectsBadArguments) {
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q4_1, src, dst, 48), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q4_1, src, nullptr, 32), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q5_1, src, dst, 32), KILN_STATUS_UNSUPPORTED);
-  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q6_K, src, dst, 256), KILN_STATUS_UNSUPPORTED);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q3_K, src, dst, 256), KILN_STATUS_UNSUPPORTED);
+  EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q6_K, src, dst, 64), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_BF16, src, dst, 4), KILN_STATUS_UNSUPPORTED);
   EXPECT_EQ(kiln_quantize(4, src, dst, 32), KILN_STATUS_UNSUPPORTED);
   EXPECT_EQ(kiln_quantize(KILN_GGML_TYPE_Q8_0, nullptr, dst, 32), KILN_STATUS_INVALID_ARGUMENT);

@@ -214,12 +214,26 @@ TEST_F(UkernelLinear, Q3_0) {
         checkLinear(KILN_TYPE_Q3_0, n, in, out, 1e-4, maxErr);
 }
 
+// ggml's K-quants, decoded exactly from their 256-element super-blocks: 7 and 172 end in
+// the first super-block's padding, 300 in the second's; 96 and 160 split a q6_K half (the
+// four 32-element groups of 128) and a q4_K/q5_K nibble pair.
+TEST_F(UkernelLinear, KQuants) {
+  static MaxError maxErr("linear q4_K/q5_K/q6_K (|err| / sum|x w|)");
+  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_Q4_K), uint32_t(KILN_GGML_TYPE_Q5_K),
+                          uint32_t(KILN_GGML_TYPE_Q6_K)})
+    for (int32_t n : {1, 3, 17})
+      for (int32_t in : {7, 96, 160, 172, 256, 300, 512})
+        for (int32_t out : {1, 5, 64})
+          checkLinear(format, n, in, out, 1e-4, maxErr);
+}
+
 // A larger decode and prefill shape (several 8-row tiles per task, 4096-wide rows as in a
 // 7B layer's K dimension, kept short in out so the test stays fast).
 TEST_F(UkernelLinear, Int4WideRows) {
   static MaxError maxErr("linear q4 in=4096 (|err| / sum|x w|)");
   for (uint32_t format : {uint32_t(KILN_GGML_TYPE_Q4_0), uint32_t(KILN_GGML_TYPE_Q4_1),
-                          uint32_t(KILN_TYPE_Q3_0)})
+                          uint32_t(KILN_TYPE_Q3_0), uint32_t(KILN_GGML_TYPE_Q4_K),
+                          uint32_t(KILN_GGML_TYPE_Q6_K)})
     for (int32_t n : {1, 3})
       checkLinear(format, n, 4096, 37, 1e-4, maxErr);
 }
@@ -312,7 +326,9 @@ void checkLinearFused(uint32_t format, int32_t n, int32_t in) {
 TEST_F(UkernelLinear, FusedSegmentsResidualSwiGlu) {
   for (uint32_t format : {uint32_t(KILN_GGML_TYPE_F32), uint32_t(KILN_GGML_TYPE_F16),
                           uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
-                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0)})
+                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0),
+                          uint32_t(KILN_GGML_TYPE_Q4_K), uint32_t(KILN_GGML_TYPE_Q5_K),
+                          uint32_t(KILN_GGML_TYPE_Q6_K)})
     for (int32_t n : {1, 3, 17})
       for (int32_t in : {7, 64, 172, 4096})
         checkLinearFused(format, n, in);
@@ -324,8 +340,10 @@ TEST_F(UkernelLinear, FusedSegmentsResidualSwiGlu) {
 TEST_F(UkernelEmbed, AllFormatsExact) {
   for (uint32_t format : {uint32_t(KILN_GGML_TYPE_F32), uint32_t(KILN_GGML_TYPE_F16),
                           uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
-                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0)})
-    for (int32_t dim : {7, 32, 48, 64, 172}) {
+                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0),
+                          uint32_t(KILN_GGML_TYPE_Q4_K), uint32_t(KILN_GGML_TYPE_Q5_K),
+                          uint32_t(KILN_GGML_TYPE_Q6_K)})
+    for (int32_t dim : {7, 32, 48, 64, 172, 300}) {
       SCOPED_TRACE(std::string(formatName(format)) + " dim=" + std::to_string(dim));
       std::mt19937 rng(uint32_t(dim + format));
       const int32_t vocab = 37;

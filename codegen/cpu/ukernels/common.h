@@ -140,6 +140,69 @@ KILN_UK_INLINE void kiln_uk_decode_q4(uint32_t format, const uint8_t *b, float *
   }
 }
 
+KILN_UK_INLINE int32_t kiln_uk_is_kquant(uint32_t format) {
+  return format == KILN_GGML_TYPE_Q4_K || format == KILN_GGML_TYPE_Q5_K ||
+         format == KILN_GGML_TYPE_Q6_K;
+}
+
+/* Bytes of one 256-element super-block of q4_K, q5_K or q6_K. */
+KILN_UK_INLINE int64_t kiln_uk_kquant_block_bytes(uint32_t format) {
+  return format == KILN_GGML_TYPE_Q4_K   ? (int64_t)sizeof(kiln_block_q4_K_t)
+         : format == KILN_GGML_TYPE_Q5_K ? (int64_t)sizeof(kiln_block_q5_K_t)
+                                         : (int64_t)sizeof(kiln_block_q6_K_t);
+}
+
+/* The 6-bit scale and min of sub-block j (0..7) from q4_K/q5_K's 12-byte packing s: j < 4
+ * in the low bits of s[j] and s[j + 4], j >= 4 in the nibbles of s[j + 4] with their top
+ * two bits in those of s[j - 4] and s[j]. */
+KILN_UK_INLINE void kiln_uk_kquant_scale_min(const uint8_t *s, int32_t j, int32_t *sc,
+                                             int32_t *m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+    *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+  }
+}
+
+/* Decodes elements [i0, i0 + 32) of a q4_K, q5_K or q6_K row (i0 a multiple of 32) into
+ * dst[0..32), the values kiln_dequantize gives (dequant_kquants.c): a 32-element group is
+ * one sub-block of q4_K/q5_K (one 6-bit scale and min) and two of q6_K (an int8 scale per
+ * 16). q4_K/q5_K: (d*sc)*q - dmin*m, where d*sc*q and dmin*m are exact in float, so FMA
+ * contraction cannot change the result; q6_K: (d*sc)*q, rounded once, in that order. */
+KILN_UK_INLINE void kiln_uk_decode_kquant(uint32_t format, const uint8_t *row, int32_t i0,
+                                          float *dst) {
+  const uint8_t *b = row + (int64_t)(i0 / QK_K) * kiln_uk_kquant_block_bytes(format);
+  const int32_t j = (i0 % QK_K) / 32; /* the group within its super-block */
+  if (format == KILN_GGML_TYPE_Q6_K) {
+    /* ql[128] qh[64] scales[16] d: half h = j/4 holds groups 4h..4h+3, group k = j%4 takes
+     * the low (k < 2) or high nibbles of ql[64h + 32(k&1) + l] and bits 2k of qh[32h + l] */
+    const int32_t h = j / 4, k = j % 4;
+    const uint8_t *ql = b + 64 * h + 32 * (k & 1), *qh = b + 128 + 32 * h;
+    const int8_t *sc = (const int8_t *)(b + 192) + 8 * h + 2 * k;
+    const float d = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 208));
+    for (int32_t l = 0; l < 32; ++l) {
+      const int32_t lo = k < 2 ? (ql[l] & 15) : (ql[l] >> 4);
+      const int32_t q = (lo | ((qh[l] >> (2 * k)) & 3) << 4) - 32;
+      dst[l] = d * (float)sc[l / 16] * (float)q;
+    }
+    return;
+  }
+  /* q4_K / q5_K: d dmin scales[12] [qh[32]] qs[128]; group j takes the low (even j) or high
+   * nibbles of qs[32(j/2) + l], and q5_K bit j of qh[l] as its fifth bit */
+  int32_t sc, m;
+  kiln_uk_kquant_scale_min(b + 4, j, &sc, &m);
+  const float d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b)) * (float)sc;
+  const float m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 2)) * (float)m;
+  const int32_t q5 = format == KILN_GGML_TYPE_Q5_K;
+  const uint8_t *qh = b + 16, *qs = b + 16 + (q5 ? 32 : 0) + 32 * (j / 2);
+  for (int32_t l = 0; l < 32; ++l) {
+    const int32_t q = ((j & 1) ? qs[l] >> 4 : qs[l] & 15) + (q5 ? ((qh[l] >> j) & 1) << 4 : 0);
+    dst[l] = d1 * (float)q - m1;
+  }
+}
+
 /* e^x in float without libm: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2),
  * e^r by Cephes' degree-7 minimax polynomial, 2^n applied as two exact power-of-two
  * factors so that subnormal results round once. Max error about 1 ulp with FMA, 2 without

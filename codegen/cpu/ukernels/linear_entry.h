@@ -10,7 +10,8 @@
  * both expand it, so a format added here is both accepted and run. */
 #define LINEAR_FORMATS(X)                                                                        \
   X(KILN_GGML_TYPE_F32) X(KILN_GGML_TYPE_F16) X(KILN_GGML_TYPE_Q8_0) X(KILN_GGML_TYPE_Q4_0)      \
-  X(KILN_GGML_TYPE_Q4_1) X(KILN_TYPE_Q3_0)
+  X(KILN_GGML_TYPE_Q4_1) X(KILN_TYPE_Q3_0) X(KILN_GGML_TYPE_Q4_K) X(KILN_GGML_TYPE_Q5_K)      \
+  X(KILN_GGML_TYPE_Q6_K)
 
 static int linear_format_supported(uint32_t format) {
 #define ACCEPT(fmt) case fmt:

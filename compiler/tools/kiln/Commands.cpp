@@ -20,6 +20,7 @@
 #include "compiler/pipelines/SlimmingSearch.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "models/weights/DerivedWeights.h"
+#include "passes/precision/PrecisionSpec.h"
 #include "compiler/frontends/gguf/SyntheticGguf.h"
 #include "compiler/frontends/hf/TextTokenizer.h"
 
@@ -416,7 +417,10 @@ int runSynth(const SynthOptions &opts) {
     o.vocabulary = [record](models::ModelWriter &w) { writeVocabulary(w, *record); };
   }
   o.seed = opts.seed;
-  o.weightType = opts.type == "f16" ? 1 : 0;
+  if (opts.type == "q4_k_m")
+    o.q4KMMix = true;
+  else if (!precision::parseFormat(opts.type, o.weightType))
+    return fail("unknown synthetic weight type '" + opts.type + "'");
   o.architecture = opts.arch;
   std::string error;
   if (!gguf::writeSyntheticLlama(o, opts.output, error))

@@ -106,7 +106,7 @@ struct CompileOptions {
   std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
   std::string output;
   std::string target = "host";
-  std::string weights;          // f32 | f16 | q8_0 | q4_0 | q4_1 | q3_0 (uniform:); "" = source
+  std::string weights; // f32 | f16 | q8_0 | q6_k | q5_k | q4_k | q4_0 | q4_1 | q3_0; "" = source
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)

@@ -153,8 +153,10 @@ int main(int argc, char **argv) {
   synthCmd->add_option("--ctx", syn.ctx, "declared context length")->check(CLI::Range(1u, 1u << 20));
   synthCmd->add_option("--rope-theta", syn.ropeTheta, "RoPE base")->check(CLI::PositiveNumber);
   synthCmd->add_option("--seed", syn.seed, "generator seed");
-  synthCmd->add_option("--type", syn.type, "matrix storage: f32 or f16")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  synthCmd->add_option("--type", syn.type,
+                       "matrix storage: f32, f16, q8_0, q4_0, q4_k, q5_k, q6_k (quantised with "
+                       "ggml's algorithms) or q4_k_m (llama-quantize's Q4_K_M mix)")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m"}));
   synthCmd->add_flag("--tied", syn.tied, "tie the classifier to the token embedding");
   synthCmd->add_option("--tokenizer", syn.tokenizer,
                        "a tokenizer.json whose vocabulary (byte-level BPE, e.g. Llama 3's, or "
@@ -192,7 +194,8 @@ int main(int argc, char **argv) {
   compileCmd->add_option("--weights", cmp.weights,
                          "one weight storage format (--precision uniform:FMT); without "
                          "it or --precision, each weight's source format (--precision source)")
-      ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_1", "q3_0"}));
+      ->check(CLI::IsMember(
+          {"f32", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "q4_0", "q4_1", "q3_0"}));
   compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
       ->check(CLI::IsMember({"kiln", "lowered", "llvm", "obj", "artifact"}));
   compileCmd->add_option("--ctx", cmp.ctx,

@@ -69,8 +69,13 @@ void kiln_dequantize_row_q5_K(const void *src, float *dst, uint64_t n);
 void kiln_dequantize_row_q6_K(const void *src, float *dst, uint64_t n);
 void kiln_dequantize_row_iq4_nl(const void *src, float *dst, uint64_t n);
 void kiln_dequantize_row_iq4_xs(const void *src, float *dst, uint64_t n);
-/* The q3_0 encoder behind kiln_quantize (same contract as the row decoders above). */
+/* The encoders behind kiln_quantize (same contract as the row decoders above): q3_0, and
+ * ggml's reference K-quant quantizers (quantize_row_q4_K_ref, ..._q5_K_ref, ..._q6_K_ref:
+ * the scales searched per sub-block), whose bytes equal ggml's. */
 void kiln_quantize_row_q3_0(const float *src, void *dst, uint64_t n);
+void kiln_quantize_row_q4_K(const float *src, void *dst, uint64_t n);
+void kiln_quantize_row_q5_K(const float *src, void *dst, uint64_t n);
+void kiln_quantize_row_q6_K(const float *src, void *dst, uint64_t n);
 
 /* float to IEEE half, rounding to nearest even, subnormals included; overflow gives inf and
  * a NaN stays a NaN of the same sign (made quiet, the top 10 payload bits kept). Bit-exact
@@ -79,8 +84,8 @@ void kiln_quantize_row_q3_0(const float *src, void *dst, uint64_t n);
 uint16_t kiln_fp32_to_fp16(float f);
 
 /* Encodes n floats (a multiple of the block size) from src into dst in `type`: F32, F16,
- * Q8_0, Q4_0 or Q4_1, with ggml's reference algorithms (quantize_row_q8_0_ref,
- * quantize_row_q4_0_ref, quantize_row_q4_1_ref), so the bytes equal ggml's; or
+ * Q8_0, Q4_0, Q4_1, Q4_K, Q5_K or Q6_K, with ggml's reference algorithms
+ * (quantize_row_q8_0_ref, ..., quantize_row_q6_K_ref), so the bytes equal ggml's; or
  * KILN_TYPE_Q3_0 (quantize_q3_0.c: the scale of least squared error among a few
  * candidates). dst receives exactly the bytes
  * kiln_ggml_row_bytes gives for n. Fails with KILN_STATUS_INVALID_ARGUMENT when n is not a

@@ -1,5 +1,5 @@
 /* kiln runtime-min: float -> half conversion and the reference quantizers (f32, f16, q8_0,
- * q4_0, q4_1).
+ * q4_0, q4_1; the K-quants' in quantize_kquants.c, q3_0's in quantize_q3_0.c).
  *
  * The quantizers are ggml's reference algorithms (quantize_row_q8_0_ref,
  * quantize_row_q4_0_ref and quantize_row_q4_1_ref in ggml/src/ggml-quants.c) with the same
@@ -157,7 +157,10 @@ kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t
   case KILN_GGML_TYPE_F16:
   case KILN_GGML_TYPE_Q8_0:
   case KILN_GGML_TYPE_Q4_0:
-  case KILN_GGML_TYPE_Q4_1: break;
+  case KILN_GGML_TYPE_Q4_1:
+  case KILN_GGML_TYPE_Q4_K:
+  case KILN_GGML_TYPE_Q5_K:
+  case KILN_GGML_TYPE_Q6_K: break;
   default:
     if (type != KILN_TYPE_Q3_0)
       return KILN_STATUS_UNSUPPORTED;
@@ -182,6 +185,9 @@ kiln_status_t kiln_quantize(uint32_t type, const float *src, void *dst, uint64_t
     break;
   case KILN_GGML_TYPE_Q8_0: quantize_q8_0(src, out, n); break;
   case KILN_GGML_TYPE_Q4_0: quantize_q4_0(src, out, n); break;
+  case KILN_GGML_TYPE_Q4_K: kiln_quantize_row_q4_K(src, out, n); break;
+  case KILN_GGML_TYPE_Q5_K: kiln_quantize_row_q5_K(src, out, n); break;
+  case KILN_GGML_TYPE_Q6_K: kiln_quantize_row_q6_K(src, out, n); break;
   default: quantize_q4_1(src, out, n); break;
   }
   return KILN_STATUS_OK;

@@ -11,8 +11,8 @@
  * one and several tokens, a row length whose quantised x takes the 1-token tile and one
  * that takes the generic path. Results must be bit-identical with 1 and 3 tasks, and the
  * fused store modes (segments, residual, SwiGLU) must equal the plain result put through
- * the same float steps. The other formats (f32, f16, q4_1, q3_0) fall back to the generic
- * code and must equal it bit for bit. Weights end right before an unmapped page, so a
+ * the same float steps. The other formats (f32, f16, q4_1, q3_0, q4_K, q5_K, q6_K) fall back
+ * to the generic code and must equal it bit for bit. Weights end right before an unmapped page, so a
  * read past the last row faults. Exit status 0 when everything passes. */
 #include "common.h"
 #include "fs.h"
@@ -77,6 +77,8 @@ static void guarded_free(guarded_t *g) { kiln_fs_munmap(g->map, g->len - GUARD);
 
 static int64_t row_bytes(uint32_t f, int32_t in) {
   const int32_t nb = (in + 31) / 32;
+  if (kiln_uk_is_kquant(f))
+    return kiln_uk_kquant_block_bytes(f) * ((in + 255) / 256);
   switch (f) {
   case KILN_GGML_TYPE_F32: return 4 * (int64_t)in;
   case KILN_GGML_TYPE_F16: return 2 * (int64_t)in;
@@ -104,6 +106,19 @@ static void fill_row(uint32_t f, int32_t in, uint8_t *row) {
     for (int32_t i = 0; i < in; ++i) {
       const uint16_t h = kiln_uk_fp32_to_fp16(rndf(1.0f));
       row[2 * i] = (uint8_t)h, row[2 * i + 1] = (uint8_t)(h >> 8);
+    }
+    return;
+  }
+  if (kiln_uk_is_kquant(f)) { /* random codes and sub-block scales, finite super-block scales */
+    const int64_t bb = kiln_uk_kquant_block_bytes(f), bytes = row_bytes(f, in);
+    for (int64_t j = 0; j < bytes; ++j)
+      row[j] = (uint8_t)rnd32();
+    for (int64_t p = 0; p < bytes; p += bb) {
+      const uint16_t d = rnd_half_scale(), m = rnd_half_scale();
+      uint8_t *s = row + p + (f == KILN_GGML_TYPE_Q6_K ? 208 : 0);
+      s[0] = (uint8_t)d, s[1] = (uint8_t)(d >> 8);
+      if (f != KILN_GGML_TYPE_Q6_K)
+        s[2] = (uint8_t)m, s[3] = (uint8_t)(m >> 8);
     }
     return;
   }
@@ -176,6 +191,9 @@ static const char *fname(uint32_t f) {
   case KILN_GGML_TYPE_Q8_0: return "q8_0";
   case KILN_GGML_TYPE_Q4_0: return "q4_0";
   case KILN_GGML_TYPE_Q4_1: return "q4_1";
+  case KILN_GGML_TYPE_Q4_K: return "q4_K";
+  case KILN_GGML_TYPE_Q5_K: return "q5_K";
+  case KILN_GGML_TYPE_Q6_K: return "q6_K";
   default: return "q3_0";
   }
 }
@@ -451,11 +469,13 @@ int kiln_fs_main(int argc, char **argv) {
     check_linear(q[fi], 3, 20000, 3, 0);   /* x fits 1-2 tokens per tile (q4_0 / q8_0) */
     check_linear(q[fi], 2, 70000, 2, 1);   /* does not fit: the generic path */
   }
-  static const uint32_t others[] = {KILN_GGML_TYPE_F32, KILN_GGML_TYPE_F16, KILN_GGML_TYPE_Q4_1,
-                                    KILN_TYPE_Q3_0};
-  for (int32_t fi = 0; fi < 4; ++fi) {
+  static const uint32_t others[] = {KILN_GGML_TYPE_F32,  KILN_GGML_TYPE_F16,  KILN_GGML_TYPE_Q4_1,
+                                    KILN_TYPE_Q3_0,      KILN_GGML_TYPE_Q4_K, KILN_GGML_TYPE_Q5_K,
+                                    KILN_GGML_TYPE_Q6_K};
+  for (uint32_t fi = 0; fi < sizeof others / sizeof others[0]; ++fi) {
     check_linear(others[fi], 1, 100, 13, 1);
     check_linear(others[fi], 3, 64, 8, 1);
+    check_linear(others[fi], 2, 300, 9, 1); /* a second, partial K-quant super-block */
   }
   static const uint32_t pk[] = {KILN_TYPE_Q8_0_R16, KILN_TYPE_Q4_0_R16, KILN_TYPE_Q4_1_R16,
                                 KILN_TYPE_Q8_0_R32, KILN_TYPE_Q4_0_R32, KILN_TYPE_Q4_1_R32};

@@ -1,7 +1,8 @@
 /* kiln micro-kernels, portable C: embedding lookup (decode one table row per token).
  *
  * Formats: f32, f16, q8_0, q4_0, q4_1 and q3_0 (a row of dim elements in ceil(dim/32) blocks,
- * the last one zero-padded); exactly the values kiln_dequantize gives. Token ids were
+ * the last one zero-padded) and q4_K/q5_K/q6_K (ceil(dim/256) super-blocks); exactly the
+ * values kiln_dequantize gives. Token ids were
  * range-checked by the generated entry point. Serial: it moves n * dim floats, far less
  * than a thread hand-off costs.
  */
@@ -23,11 +24,13 @@ void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *t
       for (int32_t i = 0; i < dim; ++i)
         o[i] = kiln_uk_fp16_to_fp32(p[i]);
     } else if (format == KILN_GGML_TYPE_Q4_0 || format == KILN_GGML_TYPE_Q4_1 ||
-               format == KILN_TYPE_Q3_0) {
+               format == KILN_TYPE_Q3_0 || kiln_uk_is_kquant(format)) {
       const int64_t block_bytes = kiln_uk_block_bytes(format);
       float tmp[32];
       for (int32_t i0 = 0; i0 < dim; i0 += 32) {
-        if (format == KILN_TYPE_Q3_0)
+        if (kiln_uk_is_kquant(format))
+          kiln_uk_decode_kquant(format, row, i0, tmp);
+        else if (format == KILN_TYPE_Q3_0)
           kiln_uk_decode_q3(row + (int64_t)(i0 / 32) * block_bytes, tmp);
         else
           kiln_uk_decode_q4(format, row + (int64_t)(i0 / 32) * block_bytes, tmp);

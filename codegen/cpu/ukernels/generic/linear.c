@@ -1,5 +1,5 @@
-/* kiln micro-kernels, portable C: linear (y = x W^T) for f32, f16, q8_0, q4_0, q4_1 and
- * q3_0 weights.
+/* kiln micro-kernels, portable C: linear (y = x W^T) for f32, f16, q8_0, q4_0, q4_1, q3_0,
+ * q4_K, q5_K and q6_K weights.
  *
  * Weights are decoded 32 elements at a time (one block) into floats - exactly, since a
  * q8_0/q4_0 weight is an integer times an fp16 scale and a q4_1 weight rounds once as in
@@ -20,8 +20,8 @@
 #define TOKEN_TILE 2 /* more token accumulators than this spill on 16-register ISAs */
 _Static_assert(TOKEN_TILE == 2, "linear_rows handles the token remainder for a tile of 2");
 
-/* Decodes elements [i0, i0 + count) of a row (i0 a multiple of GROUP) into dst; q4 formats
- * decode the whole block (its padding elements are never multiplied with x). */
+/* Decodes elements [i0, i0 + count) of a row (i0 a multiple of GROUP) into dst; block
+ * formats decode the whole group (its padding elements are never multiplied with x). */
 KILN_UK_INLINE void decode_group(uint32_t format, const uint8_t *row, int32_t i0, int32_t count,
                                  float *dst) {
   if (format == KILN_GGML_TYPE_F32) {
@@ -38,6 +38,8 @@ KILN_UK_INLINE void decode_group(uint32_t format, const uint8_t *row, int32_t i0
     kiln_uk_decode_q4(format, row + (int64_t)(i0 / GROUP) * kiln_uk_block_bytes(format), dst);
   } else if (format == KILN_TYPE_Q3_0) {
     kiln_uk_decode_q3(row + (int64_t)(i0 / GROUP) * (int64_t)sizeof(kiln_block_q3_0_t), dst);
+  } else if (kiln_uk_is_kquant(format)) {
+    kiln_uk_decode_kquant(format, row, i0, dst);
   } else { /* q8_0 */
     const uint8_t *b = row + (int64_t)(i0 / QK8_0) * (int64_t)sizeof(kiln_block_q8_0_t);
     const float d = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b));

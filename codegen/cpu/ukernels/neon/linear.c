@@ -1,6 +1,7 @@
 /* kiln micro-kernels, aarch64 NEON: linear (y = x W^T) over plain rows of f32, f16, q8_0,
- * q4_0, q4_1 and q3_0 weights (the rows64 and block layouts, and weights shared with the
- * embedding, such as a tied classifier). Overrides generic/linear.c.
+ * q4_0, q4_1, q3_0 and q4_K/q5_K/q6_K weights (the rows64 and block layouts, and weights
+ * shared with the embedding, such as a tied classifier). Overrides generic/linear.c.
+ * K-quant groups are decoded by the shared scalar kiln_uk_decode_kquant (common.h).
  *
  * The arithmetic is the generic file's, operation for operation: each 32-element group is
  * decoded exactly into floats (8 registers), and each (row, token) keeps the generic
@@ -50,6 +51,11 @@ KILN_UK_INLINE void decode_group(uint32_t format, const uint8_t *row, int32_t i0
       w[2 * k] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), d);
       w[2 * k + 1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(q))), d);
     }
+  } else if (kiln_uk_is_kquant(format)) {
+    float tmp[GROUP]; /* the shared scalar decoder, then into registers */
+    kiln_uk_decode_kquant(format, row, i0, tmp);
+    for (int32_t i = 0; i < 8; ++i)
+      w[i] = vld1q_f32(tmp + 4 * i);
   } else {
     const uint8_t *b = row + (int64_t)(i0 / GROUP) * kiln_uk_block_bytes(format);
     const float d = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b));

@@ -1,5 +1,6 @@
 /* kiln micro-kernels, x86 (AVX2 + FMA + F16C; AVX-512F/BW when __AVX512F__): linear
- * (y = x W^T) for f32, f16, q8_0, q4_0, q4_1 and q3_0 weights. Overrides generic/linear.c.
+ * (y = x W^T) for f32, f16, q8_0, q4_0, q4_1, q3_0 and q4_K/q5_K/q6_K weights. Overrides
+ * generic/linear.c.
  *
  * Register tiles of ROWS output rows x TOKENS tokens: 8 x 1 for decode (eight independent
  * FMA chains hide the FMA latency while one x vector is reused by eight rows; with AVX-512,
@@ -19,7 +20,9 @@
  *   and the block scale (and q4_1 min) applied once per block (see tile_group_q4);
  * - q3_0 (both ISAs): the codes' low and high bits shifted into int32 lanes with vpsrlvd,
  *   (c - 4) as float (exact), multiplied with x and the block scale applied once per block
- *   (tile_group_q3).
+ *   (tile_group_q3);
+ * - q4_K/q5_K/q6_K: each 32-element group's bit fields unpacked in int32 lanes and scaled
+ *   into exactly the decoder's floats (kquant_chunk), then multiplied as f32 weights.
  * Quantising x to int8 for maddubs/vpdpbusd would cut the arithmetic per weight but adds
  * relative errors of 4e-4 on average and up to 4e-3 per dot product (measured on the
  * differential tests' data: 4 to 40 times their bound, where fp32 stays below 3e-7), needs
@@ -289,6 +292,81 @@ KILN_UK_INLINE void tile_group_q3(int32_t ROWS, int32_t TOKENS, const uint8_t *c
   }
 }
 
+/* Integer lanes for the K-quant codes: VW bytes zero-extended to int32, and the few
+ * operations their bit fields need. */
+#if defined(__AVX512F__)
+typedef __m512i vi_t;
+KILN_UK_INLINE vi_t vi_u8(const uint8_t *p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+#define VI_AND(a, m) _mm512_and_si512(a, _mm512_set1_epi32(m))
+#define VI_SRL(a, n) _mm512_srl_epi32(a, _mm_cvtsi32_si128(n))
+#define VI_SLL4_OR(a, b) _mm512_or_si512(a, _mm512_slli_epi32(b, 4))
+#define VI_TO_F(a, off) _mm512_cvtepi32_ps(_mm512_sub_epi32(a, _mm512_set1_epi32(off)))
+#else
+typedef __m256i vi_t;
+KILN_UK_INLINE vi_t vi_u8(const uint8_t *p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+#define VI_AND(a, m) _mm256_and_si256(a, _mm256_set1_epi32(m))
+#define VI_SRL(a, n) _mm256_srl_epi32(a, _mm_cvtsi32_si128(n))
+#define VI_SLL4_OR(a, b) _mm256_or_si256(a, _mm256_slli_epi32(b, 4))
+#define VI_TO_F(a, off) _mm256_cvtepi32_ps(_mm256_sub_epi32(a, _mm256_set1_epi32(off)))
+#endif
+
+/* The weights of chunk c of a K-quant group (j: the group within its super-block b), exactly
+ * the values kiln_uk_decode_kquant gives (its layout notes apply): q4_K/q5_K fma(q, d*sc,
+ * -dmin*m), where q * (d*sc) is exact so the one rounding is the decoder's subtraction;
+ * q6_K (q - 32) * (d*sc), the int8 scale of the chunk's 16-element half. */
+KILN_UK_INLINE vf_t kquant_chunk(uint32_t format, const uint8_t *b, int32_t j, int32_t c,
+                                 float d1, float m1) {
+  const int32_t l0 = c * VW;
+  if (format == KILN_GGML_TYPE_Q6_K) {
+    const int32_t h = j / 4, k = j % 4;
+    const vi_t ql = vi_u8(b + 64 * h + 32 * (k & 1) + l0), qh = vi_u8(b + 128 + 32 * h + l0);
+    const vi_t lo = k < 2 ? VI_AND(ql, 15) : VI_SRL(ql, 4);
+    const vi_t q = VI_SLL4_OR(lo, VI_AND(VI_SRL(qh, 2 * k), 3));
+    const float ds = d1 * (float)((const int8_t *)(b + 192))[8 * h + 2 * k + l0 / 16];
+    return V_MUL(VI_TO_F(q, 32), V_SET1(ds));
+  }
+  const int32_t q5 = format == KILN_GGML_TYPE_Q5_K;
+  const vi_t qs = vi_u8(b + 16 + (q5 ? 32 : 0) + 32 * (j / 2) + l0);
+  vi_t q = (j & 1) ? VI_SRL(qs, 4) : VI_AND(qs, 15);
+  if (q5)
+    q = VI_SLL4_OR(q, VI_AND(VI_SRL(vi_u8(b + 16 + l0), j), 1));
+  return V_FMA(VI_TO_F(q, 0), V_SET1(d1), V_SET1(-m1));
+}
+
+/* q4_K/q5_K/q6_K group: each row's 32 weights decoded in vectors (kquant_chunk), then
+ * multiplied as f32 weights. */
+KILN_UK_INLINE void tile_group_kquant(uint32_t format, int32_t ROWS, int32_t TOKENS,
+                                      const uint8_t *const *rows, const float *const *xs,
+                                      int32_t i0, int32_t valid,
+                                      vf_t acc[MAX_ROWS][MAX_TOKENS]) {
+  const int32_t j = (i0 % QK_K) / GROUP;
+  const int64_t bb = kiln_uk_kquant_block_bytes(format);
+  for (int32_t r = 0; r < ROWS; ++r) {
+    const uint8_t *b = rows[r] + (int64_t)(i0 / QK_K) * bb;
+    float d1, m1 = 0.0f;
+    if (format == KILN_GGML_TYPE_Q6_K) {
+      d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 208));
+    } else {
+      int32_t sc, m;
+      kiln_uk_kquant_scale_min(b + 4, j, &sc, &m);
+      d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b)) * (float)sc;
+      m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 2)) * (float)m;
+    }
+    for (int32_t c = 0; c < CHUNKS; ++c) {
+      const int32_t count = valid - c * VW;
+      if (count <= 0)
+        break;
+      const vf_t wv = kquant_chunk(format, b, j, c, d1, m1);
+      for (int32_t t = 0; t < TOKENS; ++t)
+        acc[r][t] = V_FMA(wv, v_load(xs[t] + i0 + c * VW, count), acc[r][t]);
+    }
+  }
+}
+
 /* One group of 32 elements (`valid` of them in x) for a ROWS x TOKENS tile. */
 KILN_UK_INLINE void tile_group(uint32_t format, int32_t ROWS, int32_t TOKENS,
                                const uint8_t *const *rows, const float *const *xs, int32_t i0,
@@ -299,6 +377,10 @@ KILN_UK_INLINE void tile_group(uint32_t format, int32_t ROWS, int32_t TOKENS,
   }
   if (format == KILN_TYPE_Q3_0) {
     tile_group_q3(ROWS, TOKENS, rows, xs, i0, valid, acc);
+    return;
+  }
+  if (kiln_uk_is_kquant(format)) {
+    tile_group_kquant(format, ROWS, TOKENS, rows, xs, i0, valid, acc);
     return;
   }
   vf_t scale[MAX_ROWS];

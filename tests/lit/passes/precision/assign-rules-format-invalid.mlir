@@ -5,7 +5,7 @@
 // RUN: not kiln-opt %s --pass-pipeline='builtin.module(kiln-assign-rules-format{rules=embedding=q4_0,output=q8_0})' 2>&1 | FileCheck %s --check-prefix=TIED
 
 // CLASS: unknown tensor class 'attn_z' (expected attn_q, attn_k, attn_v, attn_qkv,
-// FORMAT: unknown format 'q3_k' in rule 'ffn=q3_k' (expected f32, f16, q8_0 (int8), q4_0 (int4), q4_1 (int4m) or q3_0 (int3))
+// FORMAT: unknown format 'q3_k' in rule 'ffn=q3_k' (expected f32, f16, q8_0 (int8), q6_k, q5_k, q4_k, q4_0 (int4), q4_1 (int4m) or q3_0 (int3))
 // NORM: norms can be f32 or f16, not q8_0
 // SHAPE: precision rule 'ffn' is not class=format
 // TIED: weight 'token_embd.weight' is read as embedding (q4_0) and as output (q8_0); a tied weight needs one format
