@@ -162,9 +162,12 @@ bool runSlimmingPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
 bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                         std::vector<AppliedPass> &applied, std::string &error) {
   mlir::PassManager pm(module.getContext());
-  const bool source = opts.precisionRules.empty() && opts.weightFormat == "source";
+  const bool lossless = opts.weightFormat == "lossless";
+  const bool source = opts.precisionRules.empty() && (opts.weightFormat == "source" || lossless);
   if (source) {
-    pm.addPass(createKilnAssignSourceFormat());
+    KilnAssignSourceFormatOptions keep;
+    keep.keepKQuants = lossless;
+    pm.addPass(createKilnAssignSourceFormat(keep));
   } else if (opts.precisionRules.empty()) {
     KilnAssignUniformFormatOptions uniform;
     uniform.format = opts.weightFormat;
@@ -182,7 +185,7 @@ bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
   if (!runPassManager(pm, module, opts.quiet, error))
     return false;
   if (source)
-    applied.push_back({"kiln-assign-source-format", "",
+    applied.push_back({"kiln-assign-source-format", lossless ? "keep-kquants=true" : "",
                        slimming::passEffects(module, "kiln-assign-source-format")});
   else if (opts.precisionRules.empty())
     applied.push_back({"kiln-assign-uniform-format", "format=" + opts.weightFormat, ""});

@@ -18,7 +18,8 @@ namespace kiln::pipelines {
 // an explicit decision; the back half has its own (BackHalf.h).
 struct KilnPipelineOptions {
   // f32 | f16 | q8_0 | q6_K | q5_K | q4_K | q4_0 | q4_1 | q3_0, or "source": each weight in
-  // its source format (kiln-assign-source-format)
+  // its source format (kiln-assign-source-format), K-quants requantised; "lossless": the
+  // same with K-quants kept
   std::string weightFormat = "f32";
   // Precision (passes/precision): rules replace the uniform format; a map is applied on
   // top (both as the passes' option strings). Resolved by PrecisionSearch.h.

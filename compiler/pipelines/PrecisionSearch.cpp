@@ -350,14 +350,15 @@ bool resolvePrecision(ModuleOp module, const WeightStore &store, const Precision
     out.precisionMap = precision::printMap(map);
     return true;
   }
-  if (spec == "source") {
-    out.weightFormat = "source";
+  if (spec == "source" || spec == "lossless") {
+    out.weightFormat = spec;
     return true;
   }
   if (spec == "auto")
     return resolveAuto(module, store, req, out, records, error);
   error = "unknown --precision '" + spec +
-          "' (expected source, uniform:FMT, rules:CLASS=FMT,..., map:WEIGHT=FMT,... or auto)";
+          "' (expected source, lossless, uniform:FMT, rules:CLASS=FMT,..., map:WEIGHT=FMT,... or "
+          "auto)";
   return false;
 }
 

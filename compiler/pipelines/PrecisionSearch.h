@@ -2,7 +2,9 @@
 //
 // Turns `--precision` into the options of the precision passes (KilnPipelineOptions):
 //   source               each weight as the model file stores it where kiln can, else
-//                        requantised to more bits (kiln-assign-source-format)
+//                        requantised to more bits (kiln-assign-source-format); K-quants
+//                        go to q4_1/q8_0, whose kernels are integer-dot
+//   lossless             the same, K-quants kept
 //   uniform:FMT          one format for every matrix (kiln-assign-uniform-format)
 //   rules:CLASS=FMT,...  per tensor class (kiln-assign-rules-format)
 //   auto                 measured on the calibration text with the reference executor,

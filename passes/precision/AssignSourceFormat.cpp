@@ -31,14 +31,23 @@ struct AssignSourceFormat : public impl::KilnAssignSourceFormatBase<AssignSource
   void runOnOperation() override {
     enum Outcome { kKept, kConverted, kRequantised };
     std::map<std::string, Outcome> outcome;
+    std::map<std::string, uint32_t> kquants; // K-quant weights requantised, by name
     for (const precision::WeightRead &r : precision::weightReads(getOperation())) {
       const uint32_t from = precision::formatOf(r.op);
-      const uint32_t to = precision::sourceFormat(from, r.kind == "rms_norm");
+      const uint32_t to = precision::sourceFormat(from, r.kind == "rms_norm", keepKQuants);
       outcome[r.weight] = to == from                     ? kKept
                           : from == KILN_GGML_TYPE_BF16 ? kConverted
                                                         : kRequantised;
+      if (to != from && (from == KILN_GGML_TYPE_Q4_K || from == KILN_GGML_TYPE_Q5_K ||
+                         from == KILN_GGML_TYPE_Q6_K))
+        kquants[r.weight] = from;
       precision::setFormat(r.op, to);
     }
+    if (!kquants.empty())
+      getOperation().emitRemark()
+          << "kiln-assign-source-format: " << kquants.size()
+          << " K-quant weights requantised (q4_K -> q4_1, q5_K/q6_K -> q8_0) for the "
+             "integer-dot kernels; --precision lossless keeps them as the file stores them";
     size_t n[3] = {0, 0, 0};
     for (const auto &entry : outcome)
       ++n[entry.second];

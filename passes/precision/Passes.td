@@ -24,13 +24,20 @@ def KilnAssignSourceFormat : Pass<"kiln-assign-source-format", "mlir::ModuleOp">
   let description = [{
     For every op that reads a weight (embed, linear, logits, rms_norm), keeps the format
     the frontend read from the model file when the code generators store it (f32, f16,
-    q8_0, q6_K, q5_K, q4_K, q4_0, q4_1, q3_0): a llama.cpp Q4_0 or Q4_K_M file keeps its
-    formats and is repacked losslessly. Any other format becomes the smallest 32-element
-    block format with more bits per weight, so the second rounding is the finer one
-    (precision::sourceFormat: q5_0 -> q8_0, iq4_nl -> q4_1, bf16 -> f32, ...); norm
-    scales keep f16, else f32. Must run before any other
-    precision pass. `kiln compile`'s default (`--precision source`).
+    q8_0, q4_0, q4_1, q3_0; with `keep-kquants` also q6_K, q5_K, q4_K): a llama.cpp Q4_0
+    file keeps its formats and is repacked losslessly. Any other format becomes the
+    smallest 32-element block format with more bits per weight, so the second rounding is
+    the finer one (precision::sourceFormat: q5_0, q5_K, q6_K -> q8_0, q4_K, iq4_nl -> q4_1,
+    bf16 -> f32, ...), and a remark says how many K-quant weights were requantised: their
+    kernels compute in fp32 (decode 6.5x slower than q4_1/q8_0's integer-dot kernels on
+    the Llama-3.2-1B shape, docs/perf.md), so the default trades the exact bytes for
+    speed. Norm scales keep f16, else f32. Must run before any other precision pass.
+    `kiln compile`'s default (`--precision source`; `--precision lossless` keeps K-quants).
   }];
+  let options = [
+    Option<"keepKQuants", "keep-kquants", "bool", /*default=*/"false",
+           "keep q4_K, q5_K and q6_K weights as the file stores them">,
+  ];
 }
 
 def KilnAssignRulesFormat : Pass<"kiln-assign-rules-format", "mlir::ModuleOp"> {

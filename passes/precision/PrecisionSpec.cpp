@@ -68,11 +68,12 @@ bool candidateFormat(uint32_t id, uint64_t rowLength) {
 
 bool normFormat(uint32_t id) { return id == KILN_GGML_TYPE_F32 || id == KILN_GGML_TYPE_F16; }
 
-uint32_t sourceFormat(uint32_t source, bool norm) {
+uint32_t sourceFormat(uint32_t source, bool norm, bool keepKQuants) {
   if (norm)
     return source == KILN_GGML_TYPE_F16 ? KILN_GGML_TYPE_F16 : KILN_GGML_TYPE_F32;
   const auto &formats = supportedFormats();
-  if (std::find(formats.begin(), formats.end(), source) != formats.end())
+  if (std::find(formats.begin(), formats.end(), source) != formats.end() &&
+      (keepKQuants || !kquant(source)))
     return source;
   // bytes per element as fractions bytes / elems, compared cross-multiplied
   struct Rate {

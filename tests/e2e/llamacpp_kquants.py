@@ -3,7 +3,7 @@
 A synthetic Llama in llama-quantize's Q4_K_M mix (q6_K tied embedding and classifier, q6_K
 attn_v / ffn_down in the layers use_more_bits picks, q4_K elsewhere; `kiln synth --type
 q4_k_m`, quantised with kiln's ggml-identical quantizers):
-  - `kiln compile` with no --weights keeps every tensor's format: `kiln inspect` says
+  - `kiln compile --precision lossless` keeps every tensor's format: `kiln inspect` says
     "lossless" for each, and the weights section holds the file's tensor bytes (no growth);
   - the artifact's greedy text equals the reference executor's (`kiln eval`) on the file, and
     its PPL on tinystories-dev.txt is the reference's within 1e-4 (fp32 either way, the
@@ -75,7 +75,7 @@ def main():
     run([args.kiln, "synth", "-o", untied] + shape)
 
     # 1. every tensor kept as the file stores it
-    run([args.kiln, "compile", gguf, "-o", art, "--quiet"])
+    run([args.kiln, "compile", gguf, "-o", art, "--quiet", "--precision", "lossless"])
     insp = run([args.kiln, "inspect", art]).stdout.decode()
     weights = [l for l in insp.splitlines() if re.match(r"\s*(token_embd|blk\.\d+\.)\S*weight\s", l)]
     if len(weights) != 1 + 8 * 9:
@@ -91,6 +91,13 @@ def main():
     if formats != want:
         fail(f"formats in the artifact {formats}, want {want}")
     print(f"kiln inspect: {len(weights)} weights lossless, {formats}")
+    # without it (--precision source) they go to the integer-dot formats, and a line says so
+    p = run([args.kiln, "compile", gguf, "-o", w("source.kiln"), "--quiet"])
+    if b"57 K-quant weights requantised" not in p.stderr:
+        fail(f"kiln compile did not say it requantised the 57 K-quant weights: {p.stderr!r}")
+    src = run([args.kiln, "inspect", w("source.kiln")]).stdout.decode()
+    if src.count("requantised from q4_K") != 48 or src.count("requantised from q6_K") != 9:
+        fail(f"--precision source should requantise 48 q4_K and 9 q6_K weights:\n{src}")
 
     # 2. the artifact runs what the reference executor runs on the file (the PPL compares the
     # logits of every position of the text)

@@ -148,14 +148,18 @@ TEST(PrecisionSpec, RulesAndClasses) {
   ASSERT_TRUE(p::parseFormat("q3_0", id));
   EXPECT_EQ(p::formatName(id), "q3_0");
   EXPECT_FALSE(p::parseFormat("q3_k", id));
-  // ggml's K-quants, in either spelling; kept from a source file, stored in rows of whole
+  // ggml's K-quants, in either spelling; kept from a source file on request (lossless),
+  // stored in rows of whole
   // 256-element blocks (no 16-row groups or 64-byte rows), tried by auto only where the
   // rows fill those blocks
   ASSERT_TRUE(p::parseFormat("q4_k", id));
   EXPECT_EQ(id, KILN_GGML_TYPE_Q4_K);
   ASSERT_TRUE(p::parseFormat("q6_K", id));
   EXPECT_EQ(p::formatName(id), "q6_K");
-  EXPECT_EQ(p::sourceFormat(KILN_GGML_TYPE_Q5_K, false), uint32_t(KILN_GGML_TYPE_Q5_K));
+  EXPECT_EQ(p::sourceFormat(KILN_GGML_TYPE_Q5_K, false, /*keepKQuants=*/true),
+            uint32_t(KILN_GGML_TYPE_Q5_K));
+  EXPECT_EQ(p::sourceFormat(KILN_GGML_TYPE_Q5_K, false), uint32_t(KILN_GGML_TYPE_Q8_0));
+  EXPECT_EQ(p::sourceFormat(KILN_GGML_TYPE_Q4_K, false), uint32_t(KILN_GGML_TYPE_Q4_1));
   EXPECT_EQ(p::sourceFormat(KILN_GGML_TYPE_Q5_0, false), uint32_t(KILN_GGML_TYPE_Q8_0));
   EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_Q6_K, 2048, 3, /*linearLayout=*/true), 3u * 8 * 210);
   EXPECT_EQ(p::storedBytes(KILN_GGML_TYPE_Q4_K, 172, 2, /*linearLayout=*/true), 2u * 144);

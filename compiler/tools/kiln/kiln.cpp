@@ -55,7 +55,8 @@ void addSlimmingFlags(CLI::App *cmd, SlimmingFlags &f) {
 void addPrecisionFlags(CLI::App *cmd, PrecisionFlags &f) {
   cmd->add_option("--precision", f.precision,
                   "weight storage formats: source (compile's default: as the model file "
-                  "stores them, or requantised to more bits), uniform:FMT, "
+                  "stores them, or requantised to more bits; K-quants to q4_1/q8_0), "
+                  "lossless (source with K-quants kept), uniform:FMT, "
                   "rules:CLASS=FMT,..., map:WEIGHT=FMT,... (one format per weight, e.g. auto's "
                   "printed map) or auto (--calib, --bpw or --max-weight-bytes)");
   cmd->add_option("--bpw", f.bpw, "auto's budget: average bits per weight as stored");

@@ -6,7 +6,7 @@
  * FMA chains hide the FMA latency while one x vector is reused by eight rows; with AVX-512,
  * f16 rows of up to 2048 elements instead run 1 x 1, row after row, one memory stream:
  * linear_rows) and
- * 4 x 2 for prefill. Everything is computed in fp32 (activations are never quantised), 32
+ * 4 x 2 for prefill (2 x 6 for the K-quants, whose decode costs more: tile_kquant). Everything is computed in fp32 (activations are never quantised), 32
  * weights (one block) at a time, so every format matches the reference on the dequantised
  * weights to float rounding. Weights are decoded into fp32 vectors holding exactly the
  * values kiln_dequantize gives, except for the AVX2 q4 path:
@@ -445,6 +445,61 @@ KILN_UK_INLINE void tile(const linear_args_t *a, uint32_t format, int32_t mode, 
       kiln_uk_linear_store(&a->ep, mode, t0 + t, r0 + r, v_reduce(acc[r][t]));
 }
 
+/* K-quant prefill tile: KQ_ROWS rows x KQ_TOKENS tokens, so each decoded chunk (about ten
+ * integer and conversion instructions, kquant_chunk) serves six FMAs instead of the 4 x 2
+ * tile's two; the same operations per (row, token) as tile(), so the bits do not depend on
+ * the tiling. 12 accumulators leave AVX2's 16 registers room for a weight and an x vector. */
+#define KQ_ROWS 2
+#define KQ_TOKENS 6
+KILN_UK_INLINE void tile_kquant(const linear_args_t *a, uint32_t format, int32_t mode,
+                                int64_t r0, int32_t t0) {
+  const uint8_t *rows[KQ_ROWS];
+  const float *xs[KQ_TOKENS];
+  vf_t acc[KQ_ROWS][KQ_TOKENS];
+  KILN_UK_UNROLL
+  for (int32_t r = 0; r < KQ_ROWS; ++r) {
+    rows[r] = a->w + (r0 + r) * a->row_stride;
+    KILN_UK_UNROLL
+    for (int32_t t = 0; t < KQ_TOKENS; ++t)
+      acc[r][t] = V_ZERO();
+  }
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < KQ_TOKENS; ++t)
+    xs[t] = a->x + (int64_t)(t0 + t) * a->in;
+  const int64_t bb = kiln_uk_kquant_block_bytes(format);
+  for (int32_t i0 = 0; i0 < a->in; i0 += GROUP) {
+    const int32_t valid = KILN_UK_MIN(GROUP, a->in - i0), j = (i0 % QK_K) / GROUP;
+    KILN_UK_UNROLL
+    for (int32_t r = 0; r < KQ_ROWS; ++r) {
+      const uint8_t *b = rows[r] + (int64_t)(i0 / QK_K) * bb;
+      float d1, m1 = 0.0f;
+      if (format == KILN_GGML_TYPE_Q6_K) {
+        d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 208));
+      } else {
+        int32_t sc, m;
+        kiln_uk_kquant_scale_min(b + 4, j, &sc, &m);
+        d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b)) * (float)sc;
+        m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 2)) * (float)m;
+      }
+      KILN_UK_UNROLL
+      for (int32_t c = 0; c < CHUNKS; ++c) {
+        const int32_t count = valid - c * VW;
+        if (count <= 0)
+          break;
+        const vf_t wv = kquant_chunk(format, b, j, c, d1, m1);
+        KILN_UK_UNROLL
+        for (int32_t t = 0; t < KQ_TOKENS; ++t)
+          acc[r][t] = V_FMA(wv, v_load(xs[t] + i0 + c * VW, count), acc[r][t]);
+      }
+    }
+  }
+  KILN_UK_UNROLL
+  for (int32_t r = 0; r < KQ_ROWS; ++r)
+    KILN_UK_UNROLL
+    for (int32_t t = 0; t < KQ_TOKENS; ++t)
+      kiln_uk_linear_store(&a->ep, mode, t0 + t, r0 + r, v_reduce(acc[r][t]));
+}
+
 /* f16 decode reads rows up to this many elements one after another (1-row tiles, one
  * stream, the same bits) with AVX-512: see linear_rows. 0 with AVX2, whose one-row chain
  * has half the lanes, and with AMX, whose Xeons (Sapphire Rapids on) read 8 row streams
@@ -476,6 +531,17 @@ KILN_UK_INLINE void linear_rows(const linear_args_t *a, uint32_t format, int32_t
     return;
   }
   int64_t r = r0;
+  if (kiln_uk_is_kquant(format) && a->n >= KQ_TOKENS) {
+    for (; r + KQ_ROWS <= r1; r += KQ_ROWS) {
+      int32_t t = 0;
+      for (; t + KQ_TOKENS <= a->n; t += KQ_TOKENS)
+        tile_kquant(a, format, mode, r, t);
+      for (; t + 2 <= a->n; t += 2)
+        tile(a, format, mode, KQ_ROWS, 2, r, t);
+      if (t < a->n)
+        tile(a, format, mode, KQ_ROWS, 1, r, t);
+    }
+  }
   for (; r + 4 <= r1; r += 4) {
     int32_t t = 0;
     for (; t + 2 <= a->n; t += 2)

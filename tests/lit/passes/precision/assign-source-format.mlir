@@ -1,8 +1,11 @@
-// RUN: kiln-opt --kiln-assign-source-format %s | FileCheck %s
+// RUN: kiln-opt --kiln-assign-source-format %s 2>&1 | FileCheck %s
+// RUN: kiln-opt --kiln-assign-source-format=keep-kquants=true %s 2>&1 | FileCheck %s --check-prefix=KEEP
 
-// Formats kiln stores stay (a Q4_0 or Q4_K_M file is repacked, not requantised); the others
-// become the smallest 32-element block format with more bits per weight; norm scales keep
-// f16 or f32.
+// Formats kiln stores stay (a Q4_0 file is repacked, not requantised); the others become
+// the smallest 32-element block format with more bits per weight; norm scales keep f16 or
+// f32. K-quants go to q4_1/q8_0 (integer-dot kernels), with a remark, unless keep-kquants.
+// CHECK: remark: kiln-assign-source-format: 3 K-quant weights requantised (q4_K -> q4_1, q5_K/q6_K -> q8_0) for the integer-dot kernels; --precision lossless keeps them as the file stores them
+// KEEP-NOT: remark
 // CHECK-LABEL: func.func @forward
 func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   // CHECK: kiln.embed %{{.*}} weight "token_embd.weight" format q4_0
@@ -19,20 +22,24 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   %c = kiln.linear %b weight "keep.f16" format f16 : tensor<?x64xf32> -> tensor<?x64xf32>
   // CHECK: weight "keep.q3_0" format q3_0
   %d = kiln.linear %c weight "keep.q3_0" format q3_0 : tensor<?x64xf32> -> tensor<?x64xf32>
-  // ggml's K-quants are kept
-  // CHECK: weight "q6_k" format q6_k
+  // 6.5625 bits -> 8.5; kept with keep-kquants
+  // CHECK: weight "q6_k" format q8_0
+  // KEEP: weight "q6_k" format q6_k
   %e = kiln.linear %d weight "q6_k" format q6_k : tensor<?x64xf32> -> tensor<?x64xf32>
   // 5.5 and 6 bits -> 8.5
   // CHECK: weight "q5_0" format q8_0
   %f = kiln.linear %e weight "q5_0" format q5_0 : tensor<?x64xf32> -> tensor<?x64xf32>
   // CHECK: weight "q5_1" format q8_0
   %i = kiln.linear %f weight "q5_1" format q5_1 : tensor<?x64xf32> -> tensor<?x64xf32>
-  // CHECK: weight "q5_k" format q5_k
+  // CHECK: weight "q5_k" format q8_0
+  // KEEP: weight "q5_k" format q5_k
   %j = kiln.linear %i weight "q5_k" format q5_k : tensor<?x64xf32> -> tensor<?x64xf32>
-  // CHECK: weight "q4_k" format q4_k
-  %k = kiln.linear %j weight "q4_k" format q4_k : tensor<?x64xf32> -> tensor<?x64xf32>
   // 4.5 bits: q4_0 has no more, q4_1 (5) does
+  // CHECK: weight "q4_k" format q4_1
+  // KEEP: weight "q4_k" format q4_k
+  %k = kiln.linear %j weight "q4_k" format q4_k : tensor<?x64xf32> -> tensor<?x64xf32>
   // CHECK: weight "iq4_nl" format q4_1
+  // KEEP: weight "iq4_nl" format q4_1
   %m = kiln.linear %k weight "iq4_nl" format iq4_nl : tensor<?x64xf32> -> tensor<?x64xf32>
   // 4.25 bits -> 4.5
   // CHECK: weight "iq4_xs" format q4_0
