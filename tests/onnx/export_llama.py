@@ -71,6 +71,9 @@ def parse_args(argv=None):
     p.add_argument("--vocab", type=int, default=512)
     p.add_argument("--ctx", type=int, default=128)
     p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--llama3-rope", type=int, default=0, metavar="CTX",
+                   help="Llama 3 RoPE scaling for this original context (inv_freq scaled; the "
+                        "GGUF gets rope_freqs.weight)")
     p.add_argument("--eps", type=float, default=1e-5)
     return p.parse_args(argv)
 
@@ -86,7 +89,7 @@ def build_model(args):
                           num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
                           max_position_embeddings=args.ctx, rope_theta=args.rope_theta,
                           rms_norm_eps=args.eps, tie_word_embeddings=args.tied,
-                          rope_style=args.rope)
+                          rope_style=args.rope, llama3_original_context=args.llama3_rope)
         model = random_model(cfg, args.seed)
         vocab = random_vocab(args.vocab)
     if args.dtype == "f16":
@@ -153,6 +156,8 @@ def write_gguf(model, vocab, path, dtype):
         w.add_tensor(b + "ffn_up.weight", np_(f.up_proj.weight), mat)
         w.add_tensor(b + "ffn_down.weight", np_(f.down_proj.weight), mat)
     w.add_tensor("output_norm.weight", np_(m.norm.weight))
+    if cfg.llama3_original_context:  # as llama.cpp's converter writes Llama 3 scaling
+        w.add_tensor("rope_freqs.weight", np.array(cfg.llama3_freq_factors(), dtype=np.float32))
     if not cfg.tie_word_embeddings:
         w.add_tensor("output.weight", np_(model.lm_head.weight), mat)
     w.write(path)

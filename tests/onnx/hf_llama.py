@@ -31,6 +31,24 @@ class LlamaConfig:
     rms_norm_eps: float = 1e-5
     tie_word_embeddings: bool = False
     rope_style: str = "half"  # "half" (Hugging Face's rotate_half) or "adjacent" (Meta's pairs)
+    # > 0: Llama 3 RoPE scaling (rope_type "llama3": factor 8, low 1, high 4) for this
+    # original context, folded into inv_freq as transformers' _compute_llama3_parameters does
+    llama3_original_context: int = 0
+
+    def llama3_freq_factors(self):
+        """The divisor of each rotated pair's frequency (GGUF's rope_freqs.weight)."""
+        factor, low, high, orig = 8.0, 1.0, 4.0, self.llama3_original_context
+        out = []
+        for i in range(0, self.head_dim, 2):
+            wavelen = 2 * math.pi * self.rope_theta ** (i / self.head_dim)
+            if wavelen < orig / high:
+                out.append(1.0)
+            elif wavelen > orig / low:
+                out.append(factor)
+            else:
+                smooth = (orig / wavelen - low) / (high - low)
+                out.append(1.0 / ((1 - smooth) / factor + smooth))
+        return out
 
     @property
     def head_dim(self):
@@ -53,7 +71,8 @@ class LlamaRMSNorm(nn.Module):
 
 class LlamaRotaryEmbedding(nn.Module):
     # HF >= 4.38: cos/sin computed per call from inv_freq and position_ids (no cached table).
-    def __init__(self, dim, max_position_embeddings=2048, base=10000.0, adjacent=False):
+    def __init__(self, dim, max_position_embeddings=2048, base=10000.0, adjacent=False,
+                 freq_factors=None):
         super().__init__()
         self.dim = dim
         self.adjacent = adjacent
@@ -61,6 +80,8 @@ class LlamaRotaryEmbedding(nn.Module):
         self.base = base
         inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2, dtype=torch.int64).float()
                                         / self.dim))
+        if freq_factors is not None:  # Llama 3 scaling: one divisor per pair
+            inv_freq = inv_freq / torch.tensor(freq_factors, dtype=torch.float32)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     @torch.no_grad()
@@ -141,7 +162,9 @@ class LlamaAttention(nn.Module):
             raise ValueError(f"rope_style {config.rope_style!r}: half or adjacent")
         self.adjacent = config.rope_style == "adjacent"
         self.rotary_emb = LlamaRotaryEmbedding(self.head_dim, config.max_position_embeddings,
-                                               config.rope_theta, self.adjacent)
+                                               config.rope_theta, self.adjacent,
+                                               config.llama3_freq_factors()
+                                               if config.llama3_original_context else None)
 
     def forward(self, hidden_states, attention_mask, position_ids, past_key_value=None):
         bsz, q_len, _ = hidden_states.size()

@@ -44,6 +44,9 @@ VARIANTS = {
     # Meta's adjacent-pair RoPE (real-valued, q/k rows unpermuted); same GGUF as rotate-half
     "adjacent": (["--rope", "adjacent"], 8),
     "adjacent-past": (["--rope", "adjacent", "--past"], 8),
+    # Llama 3 RoPE scaling folded into inv_freq (pairs 3.. divided by 8, pair 2 smoothed):
+    # raised to freq_factors, and the GGUF's rope_freqs.weight, equal to torch
+    "llama3-rope": (["--llama3-rope", "96"], 8),
     "stories260k": (["--llama2c", "{models}/stories260K.bin"], 64),
     "stories260k-past": (["--llama2c", "{models}/stories260K.bin", "--past", "--external-data"], 64),
 }

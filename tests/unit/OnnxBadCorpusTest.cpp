@@ -644,10 +644,11 @@ TEST_F(OnnxBadCorpus, AttentionChecks) {
   expectTextError("attention-not-causal",
                   replaceAll(kAttention, "future = Greater(cols, rows)", "future = Less(cols, rows)"),
                   "the mask added to the scores is not causal");
-  expectTextError("rope-scaled",
+  expectTextError("rope-faster",
                   replaceAll(kAttention, "inv_freq = {1.0, 0.1, 0.01, 0.001}",
-                             "inv_freq = {1.0, 0.1, 0.00125, 0.000125}"),
-                  "scaled RoPE is not supported");
+                             "inv_freq = {1.0, 0.1, 0.02, 0.001}"),
+                  "rotary frequency 2 is 0.020000, not theta^(-2i/d) = 0.010000 or a fraction "
+                  "of it (scaled RoPE)");
 }
 
 } // namespace

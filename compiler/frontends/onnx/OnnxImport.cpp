@@ -114,7 +114,11 @@ bool importOnnx(const std::string &path, mlir::MLIRContext &ctx, gguf::ImportedM
     return false;
   out.source = std::shared_ptr<Graph>(std::move(g));
   // The same road as a GGUF file's: the raised config as the family's keys, the weights
-  // under their GGUF names, through the family registry.
+  // under their GGUF names (Llama 3 RoPE scaling as rope_freqs.weight, as llama.cpp's
+  // converter writes it), through the family registry.
+  if (!out.config.ropeFreqFactors.empty())
+    out.weights.addOwnedF32("rope_freqs.weight", {out.config.ropeFreqFactors.size()},
+                            out.config.ropeFreqFactors);
   const models::Metadata metadata = llama::metadataFromConfig(out.config);
   const models::ModelSource source{&metadata, &out.weights};
   const models::ModelFamily *family = models::findModelFamily(source.architecture());

@@ -234,8 +234,18 @@ bool Assembler::layer(const Node &res2, std::string &hidden) {
     error_ = attn->describe() + ": heads, head size or RoPE theta differ between layers";
     return false;
   }
+  // Llama 3 scaled RoPE: the divisors RaiseRope found, the same for q, k and every layer
+  auto factorsOf = [](const Node *n) {
+    const Attribute *a = n->attr("freq_factors");
+    return a ? a->floats : std::vector<float>();
+  };
+  const std::vector<float> factors = factorsOf(qr);
+  if (factorsOf(kr) != factors || (haveTheta_ && cfg_.ropeFreqFactors != factors)) {
+    error_ = attn->describe() + ": the RoPE frequency scaling differs between q, k or layers";
+    return false;
+  }
   cfg_.numHeads = heads, cfg_.numKvHeads = kv, cfg_.headDim = hd, cfg_.ropeDims = hd;
-  cfg_.ropeTheta = theta, haveTheta_ = true;
+  cfg_.ropeTheta = theta, haveTheta_ = true, cfg_.ropeFreqFactors = factors;
   const Tensor *gw = g_.constant(gate->inputs[1]);
   const uint32_t ffn = uint32_t(gate->intAttr("transposed", 0) ? gw->dims[1] : gw->dims[0]);
   if (cfg_.ffnDim && cfg_.ffnDim != ffn) {

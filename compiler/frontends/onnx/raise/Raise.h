@@ -73,6 +73,7 @@ Node kilnNode(const std::string &op, const std::string &out,
               std::vector<std::string> inputs, const std::string &name);
 void setInt(Node &n, const std::string &key, int64_t v);
 void setFloat(Node &n, const std::string &key, float v);
+void setFloats(Node &n, const std::string &key, std::vector<float> v);
 void setString(Node &n, const std::string &key, const std::string &v);
 
 // Patterns, in the order raiseGraph runs them. Each returns the number of structures it

@@ -124,6 +124,12 @@ void setFloat(Node &n, const std::string &key, float v) {
   n.attrs[key] = a;
 }
 
+void setFloats(Node &n, const std::string &key, std::vector<float> v) {
+  Attribute a;
+  a.kind = Attribute::Floats, a.floats = std::move(v);
+  n.attrs[key] = a;
+}
+
 void setString(Node &n, const std::string &key, const std::string &v) {
   Attribute a;
   a.kind = Attribute::String, a.s = v;

@@ -7,9 +7,12 @@
 //                                rot(t) = Concat(-t[d/2:], t[:d/2]), i' = i mod d/2
 //   adjacent pairs (Meta, GGUF): out[2i] = t[2i] cos(p f_i) - t[2i+1] sin(p f_i), ...
 // with f_i = theta^(-2i/d) at positions p = past..past+seq-1 is the RoPE output. theta
-// comes from the inverse-frequency (or cos table) constant the tables are computed from.
-// A region that multiplies by position tables but matches neither is an error: scaled
-// RoPE or other positions are not guessed.
+// comes from the inverse-frequency (or cos table) constant the tables are computed from:
+// its second value, theta^(-2/d), which Llama 3's scaling leaves alone (it divides only the
+// low frequencies). Frequencies below theta^(-2i/d) are scaled RoPE, kept as one divisor
+// per pair (freq_factors, as GGUF's rope_freqs); frequencies above it are refused. A region
+// that multiplies by position tables but matches neither style is an error: other
+// positions are not guessed.
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -183,13 +186,21 @@ int raiseRope(RaiseContext &c, std::string &error) {
     double theta = d >= 4 ? std::pow(freq[1], -double(d) / 2.0) : 10000.0;
     if (std::fabs(theta - std::round(theta)) < 1e-4 * theta)
       theta = std::round(theta); // float32 inverse frequencies lose the last digits
-    for (size_t i = 0; i < freq.size(); ++i)
-      if (std::fabs(freq[i] - std::pow(theta, -2.0 * double(i) / double(d))) >
-          1e-5 * freq[i] + 1e-7) {
-        error = split.describe() + ": rotary frequencies are not theta^(-2i/d) (scaled RoPE "
-                "is not supported)";
+    // Scaled RoPE (Llama 3): each frequency theta^(-2i/d) / factor_i with factor_i >= 1.
+    std::vector<float> factors;
+    bool scaled = false;
+    for (size_t i = 0; i < freq.size(); ++i) {
+      const double plain = std::pow(theta, -2.0 * double(i) / double(d));
+      const double factor = freq[i] > 0 ? plain / freq[i] : 0.0;
+      if (!(factor >= 1.0 - 1e-5 && factor <= 1e6)) {
+        error = split.describe() + ": rotary frequency " + std::to_string(i) + " is " +
+                std::to_string(freq[i]) + ", not theta^(-2i/d) = " + std::to_string(plain) +
+                " or a fraction of it (scaled RoPE)";
         return -1;
       }
+      scaled = scaled || factor > 1.0 + 1e-5;
+      factors.push_back(std::fabs(factor - 1.0) <= 1e-5 ? 1.0f : float(factor));
+    }
     std::map<std::string, Value> run1, run2;
     if (!runRegion(c, r, t, c.probe, 1, run1) || !runRegion(c, r, t, c.probe2, 2, run2))
       continue;
@@ -218,6 +229,8 @@ int raiseRope(RaiseContext &c, std::string &error) {
     setInt(k, "heads", td[1]);
     setInt(k, "head_dim", d);
     setString(k, "style", style == Style::RotateHalf ? "rotate_half" : "adjacent");
+    if (scaled)
+      setFloats(k, "freq_factors", std::move(factors));
     c.replace(std::move(k));
     ++raised;
   }
