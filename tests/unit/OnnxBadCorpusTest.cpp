@@ -332,6 +332,47 @@ TEST_F(OnnxBadCorpus, NotOnnx) {
                   "is not valid ONNX text");
 }
 
+// Found by fuzzing the loader (issue 54): each aborted `kiln import` (std::bad_alloc,
+// uncaught std::out_of_range) or was undefined behaviour (memcpy of NULL), now one line.
+TEST_F(OnnxBadCorpus, FuzzFindings) {
+  // A float[2^24, 2^24] initializer with no data: refused before anything is allocated.
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto *g = m.mutable_graph();
+  g->set_name("g");
+  auto *w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(::onnx::TensorProto::FLOAT);
+  w->add_dims(int64_t(1) << 24);
+  w->add_dims(int64_t(1) << 24);
+  auto *relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("w");
+  relu->add_output("y");
+  auto *out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+  expectModelError("huge-shape-no-data", m,
+                   "initializer 'w' holds 0 values; its shape needs 281474976710656");
+  // Out-of-range literals in the text syntax (libonnx's std::stoll / std::stof throw).
+  const std::string relu_graph = "g (float[4] x) => (float[4] y) { y = Relu(x) }";
+  expectTextError("opset-out-of-range",
+                  replaceAll(kHeader, "17", "99999999999999999999") + relu_graph,
+                  "is not valid ONNX text: stoll (a number out of range?)");
+  expectTextError("float-out-of-range",
+                  "g (float[4] x) => (float[4] y) { c = Constant <value_float = 1e99999> () "
+                  "y = Mul(x, c) }",
+                  "is not valid ONNX text: stof (a number out of range?)");
+  // A zero-element typed initializer: nothing to copy (no memcpy of NULL); the graph is
+  // then simply not a Llama.
+  ::onnx::ModelProto z = m;
+  auto *zw = z.mutable_graph()->mutable_initializer(0);
+  zw->clear_dims();
+  zw->add_dims(0);
+  expectModelError("zero-element-initializer", z, "");
+}
+
 TEST_F(OnnxBadCorpus, TruncatedProtobuf) {
   const std::string bytes = slurp(exported());
   ASSERT_GT(bytes.size(), 1000u);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <exception>
 #include <set>
 
 namespace kiln::onnx {
@@ -148,40 +149,34 @@ bool Loader::tensor(const ::onnx::TensorProto &p, Tensor &t, std::string &error)
     t.data = reinterpret_cast<const uint8_t *>(p.raw_data().data()); // the ModelProto lives on
     return true;
   }
-  // Typed fields: widen or narrow into the raw layout.
-  auto owned = std::make_shared<std::vector<uint8_t>>(t.nbytes);
-  uint8_t *out = owned->data();
-  auto sizeError = [&](int have) {
+  // Typed fields: widen or narrow into the raw layout. The values the file holds are
+  // counted before anything is allocated: a declared shape is not a promise of data (a
+  // 59-byte model declaring float[2^24, 2^24] made this allocate 2^50 bytes).
+  const int have = t.dtype == DType::Float    ? p.float_data_size()
+                   : t.dtype == DType::Double ? p.double_data_size()
+                   : t.dtype == DType::Int64  ? p.int64_data_size()
+                                              : p.int32_data_size();
+  if (uint64_t(have) != n) {
     error = "initializer '" + p.name() + "' holds " + std::to_string(have) +
             " values; its shape needs " + std::to_string(n);
     return false;
-  };
+  }
+  auto owned = std::make_shared<std::vector<uint8_t>>(t.nbytes);
+  uint8_t *out = owned->data();
+  t.owned = owned;
+  t.data = out;
+  if (n == 0) // no bytes to copy (and out may be NULL, which memcpy must not get)
+    return true;
   switch (t.dtype) {
-  case DType::Float:
-    if (uint64_t(p.float_data_size()) != n)
-      return sizeError(p.float_data_size());
-    std::memcpy(out, p.float_data().data(), t.nbytes);
-    break;
-  case DType::Double:
-    if (uint64_t(p.double_data_size()) != n)
-      return sizeError(p.double_data_size());
-    std::memcpy(out, p.double_data().data(), t.nbytes);
-    break;
-  case DType::Int64:
-    if (uint64_t(p.int64_data_size()) != n)
-      return sizeError(p.int64_data_size());
-    std::memcpy(out, p.int64_data().data(), t.nbytes);
-    break;
+  case DType::Float: std::memcpy(out, p.float_data().data(), t.nbytes); break;
+  case DType::Double: std::memcpy(out, p.double_data().data(), t.nbytes); break;
+  case DType::Int64: std::memcpy(out, p.int64_data().data(), t.nbytes); break;
   default: // int32, int8, uint8, bool, fp16, bf16 live in int32_data, one per element
-    if (uint64_t(p.int32_data_size()) != n)
-      return sizeError(p.int32_data_size());
     for (uint64_t i = 0; i < n; ++i) {
       int32_t v = p.int32_data(int(i));
       std::memcpy(out + i * esize, &v, esize); // little-endian: the low bytes
     }
   }
-  t.owned = owned;
-  t.data = owned->data();
   return true;
 }
 
@@ -322,7 +317,16 @@ std::unique_ptr<Graph> loadOnnx(const std::string &path, std::string &error) {
   auto model = std::make_shared<::onnx::ModelProto>();
   if (first < size && bytes[first] == '<') {
     std::string text(bytes, size);
-    ::onnx::Common::Status st = ::onnx::OnnxParser::Parse(*model, text.c_str());
+    ::onnx::Common::Status st;
+    try {
+      st = ::onnx::OnnxParser::Parse(*model, text.c_str());
+    } catch (const std::exception &e) {
+      // libonnx's parser converts literals with std::stoll / std::stof, which throw on
+      // out-of-range values (an opset of 99999999999999999999, value_float = 1e99999)
+      error = "'" + path + "' is not valid ONNX text: " + e.what() +
+              " (a number out of range?)";
+      return nullptr;
+    }
     if (!st.IsOK()) {
       // The parser's message spans lines (position, context, problem): one line here.
       std::string msg = st.ErrorMessage();
