@@ -27,27 +27,41 @@ struct AssignSourceFormat : public impl::KilnAssignSourceFormatBase<AssignSource
   // it reads norm scales as f32), so every op of a tied weight maps the same source format
   // to the same result. Effects, per weight (a tied table once): kept in the op's format
   // (whether the stored bytes are the file's is the weight layout's `conversion`, which
-  // also sees derived weights), converted exactly (bf16 -> f32) or requantised.
+  // also sees derived weights), converted exactly (bf16 -> f32) or requantised; one remark
+  // says which formats were requantised into which, so a file's IQ4 or K-quant tensors
+  // never change format unannounced.
   void runOnOperation() override {
     enum Outcome { kKept, kConverted, kRequantised };
     std::map<std::string, Outcome> outcome;
-    std::map<std::string, uint32_t> kquants; // K-quant weights requantised, by name
+    std::map<std::string, std::pair<uint32_t, uint32_t>> requantised; // weight -> (from, to)
     for (const precision::WeightRead &r : precision::weightReads(getOperation())) {
       const uint32_t from = precision::formatOf(r.op);
       const uint32_t to = precision::sourceFormat(from, r.kind == "rms_norm", keepKQuants);
       outcome[r.weight] = to == from                     ? kKept
                           : from == KILN_GGML_TYPE_BF16 ? kConverted
                                                         : kRequantised;
-      if (to != from && (from == KILN_GGML_TYPE_Q4_K || from == KILN_GGML_TYPE_Q5_K ||
-                         from == KILN_GGML_TYPE_Q6_K))
-        kquants[r.weight] = from;
+      if (outcome[r.weight] == kRequantised)
+        requantised[r.weight] = {from, to};
       precision::setFormat(r.op, to);
     }
-    if (!kquants.empty())
+    if (!requantised.empty()) {
+      std::map<std::pair<uint32_t, uint32_t>, size_t> counts;
+      bool kquant = false;
+      for (const auto &[weight, ft] : requantised) {
+        ++counts[ft];
+        kquant = kquant || ft.first == KILN_GGML_TYPE_Q4_K || ft.first == KILN_GGML_TYPE_Q5_K ||
+                 ft.first == KILN_GGML_TYPE_Q6_K;
+      }
+      std::string list;
+      for (const auto &[ft, count] : counts)
+        list += (list.empty() ? "" : ", ") + std::to_string(count) + " " +
+                precision::formatName(ft.first) + " -> " + precision::formatName(ft.second);
       getOperation().emitRemark()
-          << "kiln-assign-source-format: " << kquants.size()
-          << " K-quant weights requantised (q4_K -> q4_1, q5_K/q6_K -> q8_0) for the "
-             "integer-dot kernels; --precision lossless keeps them as the file stores them";
+          << "kiln-assign-source-format: requantised " << list
+          << (kquant ? " (K-quants: into formats with integer-dot kernels; --precision "
+                       "lossless keeps them as the file stores them)"
+                     : "");
+    }
     size_t n[3] = {0, 0, 0};
     for (const auto &entry : outcome)
       ++n[entry.second];

@@ -28,10 +28,10 @@ def KilnAssignSourceFormat : Pass<"kiln-assign-source-format", "mlir::ModuleOp">
     file keeps its formats and is repacked losslessly. Any other format becomes the
     smallest 32-element block format with more bits per weight, so the second rounding is
     the finer one (precision::sourceFormat: q5_0, q5_K, q6_K -> q8_0, q4_K, iq4_nl -> q4_1,
-    bf16 -> f32, ...), and a remark says how many K-quant weights were requantised: their
-    kernels compute in fp32 (decode 6.5x slower than q4_1/q8_0's integer-dot kernels on
-    the Llama-3.2-1B shape, docs/perf.md), so the default trades the exact bytes for
-    speed. Norm scales keep f16, else f32. Must run before any other precision pass.
+    bf16 -> f32, ...), and one remark lists every requantisation (`requantised 48 q4_K ->
+    q4_1, 9 q6_K -> q8_0`, `1 iq4_xs -> q4_0`, ...). The K-quants' own kernels compute in
+    fp32 (decode 6.5x slower than q4_1/q8_0's integer-dot kernels on the Llama-3.2-1B
+    shape, docs/perf.md), so the default trades the exact bytes for speed. Norm scales keep f16, else f32. Must run before any other precision pass.
     `kiln compile`'s default (`--precision source`; `--precision lossless` keeps K-quants).
   }];
   let options = [

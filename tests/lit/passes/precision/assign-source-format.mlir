@@ -4,8 +4,8 @@
 // Formats kiln stores stay (a Q4_0 file is repacked, not requantised); the others become
 // the smallest 32-element block format with more bits per weight; norm scales keep f16 or
 // f32. K-quants go to q4_1/q8_0 (integer-dot kernels), with a remark, unless keep-kquants.
-// CHECK: remark: kiln-assign-source-format: 3 K-quant weights requantised (q4_K -> q4_1, q5_K/q6_K -> q8_0) for the integer-dot kernels; --precision lossless keeps them as the file stores them
-// KEEP-NOT: remark
+// CHECK: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 q4_K -> q4_1, 1 q5_K -> q8_0, 1 q6_K -> q8_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0 (K-quants: into formats with integer-dot kernels; --precision lossless keeps them as the file stores them)
+// KEEP: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0{{$}}
 // CHECK-LABEL: func.func @forward
 func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   // CHECK: kiln.embed %{{.*}} weight "token_embd.weight" format q4_0
