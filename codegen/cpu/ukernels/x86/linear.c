@@ -6,7 +6,8 @@
  * FMA chains hide the FMA latency while one x vector is reused by eight rows; with AVX-512,
  * f16 rows of up to 2048 elements instead run 1 x 1, row after row, one memory stream:
  * linear_rows) and
- * 4 x 2 for prefill (2 x 6 for the K-quants, whose decode costs more: tile_kquant). Everything is computed in fp32 (activations are never quantised), 32
+ * 4 x 2 for prefill (2 x 6 for the K-quants, whose decode costs more: tile_kquant).
+ * Everything is computed in fp32 (activations are never quantised), 32
  * weights (one block) at a time, so every format matches the reference on the dequantised
  * weights to float rounding. Weights are decoded into fp32 vectors holding exactly the
  * values kiln_dequantize gives, except for the AVX2 q4 path:
