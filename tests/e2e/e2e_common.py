@@ -23,6 +23,16 @@ def need(models, name):
     return path
 
 
+def need_oracles(node, oracles):
+    """Fails with what to run when node or the npm oracles (node-llama-cpp) are missing."""
+    if not os.path.isfile(node):
+        fail(f"node ({node}) is missing: run scripts/install-deps.sh")
+    entry = os.path.join(oracles, "node_modules", "node-llama-cpp", "package.json")
+    if not os.path.isfile(entry):
+        fail(f"{entry} is missing: run scripts/install-deps.sh (it installs the npm oracles "
+             f"there) or set KILN_NODE_ORACLES to where they are")
+
+
 def run(cmd, expect_ok=True):
     """Runs cmd (printed first), output captured; a failure fails the test unless expected."""
     print("$ " + " ".join(cmd), flush=True)

@@ -29,7 +29,7 @@ import random
 import re
 import subprocess
 
-from e2e_common import PROMPT, fail, need, ppl_of, run
+from e2e_common import PROMPT, fail, need, need_oracles, ppl_of, run
 
 POSITIONS = [5, 40, 95]
 N_IDS = 96
@@ -60,12 +60,7 @@ def main():
     args = ap.parse_args()
     models = os.environ.get("KILN_MODELS_DIR") or args.models
     text = need(models, "tinystories-dev.txt")
-    if not os.path.isfile(args.node):
-        fail(f"node ({args.node}) is missing: run scripts/install-deps.sh")
-    entry = os.path.join(args.oracles, "node_modules", "node-llama-cpp", "package.json")
-    if not os.path.isfile(entry):
-        fail(f"{entry} is missing: run scripts/install-deps.sh (it installs the npm oracles "
-             f"there) or set KILN_NODE_ORACLES to where they are")
+    need_oracles(args.node, args.oracles)
     os.makedirs(args.work, exist_ok=True)
     w = lambda name: os.path.join(args.work, name)
     gguf, art, untied = w("q4_k_m.gguf"), w("q4_k_m.kiln"), w("q4_k_m-untied.gguf")

@@ -14,7 +14,7 @@ import os
 import random
 import subprocess
 
-from e2e_common import fail, run
+from e2e_common import fail, need_oracles, run
 
 POSITIONS = [10, 4000, 8300, 8399]
 N_IDS = 8400
@@ -36,12 +36,7 @@ def main():
     ap.add_argument("--oracles", required=True, help="where install-deps put node-llama-cpp")
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    if not os.path.isfile(args.node):
-        fail(f"node ({args.node}) is missing: run scripts/install-deps.sh")
-    entry = os.path.join(args.oracles, "node_modules", "node-llama-cpp", "package.json")
-    if not os.path.isfile(entry):
-        fail(f"{entry} is missing: run scripts/install-deps.sh (it installs the npm oracles "
-             f"there) or set KILN_NODE_ORACLES to where they are")
+    need_oracles(args.node, args.oracles)
     os.makedirs(args.work, exist_ok=True)
     w = lambda name: os.path.join(args.work, name)
     shape = ["--dim", "64", "--heads", "4", "--kv-heads", "2", "--layers", "2", "--ffn", "128",

@@ -11,19 +11,7 @@
 
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
-
-/* Scale and min of sub-block j from the 12-byte packing shared by q4_K and q5_K: 6 bits
- * each, j < 4 in the low bits of bytes 0..7, j >= 4 split across bytes 8..11 and the top
- * two bits of bytes 0..7. */
-static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (uint8_t)((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
-    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
+#include "kquant_scales.h"
 
 void kiln_dequantize_row_q2_K(const void *src, float *y, uint64_t n) {
   const uint8_t *p = (const uint8_t *)src;
@@ -90,9 +78,9 @@ void kiln_dequantize_row_q4_K(const void *src, float *y, uint64_t n) {
     const uint8_t *q = b.qs;
     for (int is = 0; is < QK_K / 32; is += 2, q += 32) {
       uint8_t sc, m;
-      get_scale_min_k4(is, b.scales, &sc, &m);
+      kiln_kquant_scale_min(b.scales, is, &sc, &m);
       const float d1 = d * sc, m1 = min * m;
-      get_scale_min_k4(is + 1, b.scales, &sc, &m);
+      kiln_kquant_scale_min(b.scales, is + 1, &sc, &m);
       const float d2 = d * sc, m2 = min * m;
       for (int l = 0; l < 32; ++l)
         *y++ = d1 * (q[l] & 0xf) - m1;
@@ -113,9 +101,9 @@ void kiln_dequantize_row_q5_K(const void *src, float *y, uint64_t n) {
     uint8_t u1 = 1, u2 = 2; /* qh bits of the low- and high-nibble sub-blocks */
     for (int is = 0; is < QK_K / 32; is += 2, ql += 32) {
       uint8_t sc, m;
-      get_scale_min_k4(is, b.scales, &sc, &m);
+      kiln_kquant_scale_min(b.scales, is, &sc, &m);
       const float d1 = d * sc, m1 = min * m;
-      get_scale_min_k4(is + 1, b.scales, &sc, &m);
+      kiln_kquant_scale_min(b.scales, is + 1, &sc, &m);
       const float d2 = d * sc, m2 = min * m;
       for (int l = 0; l < 32; ++l)
         *y++ = d1 * ((ql[l] & 0xf) + ((b.qh[l] & u1) ? 16 : 0)) - m1;

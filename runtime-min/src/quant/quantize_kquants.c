@@ -15,9 +15,9 @@
  *    target has FMA (aarch64, -march=x86-64-v3) and clang fuses within an expression. The
  *    pragmas below turn that off for this file, for both compilers (clang's
  *    -ffp-contract=fast and -ffast-math override them: do not build this file with those).
- *  - no libm: nearest_int is ggml's own add-1.5*2^23 trick, done on the bits; fabsf clears
- *    the sign bit; sqrtf (q4_K/q5_K weights) is a correctly rounded integer square root,
- *    which is what IEEE sqrtf returns.
+ *  - nearest_int is ggml's own add-1.5*2^23 trick, done on the bits, and fabsf clears the
+ *    sign bit; sqrtf (q4_K/q5_K weights) is libm's, correctly rounded as IEEE requires (the
+ *    freestanding Hexagon build's own, runtime-min/src/platform/freestanding, is too).
  *  - no undefined behaviour on any input (inf, NaN, huge values): nearest_int is bit
  *    arithmetic defined for every float, codes are clamped before they index or pack, and
  *    int -> int8 narrowing is done explicitly. For non-finite input the bytes are
@@ -26,10 +26,12 @@
  * Block layouts are in kiln/quant_blocks.h; each block is built in a local struct and
  * copied out, since dst need not be aligned.
  */
+#include <math.h>
 #include <string.h>
 
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
+#include "kquant_scales.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=off") /* GCC does not implement the STDC pragma */
@@ -79,63 +81,6 @@ static int8_t kq_to_i8(int v) {
   return (int8_t)(b >= 128 ? b - 256 : b);
 }
 
-/* floor(sqrt(n)) by the digit-by-digit method; *rem gets n - root^2 */
-static uint64_t kq_isqrt(uint64_t n, uint64_t *rem) {
-  uint64_t root = 0, bit = (uint64_t)1 << 62;
-  while (bit > n)
-    bit >>= 2;
-  while (bit) {
-    if (n >= root + bit) {
-      n -= root + bit;
-      root = (root >> 1) + bit;
-    } else {
-      root >>= 1;
-    }
-    bit >>= 2;
-  }
-  *rem = n;
-  return root;
-}
-
-/* sqrtf, correctly rounded (round to nearest even) as IEEE requires of sqrtf. Only
- * reached with a sum of squares / 32, so x >= 0 or NaN; a negative x gives a NaN. */
-static float kq_sqrtf(float x) {
-  const uint32_t u = kq_bits(x);
-  if ((u & 0x7fffffffu) == 0 || u == 0x7f800000u || (u & 0x7fffffffu) > 0x7f800000u)
-    return x; /* +-0, +inf, NaN */
-  if (u >> 31)
-    return kq_from_bits(0x7fc00000u);
-  /* x = m * 2^e with m an integer below 2^24 */
-  int e = (int)(u >> 23);
-  uint64_t m = u & 0x7fffffu;
-  if (e == 0) { /* subnormal: normalise the mantissa */
-    e = 1;
-    while (!(m & 0x800000u)) {
-      m <<= 1;
-      --e;
-    }
-  } else {
-    m |= 0x800000u;
-  }
-  e -= 150;
-  if (e & 1) { /* make the exponent even (two's complement: works for e < 0 too) */
-    m <<= 1;
-    --e;
-  }
-  /* sqrt(x) = sqrt(m * 2^28) * 2^((e - 28) / 2); the root has 26 or 27 bits */
-  uint64_t rem;
-  const uint64_t root = kq_isqrt(m << 28, &rem);
-  const int shift = root >> 26 ? 3 : 2; /* bits below the 24 kept */
-  uint32_t kept = (uint32_t)(root >> shift);
-  const uint64_t low = root & (((uint64_t)1 << shift) - 1);
-  const uint64_t half = (uint64_t)1 << (shift - 1);
-  if (low > half || (low == half && (rem != 0 || (kept & 1u))))
-    ++kept; /* may reach 2^24: still exact as a float */
-  /* scale by 2^k, k in about -87..42: a normal power of two, so the product is exact */
-  const int k = shift + (e - 28) / 2;
-  return (float)kept * kq_from_bits((uint32_t)(k + 127) << 23);
-}
-
 /* Packing of q4_K/q5_K's 8 6-bit scales and 8 6-bit mins into 12 bytes (ggml's
  * get_scale_min_k4 reads it back): j < 4 in the low 6 bits of bytes j and j+4, j >= 4 as
  * nibbles of byte j+4 with the top two bits in the spare bits of bytes j-4 and j. */
@@ -147,16 +92,6 @@ static void kq_pack_scale_min(uint8_t *q, int j, uint8_t ls, uint8_t lm) {
     q[j + 4] = (uint8_t)((ls & 0xf) | ((lm & 0xf) << 4));
     q[j - 4] = (uint8_t)(q[j - 4] | ((ls >> 4) << 6));
     q[j] = (uint8_t)(q[j] | ((lm >> 4) << 6));
-  }
-}
-
-static void kq_get_scale_min(const uint8_t *q, int j, uint8_t *d, uint8_t *m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (uint8_t)((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
-    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
   }
 }
 
@@ -313,7 +248,7 @@ static void kq_scale_min_block(const float *x, int nmax, float rmin, float rdelt
     float sum_x2 = 0;
     for (int l = 0; l < 32; ++l)
       sum_x2 += x[32 * j + l] * x[32 * j + l];
-    const float av_x = kq_sqrtf(sum_x2 / 32);
+    const float av_x = sqrtf(sum_x2 / 32);
     for (int l = 0; l < 32; ++l)
       weights[l] = av_x + kq_fabsf(x[32 * j + l]);
     scales[j] = kq_make_qkx2(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin, rdelta,
@@ -341,7 +276,7 @@ static void kq_scale_min_block(const float *x, int nmax, float rmin, float rdelt
 
   for (int j = 0; j < QK_K / 32; ++j) {
     uint8_t sc, m;
-    kq_get_scale_min(scales12, j, &sc, &m);
+    kiln_kquant_scale_min(scales12, j, &sc, &m);
     const float d = kiln_fp16_to_fp32(*out_d) * sc;
     if (d == 0)
       continue;

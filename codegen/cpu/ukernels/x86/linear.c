@@ -315,6 +315,21 @@ KILN_UK_INLINE vi_t vi_u8(const uint8_t *p) {
 #define VI_TO_F(a, off) _mm256_cvtepi32_ps(_mm256_sub_epi32(a, _mm256_set1_epi32(off)))
 #endif
 
+/* Group j's scale and offset in super-block b: q4_K/q5_K d*sc and dmin*m (as the decoder
+ * forms them), q6_K d (kquant_chunk applies each half's int8 scale) and 0. */
+KILN_UK_INLINE void kquant_group_scale(uint32_t format, const uint8_t *b, int32_t j, float *d1,
+                                       float *m1) {
+  if (format == KILN_GGML_TYPE_Q6_K) {
+    *d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 208));
+    *m1 = 0.0f;
+    return;
+  }
+  int32_t sc, m;
+  kiln_uk_kquant_scale_min(b + 4, j, &sc, &m);
+  *d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b)) * (float)sc;
+  *m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 2)) * (float)m;
+}
+
 /* The weights of chunk c of a K-quant group (j: the group within its super-block b), exactly
  * the values kiln_uk_decode_kquant gives (its layout notes apply): q4_K/q5_K fma(q, d*sc,
  * -dmin*m), where q * (d*sc) is exact so the one rounding is the decoder's subtraction;
@@ -348,15 +363,8 @@ KILN_UK_INLINE void tile_group_kquant(uint32_t format, int32_t ROWS, int32_t TOK
   const int64_t bb = kiln_uk_kquant_block_bytes(format);
   for (int32_t r = 0; r < ROWS; ++r) {
     const uint8_t *b = rows[r] + (int64_t)(i0 / QK_K) * bb;
-    float d1, m1 = 0.0f;
-    if (format == KILN_GGML_TYPE_Q6_K) {
-      d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 208));
-    } else {
-      int32_t sc, m;
-      kiln_uk_kquant_scale_min(b + 4, j, &sc, &m);
-      d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b)) * (float)sc;
-      m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 2)) * (float)m;
-    }
+    float d1, m1;
+    kquant_group_scale(format, b, j, &d1, &m1);
     for (int32_t c = 0; c < CHUNKS; ++c) {
       const int32_t count = valid - c * VW;
       if (count <= 0)
@@ -473,15 +481,8 @@ KILN_UK_INLINE void tile_kquant(const linear_args_t *a, uint32_t format, int32_t
     KILN_UK_UNROLL
     for (int32_t r = 0; r < KQ_ROWS; ++r) {
       const uint8_t *b = rows[r] + (int64_t)(i0 / QK_K) * bb;
-      float d1, m1 = 0.0f;
-      if (format == KILN_GGML_TYPE_Q6_K) {
-        d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 208));
-      } else {
-        int32_t sc, m;
-        kiln_uk_kquant_scale_min(b + 4, j, &sc, &m);
-        d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b)) * (float)sc;
-        m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(b + 2)) * (float)m;
-      }
+      float d1, m1;
+      kquant_group_scale(format, b, j, &d1, &m1);
       KILN_UK_UNROLL
       for (int32_t c = 0; c < CHUNKS; ++c) {
         const int32_t count = valid - c * VW;
