@@ -20,6 +20,8 @@ PACKAGES=(
   # Byte-level BPE oracle (issue 6): tests/onnx/byte_bpe_reference.py splits text with the
   # Llama 3 regex, which needs \p{L} / \p{N} (the standard re module has neither).
   python3-regex
+  # Ed25519 artifact signatures: libsodium's source from Debian's archive (below).
+  curl patch
 )
 
 missing=()
@@ -64,4 +66,32 @@ else
    npm install --no-audit --no-fund --omit=optional --ignore-scripts "${NODE_PACKAGES[@]}" \
      >/dev/null)
   touch "$STAMP"
+fi
+
+# Ed25519 for signed artifacts (issue 54): runtime-min compiles the few files of libsodium it
+# needs (signature verification, and signing for `kiln compile --sign`) from Debian's own
+# source package, with Debian's patches, so every link keeps only what it calls (~17 KB to
+# verify). Debian's prebuilt libsodium.a is not split by function: verification alone pulls
+# in 200 KB of it. The build finds the tree at KILN_LIBSODIUM_SRC (this default).
+SODIUM=${KILN_LIBSODIUM_SRC:-$HOME/.cache/kiln/libsodium-1.0.18-1+deb12u1}
+SODIUM_POOL=http://deb.debian.org/debian/pool/main/libs/libsodium
+if [ -f "$SODIUM/.kiln-patched" ]; then
+  echo "install-deps: libsodium source present in $SODIUM"
+else
+  echo "install-deps: fetching libsodium 1.0.18-1+deb12u1 source into $SODIUM"
+  tmp=$(mktemp -d)
+  curl -fsSL -o "$tmp/orig.tar.gz" "$SODIUM_POOL/libsodium_1.0.18.orig.tar.gz"
+  curl -fsSL -o "$tmp/debian.tar.xz" "$SODIUM_POOL/libsodium_1.0.18-1+deb12u1.debian.tar.xz"
+  (cd "$tmp" && sha256sum -c --quiet - <<SUMS
+d59323c6b712a1519a5daf710b68f5e7fde57040845ffec53850911f10a5d4f4  orig.tar.gz
+f410474e46346b06b162defa05b1be26906aeed6cf309e3d4ebe30b4d1350733  debian.tar.xz
+SUMS
+  )
+  rm -rf "$SODIUM" && mkdir -p "$SODIUM"
+  tar xzf "$tmp/orig.tar.gz" -C "$SODIUM" --strip-components=1
+  tar xJf "$tmp/debian.tar.xz" -C "$SODIUM"
+  (cd "$SODIUM" && grep -v '^#' debian/patches/series | while read -r p; do
+     [ -n "$p" ] && patch -p1 -s < "debian/patches/$p"; done)
+  rm -rf "$tmp"
+  touch "$SODIUM/.kiln-patched"
 fi

@@ -108,6 +108,7 @@ struct CompileOptions {
   std::string target = "host";
   std::string weights; // f32 | f16 | q8_0 | q6_k | q5_k | q4_k | q4_0 | q4_1 | q3_0; "" = source
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
+  std::string sign;              // --sign KEY: sign the artifact with this secret key
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
   std::string kv = "f32";        // --kv: KV cache storage (dialects/kiln/IR/KvFormat.h)
@@ -127,6 +128,7 @@ struct CompileOptions {
 
 struct InspectOptions {
   std::string artifact;
+  std::string publicKey;   // --public-key: check the signature against this key
   std::string chip;        // --chip: also print the roofline decode estimate on this chip
   uint32_t ctx = 0;        // positions the KV read covers; 0: the artifact's max context
   double efficiency = codegen::kDefaultDecodeEfficiency;
@@ -171,6 +173,9 @@ int runSynth(const SynthOptions &opts);
 int runTokenize(const TokenizeOptions &opts);
 int runCompile(const CompileOptions &opts);
 int runInspect(const InspectOptions &opts);
+// kiln keygen -o PREFIX and kiln sign ARTIFACT --key KEY (SignCommands.cpp).
+int runKeygen(const std::string &prefix);
+int runSign(const std::string &artifact, const std::string &secretKey);
 int runAnalyze(const AnalyzeOptions &opts);
 int runTargets(const TargetsOptions &opts);
 int runPredict(const PredictOptions &opts);

@@ -14,6 +14,7 @@
 
 #include "codegen/common/TargetBackend.h"
 #include "codegen/common/LoweringWeights.h"
+#include "compiler/artifact/ArtifactSigner.h"
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/pipelines/BackHalf.h"
 #include "compiler/pipelines/CompilePipeline.h"
@@ -129,6 +130,10 @@ int runCompile(const CompileOptions &opts) {
   std::optional<BackgroundSha256> sourceSha;
   if (opts.emit == "artifact")
     sourceSha.emplace(opts.model);
+  if (!opts.sign.empty() && opts.emit != "artifact")
+    return fail("--sign signs an artifact: it cannot go with --emit " + opts.emit);
+  if (!opts.sign.empty() && !artifact::checkSecretKey(opts.sign, error))
+    return fail(error);
 
   // Slimming (measured on --calib when asked), precision, fusion.
   std::vector<pipelines::AppliedPass> applied;
@@ -255,7 +260,13 @@ int runCompile(const CompileOptions &opts) {
   progress.begin("write " + opts.output);
   if (!artifact::writeArtifact(a, opts.output, error))
     return fail(error);
+  artifact::PublicKey signer;
+  if (!opts.sign.empty() && !artifact::signArtifact(opts.output, opts.sign, signer, error))
+    return fail(error);
   progress.end();
+  if (!opts.sign.empty())
+    std::fprintf(stderr, "signed %s with key %s\n", opts.output.c_str(),
+                 artifact::keyHex(signer.data()).c_str());
   std::fprintf(stderr, "wrote %s: target %s, weights %s (%zu bytes), code %zu bytes\n",
                opts.output.c_str(), target->name().c_str(), prec.precision.c_str(),
                a.weightBytes().size(), a.code.size());

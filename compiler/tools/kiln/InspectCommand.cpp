@@ -15,11 +15,13 @@
 #include "codegen/targets/ChipRegistry.h"
 #include "codegen/targets/KernelCost.h"
 #include "dialects/kiln/IR/KvFormat.h"
+#include "compiler/artifact/ArtifactSigner.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/FileSha256.h"
 #include "kiln/artifact.h"
 #include "kiln/quant.h"
 #include "kiln/quant_packed.h"
+#include "runtime-min/src/sign/ed25519.h"
 
 namespace kiln::tool {
 
@@ -91,6 +93,47 @@ int extractCode(const std::string &path, const fb::Section *code, const uint8_t 
   return 0;
 }
 
+// The signature trailer (kiln/artifact.h): describes it in line and sets contentEnd (where
+// the sections may end); with --public-key, an unsigned file, another key or a changed byte
+// is an error, reported before the header is read.
+bool checkSignature(const InspectOptions &opts, const kiln_artifact_preamble_t &pre,
+                    const uint8_t *data, uint64_t size, uint64_t &contentEnd, std::string &line,
+                    std::string &error) {
+  contentEnd = size;
+  artifact::PublicKey want{};
+  if (!opts.publicKey.empty() && !artifact::readPublicKey(opts.publicKey, want, error))
+    return false;
+  if (pre.signature_offset == 0) {
+    line = "signature: none";
+    if (!opts.publicKey.empty())
+      error = "the artifact is not signed (--public-key asks for a signature)";
+    return opts.publicKey.empty();
+  }
+  kiln_signature_trailer_t t;
+  if (pre.signature_offset + KILN_SIGNATURE_TRAILER_SIZE != size ||
+      pre.signature_offset < pre.header_offset + pre.header_size)
+    return error = "the signature trailer does not end the file", false;
+  std::memcpy(&t, data + pre.signature_offset, sizeof t);
+  if (std::memcmp(t.magic, KILN_SIGNATURE_MAGIC, 8) != 0 ||
+      t.trailer_size != KILN_SIGNATURE_TRAILER_SIZE || t.algorithm != KILN_SIGNATURE_ED25519)
+    return error = "malformed signature trailer", false;
+  contentEnd = pre.signature_offset;
+  const std::string signer = artifact::keyHex(t.public_key);
+  if (opts.publicKey.empty()) {
+    line = "signature: Ed25519 by key " + signer + " (not checked: give --public-key)";
+    return true;
+  }
+  if (std::memcmp(t.public_key, want.data(), want.size()) != 0)
+    return error = "the artifact is signed by key " + signer + ", not " + artifact::keyHex(want.data()),
+           false;
+  if (kiln_ed25519_verify(t.signature, data, pre.signature_offset, want.data()) != 0)
+    return error = "the signature by key " + signer +
+                   " does not match the file: it was changed after signing",
+           false;
+  line = "signature: Ed25519 by key " + signer + ", verified";
+  return true;
+}
+
 } // namespace
 
 int runInspect(const InspectOptions &opts) {
@@ -116,6 +159,10 @@ int runInspect(const InspectOptions &opts) {
   const uint8_t *header = data + pre.header_offset;
   if (kiln_xxh64(header, pre.header_size) != pre.header_xxh64)
     return fail("header checksum mismatch");
+  uint64_t contentEnd;
+  std::string signatureLine, error;
+  if (!checkSignature(opts, pre, data, size, contentEnd, signatureLine, error))
+    return fail(error);
   flatbuffers::Verifier verifier(header, pre.header_size);
   if (!fb::VerifyArtifactBuffer(verifier))
     return fail("header is not a valid artifact FlatBuffer");
@@ -123,6 +170,7 @@ int runInspect(const InspectOptions &opts) {
 
   std::printf("artifact %s: %" PRIu64 " bytes, format %u, header %" PRIu64 " bytes\n",
               opts.artifact.c_str(), size, pre.format_version, pre.header_size);
+  std::printf("%s\n", signatureLine.c_str());
   if (const fb::Target *t = a->target()) {
     std::printf("target: %s (%s, cpu %s), abi %u, entry %s\n  requires:", str(t->name()),
                 str(t->triple()), str(t->cpu()), t->abi_version(), str(t->entry()));
@@ -146,7 +194,7 @@ int runInspect(const InspectOptions &opts) {
   std::printf("sections:\n");
   for (flatbuffers::uoffset_t i = 0; a->sections() && i < a->sections()->size(); ++i) {
     const fb::Section *s = a->sections()->Get(i);
-    bool inside = s->offset() <= size && s->size() <= size - s->offset();
+    bool inside = s->offset() <= contentEnd && s->size() <= contentEnd - s->offset();
     bool sumOk = inside && kiln_xxh64(data + s->offset(), s->size()) == s->xxh64();
     sectionsOk &= sumOk;
     if (s->kind() == KILN_SECTION_WEIGHTS)

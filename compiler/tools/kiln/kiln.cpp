@@ -225,6 +225,9 @@ int main(int argc, char **argv) {
                          "token panels to fit; default: the chip profile's L2 (kiln "
                          "targets NAME), 0: no panels")
       ->check(CLI::Range(0u, 1u << 20));
+  compileCmd->add_option("--sign", cmp.sign,
+                         "sign the artifact with this secret key (kiln keygen); apps that "
+                         "open it with the public key refuse any other file");
   addSlimmingFlags(compileCmd, cmp.slim);
   addPrecisionFlags(compileCmd, cmp.prec);
 
@@ -247,6 +250,19 @@ int main(int argc, char **argv) {
   inspectCmd->add_option("--extract-code", ins.extractCode,
                          "write the code section (the ELF shared object runtime-min loads) "
                          "to this file, once the artifact checks out: for nm, objdump, perf");
+
+  inspectCmd->add_option("--public-key", ins.publicKey,
+                         "check the artifact's signature against this public key (kiln "
+                         "keygen); a missing or wrong signature is an error");
+
+  std::string keyPrefix;
+  auto *keygenCmd = app.add_subcommand(
+      "keygen", "make an Ed25519 key pair for signing artifacts: PREFIX.key and PREFIX.pub");
+  keygenCmd->add_option("-o,--output", keyPrefix, "path prefix of the two files")->required();
+  std::string signArtifactPath, signKey;
+  auto *signCmd = app.add_subcommand("sign", "sign a .kiln artifact in place");
+  signCmd->add_option("artifact", signArtifactPath, ".kiln file")->required();
+  signCmd->add_option("--key", signKey, "secret key file (kiln keygen)")->required();
 
   TargetsOptions tgt;
   auto *targetsCmd = app.add_subcommand("targets", "list host targets and chip profiles");
@@ -313,6 +329,10 @@ int main(int argc, char **argv) {
     return runCompile(cmp);
   if (inspectCmd->parsed())
     return runInspect(ins);
+  if (keygenCmd->parsed())
+    return runKeygen(keyPrefix);
+  if (signCmd->parsed())
+    return runSign(signArtifactPath, signKey);
   if (synthCmd->parsed())
     return runSynth(syn);
   if (tokCmd->parsed())

@@ -32,13 +32,37 @@ typedef struct kiln_artifact_preamble_s {
   uint64_t header_size;    /* bytes of the FlatBuffer */
   uint64_t header_xxh64;   /* xxHash64 (seed 0) of the FlatBuffer */
   uint64_t file_size;      /* total bytes of the artifact */
-  uint8_t reserved[16];    /* zero */
+  uint64_t signature_offset; /* 0: unsigned; else where the signature trailer starts */
+  uint8_t reserved[8];     /* zero */
 } kiln_artifact_preamble_t;
 
 #ifdef __cplusplus
 static_assert(sizeof(kiln_artifact_preamble_t) == 64, "preamble is 64 bytes");
 #else
 _Static_assert(sizeof(kiln_artifact_preamble_t) == 64, "preamble is 64 bytes");
+#endif
+
+/* A signed artifact ends with this trailer: signature_offset + 128 == file_size. The
+ * Ed25519 signature covers bytes [0, signature_offset) - the preamble (its signature_offset
+ * and file_size included), the header and every section - so no byte before the trailer
+ * can change, and the trailer cannot be cut off without changing the preamble. */
+#define KILN_SIGNATURE_MAGIC "KILNSIG\0" /* 8 bytes */
+#define KILN_SIGNATURE_ED25519 1u
+#define KILN_SIGNATURE_TRAILER_SIZE 128u
+
+typedef struct kiln_signature_trailer_s {
+  char magic[8];           /* KILN_SIGNATURE_MAGIC */
+  uint32_t algorithm;      /* KILN_SIGNATURE_ED25519 */
+  uint32_t trailer_size;   /* 128 */
+  uint8_t public_key[32];  /* the signer's Ed25519 public key */
+  uint8_t signature[64];   /* Ed25519 over bytes [0, signature_offset) */
+  uint8_t reserved[16];    /* zero */
+} kiln_signature_trailer_t;
+
+#ifdef __cplusplus
+static_assert(sizeof(kiln_signature_trailer_t) == KILN_SIGNATURE_TRAILER_SIZE, "128 bytes");
+#else
+_Static_assert(sizeof(kiln_signature_trailer_t) == KILN_SIGNATURE_TRAILER_SIZE, "128 bytes");
 #endif
 
 /* xxHash64 with seed 0: the one checksum of the artifact format. */

@@ -101,7 +101,15 @@ typedef struct kiln_artifact_info_s {
   const uint8_t *weights_data; /* the weights section (read-only), for OS diagnostics */
   int32_t eot_id;            /* end of turn (Llama 3's <|eot_id|>), -1 when absent; like
                                 eos_id, it ends a generated reply */
+  uint32_t signature;        /* kiln_signature_state_t */
+  uint8_t signer_key[32];    /* the trailer's Ed25519 public key; zero when unsigned */
 } kiln_artifact_info_t;
+
+typedef enum kiln_signature_state_e {
+  KILN_SIGNATURE_NONE = 0,      /* the artifact is not signed */
+  KILN_SIGNATURE_UNCHECKED = 1, /* signed, opened without a public key: not checked */
+  KILN_SIGNATURE_VERIFIED = 2,  /* signed by options.public_key and the signature holds */
+} kiln_signature_state_t;
 
 /* Where an open artifact's bytes (the weights above all) live. */
 typedef enum kiln_weights_memory_e {
@@ -120,9 +128,19 @@ typedef enum kiln_weights_memory_e {
 typedef struct kiln_artifact_options_s {
   const kiln_allocator_t *allocator; /* the artifact's small allocations; NULL: malloc */
   uint32_t weights_memory;           /* kiln_weights_memory_t */
+  /* The app's Ed25519 public key (32 bytes, from `kiln keygen`), or NULL. When set, only an
+   * artifact signed with its secret key opens: an unsigned file, another key's signature or
+   * any changed byte is KILN_STATUS_BAD_SIGNATURE, found before the header is parsed and
+   * before any code is loaded. */
+  const uint8_t *public_key;
 } kiln_artifact_options_t;
 
-/* allocator NULL, KILN_WEIGHTS_MAPPED. */
+/* Reads a public key file written by `kiln keygen` (text: "kiln-ed25519-public-key", then 64
+ * hex digits) into out_key[32]. */
+kiln_status_t kiln_public_key_parse(const char *text, size_t len, uint8_t out_key[32],
+                                    kiln_error_t *out_error);
+
+/* allocator NULL, KILN_WEIGHTS_MAPPED, public_key NULL. */
 kiln_artifact_options_t kiln_artifact_options_default(void);
 
 /* Maps path read-only and verifies it before trusting any byte: preamble (magic, format

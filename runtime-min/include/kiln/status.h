@@ -18,7 +18,8 @@ extern "C" {
   X(CORRUPT, "corrupt or truncated data")                                      \
   X(OUT_OF_MEMORY, "out of memory")                                            \
   X(BUFFER_TOO_SMALL, "output buffer too small")                               \
-  X(IO_ERROR, "i/o error")
+  X(IO_ERROR, "i/o error")                                                     \
+  X(BAD_SIGNATURE, "missing or invalid signature")
 
 typedef enum kiln_status_e {
 #define KILN_STATUS_ENUM_(name, msg) KILN_STATUS_##name,

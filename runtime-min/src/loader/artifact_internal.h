@@ -29,6 +29,7 @@ struct kiln_artifact_s {
   kiln_tokenizer_t *tokenizer;
   void *code_handle;             /* from kiln_platform_load_code */
   kiln_model_forward_fn_t forward;
+  uint64_t content_end;          /* where the sections may end: the signature trailer or EOF */
 };
 
 /* artifact_header.c: each reads and checks one part of the header into a. read_target
@@ -38,5 +39,13 @@ kiln_status_t kiln_loader_read_config(kiln_artifact_t *a, kiln_error_t *err);
 kiln_status_t kiln_loader_read_memory_plan(kiln_artifact_t *a, kiln_error_t *err);
 kiln_status_t kiln_loader_read_tensors(kiln_artifact_t *a, kiln_error_t *err);
 kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err);
+/* artifact.c: every check of kiln_artifact_open short of loading the code, on a->map (the
+ * fuzz harness calls it on bytes in memory); fills a's tables and tokenizer. */
+kiln_status_t kiln_loader_verify(kiln_artifact_t *a, const uint8_t *public_key,
+                                 kiln_error_t *err);
+/* artifact_signature.c: the trailer, checked against public_key (may be NULL); sets
+ * content_end and info.signature / signer_key. Needs a checked preamble. */
+kiln_status_t kiln_loader_check_signature(kiln_artifact_t *a, const uint8_t *public_key,
+                                          kiln_error_t *err);
 
 #endif /* KILN_LOADER_ARTIFACT_INTERNAL_H_ */

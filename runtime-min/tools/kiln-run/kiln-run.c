@@ -29,6 +29,7 @@ static const char kUsage[] =
     "       kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N] [--weights map|huge]\n"
     "       kiln-run bench A.kiln [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--threads N]\n"
     "                      [--weights map|huge] [--all-logits]\n"
+    "every command: [--public-key KEY.pub] opens only an artifact signed with its secret key\n"
     "--weights map: the artifact is mapped from its file (the default); huge: read into\n"
     "memory in 2 MiB pages where the OS has them (faster decode, slower open)\n"
     "--all-logits: bench's prefill computes every position's logits (ppl always does)\n";
@@ -126,6 +127,11 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
       else
         return run_fail("--weights expects 'map' or 'huge', got '%s'", v);
     }
+    else if (!strcmp(a, "--public-key")) {
+      if (!v)
+        return run_fail("--public-key needs a file (kiln keygen writes NAME.pub)");
+      o->public_key = v;
+    }
     else if (ppl && !strcmp(a, "--ctx"))
       bad = parse_u32(a, v, 4, 1u << 24, &o->ctx);
     else if (ppl && !strcmp(a, "--chunks"))
@@ -182,6 +188,18 @@ int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
   *out_session = NULL;
   kiln_artifact_options_t ao = kiln_artifact_options_default();
   ao.weights_memory = o->weights_memory;
+  uint8_t key[32];
+  if (o->public_key) {
+    char text[256];
+    FILE *f = fopen(o->public_key, "rb");
+    if (!f)
+      return run_fail("cannot read the public key '%s'", o->public_key);
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    if (kiln_public_key_parse(text, n, key, &err) != KILN_STATUS_OK)
+      return run_fail("%s: %s", o->public_key, err.message);
+    ao.public_key = key;
+  }
   if (kiln_artifact_open_with(o->artifact, &ao, out_artifact, &err) != KILN_STATUS_OK)
     return run_fail("%s: %s", o->artifact, err.message);
   kiln_session_options_t so = kiln_session_options_default();

@@ -19,6 +19,7 @@ typedef struct run_options_s {
   uint32_t chunks;         /* ppl: --chunks (0: all) */
   uint32_t threads;        /* 0: physical cores */
   uint32_t weights_memory; /* --weights: kiln_weights_memory_t */
+  const char *public_key;  /* --public-key: open only artifacts this key signed */
   int no_bos;
   int all_logits;          /* every position's logits: ppl, bench --all-logits */
   kiln_sampler_params_t sampler;

@@ -10,6 +10,7 @@
  * run also says when the cores were slower. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "kiln-run.h"
 
@@ -72,10 +73,18 @@ static int one_rep(kiln_session_t *s, const int32_t *prompt, uint32_t p, uint32_
 int run_bench(const run_options_t *o) {
   kiln_artifact_t *a;
   kiln_session_t *s;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (run_open(o, &a, &s))
     return 1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   kiln_artifact_info_t info;
   kiln_artifact_info(a, &info);
+  static const char *const kSignature[] = {"not signed", "signed, not checked",
+                                           "signature verified"};
+  printf("open: %.1f ms (artifact and session; %s)\n",
+         (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+         kSignature[info.signature <= 2 ? info.signature : 0]);
   const uint32_t p = o->prompt_tokens, n = o->n_predict;
   int rc = 0;
   if ((uint64_t)p + n > info.max_ctx)

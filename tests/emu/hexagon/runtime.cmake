@@ -23,6 +23,12 @@ foreach(s ${_rt_srcs})
   kiln_hex_obj(${cpu} rt_${stem} ${s} ${_rt_flags} -DKILN_NO_THREADS)
   list(APPEND _rt_objs ${o}/rt_${stem}.o)
 endforeach()
+# Ed25519 for signed artifacts (runtime-min/cmake/ed25519.cmake); 32-bit: fe_25_5 arithmetic.
+foreach(s ${KILN_ED25519_SOURCES})
+  get_filename_component(stem ${s} NAME_WE)
+  kiln_hex_obj(${cpu} ed_${stem} ${s} ${_rt_flags} ${KILN_ED25519_FLAGS})
+  list(APPEND _rt_objs ${o}/ed_${stem}.o)
+endforeach()
 add_custom_command(OUTPUT ${o}/libkiln_runtime_fs.a
   COMMAND ${CMAKE_COMMAND} -E rm -f ${o}/libkiln_runtime_fs.a
   COMMAND ${KILN_HEX_AR} rcs ${o}/libkiln_runtime_fs.a ${_rt_objs} ${_fs_objs} ${_fs_libc_objs}

@@ -1,0 +1,58 @@
+/* Force-included into every libsodium file runtime-min compiles (cmake/ed25519.cmake):
+ * renames each global symbol those files define or share to ksodium_*, so runtime-min's
+ * copy never clashes with a libsodium the app links itself. A symbol missing here shows up
+ * as an unprefixed global in `nm` of kiln_ed25519's objects. */
+#ifndef KILN_SIGN_SODIUM_NAMES_H_
+#define KILN_SIGN_SODIUM_NAMES_H_
+
+#define _crypto_sign_ed25519_detached ksodium__crypto_sign_ed25519_detached
+#define _crypto_sign_ed25519_ref10_hinit ksodium__crypto_sign_ed25519_ref10_hinit
+#define _crypto_sign_ed25519_verify_detached ksodium__crypto_sign_ed25519_verify_detached
+#define crypto_hash_sha512 ksodium_crypto_hash_sha512
+#define crypto_hash_sha512_final ksodium_crypto_hash_sha512_final
+#define crypto_hash_sha512_init ksodium_crypto_hash_sha512_init
+#define crypto_hash_sha512_update ksodium_crypto_hash_sha512_update
+#define crypto_sign_ed25519 ksodium_crypto_sign_ed25519
+#define crypto_sign_ed25519_detached ksodium_crypto_sign_ed25519_detached
+#define crypto_sign_ed25519_open ksodium_crypto_sign_ed25519_open
+#define crypto_sign_ed25519_verify_detached ksodium_crypto_sign_ed25519_verify_detached
+#define crypto_verify_16 ksodium_crypto_verify_16
+#define crypto_verify_16_bytes ksodium_crypto_verify_16_bytes
+#define crypto_verify_32 ksodium_crypto_verify_32
+#define crypto_verify_32_bytes ksodium_crypto_verify_32_bytes
+#define crypto_verify_64 ksodium_crypto_verify_64
+#define crypto_verify_64_bytes ksodium_crypto_verify_64_bytes
+#define fe25519_frombytes ksodium_fe25519_frombytes
+#define fe25519_invert ksodium_fe25519_invert
+#define fe25519_tobytes ksodium_fe25519_tobytes
+#define ge25519_add ksodium_ge25519_add
+#define ge25519_double_scalarmult_vartime ksodium_ge25519_double_scalarmult_vartime
+#define ge25519_from_hash ksodium_ge25519_from_hash
+#define ge25519_from_uniform ksodium_ge25519_from_uniform
+#define ge25519_frombytes ksodium_ge25519_frombytes
+#define ge25519_frombytes_negate_vartime ksodium_ge25519_frombytes_negate_vartime
+#define ge25519_has_small_order ksodium_ge25519_has_small_order
+#define ge25519_is_canonical ksodium_ge25519_is_canonical
+#define ge25519_is_on_curve ksodium_ge25519_is_on_curve
+#define ge25519_is_on_main_subgroup ksodium_ge25519_is_on_main_subgroup
+#define ge25519_p1p1_to_p2 ksodium_ge25519_p1p1_to_p2
+#define ge25519_p1p1_to_p3 ksodium_ge25519_p1p1_to_p3
+#define ge25519_p3_to_cached ksodium_ge25519_p3_to_cached
+#define ge25519_p3_tobytes ksodium_ge25519_p3_tobytes
+#define ge25519_scalarmult ksodium_ge25519_scalarmult
+#define ge25519_scalarmult_base ksodium_ge25519_scalarmult_base
+#define ge25519_sub ksodium_ge25519_sub
+#define ge25519_tobytes ksodium_ge25519_tobytes
+#define ristretto255_from_hash ksodium_ristretto255_from_hash
+#define ristretto255_frombytes ksodium_ristretto255_frombytes
+#define ristretto255_p3_tobytes ksodium_ristretto255_p3_tobytes
+#define sc25519_invert ksodium_sc25519_invert
+#define sc25519_is_canonical ksodium_sc25519_is_canonical
+#define sc25519_mul ksodium_sc25519_mul
+#define sc25519_muladd ksodium_sc25519_muladd
+#define sc25519_reduce ksodium_sc25519_reduce
+#define sodium_memzero ksodium_sodium_memzero
+#define sodium_memcmp ksodium_sodium_memcmp
+#define sodium_is_zero ksodium_sodium_is_zero
+
+#endif /* KILN_SIGN_SODIUM_NAMES_H_ */

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (tests/fuzz, clang-19, ASan/UBSan) in build-fuzz and runs
+# one or all of them for SECONDS each, from seed corpora made of the tests' own inputs.
+# Prints executions, rate, coverage and findings per harness; exits 1 on any finding.
+#   scripts/fuzz.sh [all|artifact|tokenizers|gguf|tokenizer-json|onnx] [SECONDS] [JOBS]
+# Findings (crash-*, leak-*, timeout-*) are left in build-fuzz/findings/TARGET. Corpora grow
+# in build-fuzz/corpus/TARGET across runs. KILN_MODELS_DIR (default ../shared/models) adds
+# stories260K's GGUF and artifact to the seeds when present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGETS=(artifact tokenizers gguf tokenizer-json onnx)
+which=${1:-all}
+secs=${2:-60}
+jobs=${3:-1}
+if [ "$which" != all ] && [[ ! " ${TARGETS[*]} " =~ " $which " ]]; then
+  echo "fuzz.sh: unknown harness '$which' (all, ${TARGETS[*]})" >&2; exit 2
+fi
+[[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -ge 1 ] || { echo "fuzz.sh: SECONDS must be >= 1" >&2; exit 2; }
+[ "$which" = all ] && run=("${TARGETS[@]}") || run=("$which")
+
+./scripts/install-deps.sh >/dev/null
+B=build-fuzz
+if [ ! -f $B/build.ninja ]; then
+  CC=clang-19 CXX=clang++-19 cmake -G Ninja -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKILN_FUZZ=ON -DKILN_WITH_MLIR=OFF -DKILN_BUILD_TESTS=OFF \
+    -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
+fi
+ninja -C $B $(printf 'fuzz-%s ' "${run[@]}") >/dev/null
+
+# Seeds: small files the tests already make or read; nothing large is committed.
+seeds=$B/seeds
+mkdir -p $seeds
+MODELS=${KILN_MODELS_DIR:-../shared/models}
+make_seeds() {
+  local t=$1 d=$seeds/$1
+  [ -d "$d" ] && return
+  mkdir -p "$d"
+  case $t in
+    artifact)
+      printf '\0KILNART\0' > "$d/magic"
+      if [ -f "$MODELS/stories260K.gguf" ] && [ -x build/bin/kiln ]; then
+        build/bin/kiln compile "$MODELS/stories260K.gguf" -o "$d/stories260k.kiln" --quiet \
+          >/dev/null 2>&1 && { printf '\0'; cat "$d/stories260k.kiln"; } > "$d/s.bin" || true
+        rm -f "$d/stories260k.kiln"
+      fi ;;
+    tokenizers)
+      printf '\0Once upon a time, there was a little girl.' > "$d/spm"
+      printf '\1Hello world! \xc3\xa9t\xc3\xa9 123 <|user|>\n\t  x' > "$d/bpe"
+      printf '\2\x0b\x05<unk>\0<s>\0</s>\0a\0b\0ab\0a b' > "$d/vocab" ;;
+    gguf)
+      [ -f "$MODELS/stories260K.gguf" ] && cp "$MODELS/stories260K.gguf" "$d/"
+      printf 'GGUF\3\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' > "$d/empty" ;;
+    tokenizer-json)
+      cat > "$d/bpe.json" <<'JSON'
+{"version":"1.0","added_tokens":[{"id":3,"content":"<|end|>","special":true}],
+ "pre_tokenizer":{"type":"ByteLevel"},"decoder":{"type":"ByteLevel"},
+ "model":{"type":"BPE","ignore_merges":true,"vocab":{"a":0,"b":1,"ab":2,"<|end|>":3},
+ "merges":["a b"]}}
+JSON
+      ;;
+    onnx)
+      printf '<ir_version: 8, opset_import: ["" : 17]>\nagraph (float[2] X) => (float[2] Y) {\n  Y = Relu(X)\n}\n' > "$d/relu.onnxtxt" ;;
+  esac
+}
+
+status=0
+printf '%-15s %12s %9s %10s %8s %s\n' harness execs exec/s coverage features findings
+for t in "${run[@]}"; do
+  make_seeds "$t"
+  corpus=$B/corpus/$t findings=$B/findings/$t log=$B/fuzz-$t.log
+  mkdir -p "$corpus" "$findings"
+  set +e
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    $B/bin/fuzz-$t -max_total_time="$secs" -rss_limit_mb=4096 -timeout=30 -max_len=4194304 \
+      $([ "$jobs" -gt 1 ] && echo "-jobs=$jobs -workers=$jobs") -print_final_stats=1 -artifact_prefix="$findings/" \
+      "$corpus" "$seeds/$t" > "$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$log" fuzz-*.log 2>/dev/null |
+          awk '{s+=$2} END{print s+0}' || true)
+  rate=$(grep -ho 'stat::average_exec_per_sec: *[0-9]*' "$log" fuzz-*.log 2>/dev/null |
+         awk '{s+=$2} END{print s+0}' || true)
+  cov=$(grep -o 'cov: [0-9]*' "$log" fuzz-*.log 2>/dev/null | tail -1 | awk '{print $2}' || true)
+  ft=$(grep -o 'ft: [0-9]*' "$log" fuzz-*.log 2>/dev/null | tail -1 | awk '{print $2}' || true)
+  found=$(ls "$findings" | wc -l)
+  rm -f fuzz-*.log
+  printf '%-15s %12s %9s %10s %8s %s\n' "$t" "$execs" "$rate" "${cov:-?}" "${ft:-?}" \
+    "$found$([ "$found" -gt 0 ] && echo " in $findings")"
+  if [ "$rc" -ne 0 ] || [ "$found" -gt 0 ]; then
+    status=1
+    echo "fuzz.sh: $t: exit $rc, log $log:" >&2
+    grep -m3 -E 'ERROR|runtime error|SUMMARY' "$log" >&2 || tail -5 "$log" >&2
+  fi
+done
+exit $status
