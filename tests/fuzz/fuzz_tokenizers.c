@@ -1,6 +1,9 @@
 /* libFuzzer: runtime-min's tokenizers. The first byte picks one of three:
- *   0  SentencePiece BPE (byte fallback, a user-defined token) on the rest as text: decoding
- *      the ids must give the text back, after the one space the dummy prefix adds;
+ *   0  SentencePiece BPE (byte fallback, a user-defined token) on the rest as text: valid
+ *      UTF-8 must decode back, with the space the dummy prefix adds before each stretch of
+ *      text (at the start and after the user-defined token) and each U+2581 as a space. Not checked for invalid UTF-8: as in llama.cpp, a bad lead byte
+ *      swallows the next bytes, a space already escaped to U+2581 among them, and byte
+ *      fallback keeps the escape;
  *   1  byte-level BPE (Llama 3 pre-tokenizer, GPT-2 byte characters) on the rest as text:
  *      decoding must give back exactly the bytes, invalid UTF-8 included;
  *   2  a vocabulary made of the rest (NUL-separated token texts; the first bytes pick kind,
@@ -107,14 +110,36 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-/* Encodes then decodes text; the decoded bytes (malloc'd) or NULL when encoding refused. */
+/* 1 when s[0, n) is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
+static int valid_utf8(const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    unsigned c = s[i], len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
+                                        : (c >> 3) == 30 ? 4 : 0;
+    if (!len || i + len > n)
+      return 0;
+    unsigned cp = len == 1 ? c : c & (0x7F >> len);
+    for (unsigned k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80)
+        return 0;
+      cp = cp << 6 | (s[i + k] & 0x3F);
+    }
+    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return 0;
+    i += len;
+  }
+  return 1;
+}
+
+/* Encodes then decodes text; the decoded bytes (malloc'd). At most 3 ids and 3 bytes per
+ * input byte: SPM escapes a space to U+2581, which byte fallback may spell byte by byte. */
 static char *round_trip(const kiln_tokenizer_t *t, const char *text, size_t n, size_t *out_n) {
-  size_t cap = n + 8, m = 0;
+  size_t cap = 3 * n + 8, m = 0;
   int32_t *ids = malloc(cap * sizeof *ids);
   char *back = malloc(4 * n + 16);
   size_t o = 0;
   if (kiln_tokenizer_encode(t, text, n, 0, ids, cap, &m) != KILN_STATUS_OK)
-    abort(); /* no tokenizer here needs more ids than bytes + the prefix */
+    abort();
   for (size_t i = 0; i < m; ++i) {
     size_t len = 0;
     if (kiln_tokenizer_piece(t, ids[i], back + o, 4 * n + 16 - o, &len) != KILN_STATUS_OK)
@@ -181,8 +206,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   switch (data[0] % 3) {
   case 0:
     back = round_trip(g_spm, text, n, &m);
-    if (n && (m != n + 1 || back[0] != ' ' || memcmp(back + 1, text, n) != 0))
-      abort();
+    if (n && valid_utf8(data + 1, n)) {
+      /* As llama.cpp: the user-defined token is cut out first, and every stretch of text
+       * after the start or such a token gets the dummy prefix. */
+      static const char kUser[] = "<|user|>";
+      const size_t u = sizeof kUser - 1;
+      char *want = malloc(2 * n + 1);
+      size_t w = 0;
+      int fresh = 1;
+      for (size_t i = 0; i < n;) {
+        if (i + u <= n && !memcmp(text + i, kUser, u)) {
+          memcpy(want + w, kUser, u), w += u, i += u, fresh = 1;
+          continue;
+        }
+        if (fresh)
+          want[w++] = ' ', fresh = 0;
+        if (i + 2 < n && !memcmp(text + i, "\xe2\x96\x81", 3))
+          want[w++] = ' ', i += 3;
+        else
+          want[w++] = text[i++];
+      }
+      if (m != w || memcmp(back, want, w) != 0)
+        abort();
+      free(want);
+    }
     free(back);
     break;
   case 1:

@@ -371,6 +371,15 @@ TEST_F(OnnxBadCorpus, FuzzFindings) {
   zw->clear_dims();
   zw->add_dims(0);
   expectModelError("zero-element-initializer", z, "");
+  // Found by tests/fuzz (fuzz-onnx): folding a Reshape whose target shape's element count
+  // overflows int64, or has a negative entry other than -1, was signed overflow (UBSan
+  // aborts this test's ASan/UBSan copy). Now the Reshape is not folded and stays a node.
+  for (const char *shape : {"4611686018427387904, 4", "2, -5188146770730811392"})
+    expectTextError(std::string("reshape-") + (shape[0] == '2' ? "negative" : "overflow"),
+                    std::string("g (float[4] x) => (float[2, 2] y) <float[4] b = {1.0, 1.0, "
+                                "1.0, 1.0}, int64[2] s = {") +
+                        shape + "}> { r = Reshape(b, s) y = Add(r, x) }",
+                    "");
 }
 
 TEST_F(OnnxBadCorpus, TruncatedProtobuf) {

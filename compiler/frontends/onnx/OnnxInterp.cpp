@@ -289,8 +289,10 @@ bool Eval::reshape() {
       if (infer >= 0)
         return fail("two -1 entries in the target shape");
       infer = int64_t(i);
-    } else {
-      known *= shape[i];
+    } else if (shape[i] < 0 || __builtin_mul_overflow(known, shape[i], &known)) {
+      // Found by fuzzing (tests/fuzz, fuzz-onnx): a huge entry overflowed the product.
+      return fail("target shape entry " + std::to_string(shape[i]) +
+                  (shape[i] < 0 ? " is negative" : " makes the element count overflow"));
     }
   }
   int64_t total = int64_t(d.numElements());
@@ -298,7 +300,8 @@ bool Eval::reshape() {
     shape[size_t(infer)] = known ? total / known : 0;
   int64_t n = 1;
   for (int64_t s : shape)
-    n *= s;
+    if (__builtin_mul_overflow(n, s, &n))
+      return fail("the target shape's element count overflows");
   if (n != total)
     return fail("cannot reshape " + std::to_string(total) + " elements to " +
                 std::to_string(n));
