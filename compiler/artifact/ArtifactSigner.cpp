@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -14,6 +15,7 @@
 #include "kiln/artifact.h"
 #include "kiln/kiln.h"
 #include "runtime-min/src/sign/ed25519.h"
+#include "runtime-min/src/sign/signature_message.h"
 
 namespace kiln::artifact {
 namespace {
@@ -147,8 +149,14 @@ bool signArtifact(const std::string &path, const std::string &secretKeyFile, Pub
   t.algorithm = KILN_SIGNATURE_ED25519;
   t.trailer_size = KILN_SIGNATURE_TRAILER_SIZE;
   kiln_ed25519_public_key(seed, t.public_key);
-  kiln_ed25519_sign(t.signature, static_cast<const uint8_t *>(map), body, seed);
+  std::vector<uint8_t> message(kiln_signature_message_size(body));
+  kiln_error_t err;
+  kiln_status_t hashed = kiln_signature_message(static_cast<const uint8_t *>(map), body, 0,
+                                                nullptr, message.data(), &err);
   ::munmap(map, body);
+  if (hashed != KILN_STATUS_OK)
+    return failFd(err.message);
+  kiln_ed25519_sign(t.signature, message.data(), message.size(), seed);
   std::memset(seed, 0, sizeof seed);
   if (::pwrite(fd, &t, sizeof t, body) != sizeof t)
     return failFd(std::strerror(errno));

@@ -1,8 +1,9 @@
 # Ed25519 for signed artifacts: the few files of libsodium 1.0.18 (Debian's source package
 # with Debian's patches, fetched by scripts/install-deps.sh) that verify signatures, built as
 # an object library (kiln_ed25519) that kiln_runtime and any other build of runtime-min's
-# sources take in, and the two that sign (kiln_ed25519_sign), for the compiler. Each function gets its own section so a link keeps only what it calls:
-# verification alone is ~17 KB (docs/perf.md). Every global symbol is renamed to ksodium_*
+# sources take in, and the two that sign (kiln_ed25519_sign), for the compiler. Each
+# function gets its own section so a link keeps only what it calls: verification alone is
+# ~17 KB (docs/perf.md). Every global symbol is renamed to ksodium_*
 # (src/sign/sodium_names.h) so an app that also links libsodium sees no clash.
 #   KILN_ED25519_SOURCES  the files to compile
 #   KILN_ED25519_FLAGS    the flags they need (include paths, configuration, the renames);
@@ -10,7 +11,8 @@
 set(KILN_LIBSODIUM_SRC "$ENV{HOME}/.cache/kiln/libsodium-1.0.18-1+deb12u1" CACHE PATH
     "libsodium source tree (Debian 1.0.18-1+deb12u1, patched) from scripts/install-deps.sh")
 set(_s ${KILN_LIBSODIUM_SRC}/src/libsodium)
-if(NOT EXISTS ${KILN_LIBSODIUM_SRC}/.kiln-patched OR NOT EXISTS ${_s}/crypto_sign/ed25519/ref10/open.c)
+if(NOT EXISTS ${KILN_LIBSODIUM_SRC}/.kiln-patched OR
+   NOT EXISTS ${_s}/crypto_sign/ed25519/ref10/open.c)
   message(FATAL_ERROR "libsodium's source is not at KILN_LIBSODIUM_SRC (${KILN_LIBSODIUM_SRC}): "
                       "run scripts/install-deps.sh, or point KILN_LIBSODIUM_SRC at its tree")
 endif()

@@ -11,6 +11,7 @@
 #include <memory>
 
 extern "C" {
+#include "kiln/tokenizer.h"
 #include "runtime-min/src/exec/pool.h"
 }
 #include "tests/unit/RuntimeFakeArtifact.h"
@@ -381,7 +382,7 @@ template <typename Use>
 static void everyAllocationFailureIsClean(const std::vector<uint8_t> &artifact, Use use) {
   TempFile file(artifact);
   bool succeeded = false;
-  for (long k = 1; k < 100 && !succeeded; ++k) {
+  for (long k = 1; k < 400 && !succeeded; ++k) {
     SCOPED_TRACE(k);
     FailingAllocator f;
     f.failAt = k;
@@ -431,6 +432,58 @@ TEST(RuntimeAllocation, EveryAllocationFailureIsClean) {
     EXPECT_EQ(kiln_session_decode(s, t, &err), KILN_STATUS_OK);
     EXPECT_EQ(f.calls, before) << "prefill/decode/sample must not allocate";
   });
+}
+
+// The tokenizer's tables and encode's scratch come from the app's allocator too (issue 54):
+// opening counts them, tokenizing allocates and frees its scratch there, and a refused
+// scratch allocation is a clean OUT_OF_MEMORY that leaves the artifact usable.
+TEST(RuntimeAllocation, TokenizerAllocatesThroughTheAllocator) {
+  TempFile file(fakeArtifact());
+  FailingAllocator f;
+  kiln_allocator_t alloc = {FailingAllocator::alloc, FailingAllocator::release, &f};
+  kiln_artifact_t *a = nullptr;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_artifact_open(file.path().c_str(), &alloc, &a, &err), KILN_STATUS_OK)
+      << err.message;
+  const long opened = f.live;
+  const size_t openedBytes = f.liveBytes;
+  { // the tokenizer's own tables: the object and its six arrays, gone when it is destroyed
+    FailingAllocator g;
+    kiln_allocator_t galloc = {FailingAllocator::alloc, FailingAllocator::release, &g};
+    const char *texts[3] = {"<unk>", "a", "b"};
+    const uint32_t lens[3] = {5, 1, 1};
+    kiln_vocab_desc_t d{};
+    d.n_tokens = 3, d.texts = texts, d.text_lens = lens;
+    d.bos_id = d.eos_id = -1, d.unk_id = 0;
+    d.allocator = &galloc;
+    kiln_tokenizer_t *t = nullptr;
+    ASSERT_EQ(kiln_tokenizer_create(&d, &t), KILN_STATUS_OK);
+    EXPECT_EQ(g.live, 7);
+    kiln_tokenizer_destroy(t);
+    EXPECT_EQ(g.live, 0);
+    EXPECT_EQ(g.liveBytes, 0u);
+  }
+  int32_t ids[64];
+  size_t n = 0;
+  const long before = f.calls;
+  ASSERT_EQ(kiln_artifact_tokenize(a, "hello world", 11, 1, ids, 64, &n, &err), KILN_STATUS_OK)
+      << err.message;
+  EXPECT_GT(f.calls, before) << "encode's scratch did not come from the allocator";
+  EXPECT_EQ(f.live, opened);
+  EXPECT_EQ(f.liveBytes, openedBytes);
+  for (long k = f.calls + 1; k < f.calls + 8; ++k) { // refuse each scratch allocation once
+    f.failAt = k;
+    kiln_status_t st = kiln_artifact_tokenize(a, "hello world", 11, 1, ids, 64, &n, &err);
+    if (st == KILN_STATUS_OK)
+      break;
+    EXPECT_EQ(st, KILN_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(f.live, opened) << "a refused encode leaked";
+  }
+  f.failAt = 0;
+  EXPECT_EQ(kiln_artifact_tokenize(a, "hello world", 11, 1, ids, 64, &n, &err), KILN_STATUS_OK);
+  kiln_artifact_close(a);
+  EXPECT_EQ(f.live, 0);
+  EXPECT_EQ(f.liveBytes, 0u);
 }
 
 // A KV cache of a huge page or more is asked for with room to start on one (Linux: 2 MiB):

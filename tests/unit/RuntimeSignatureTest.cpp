@@ -4,6 +4,7 @@
 // any code is loaded); so must a wrong key and an unsigned file. Also runs under ASan/UBSan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -12,6 +13,7 @@
 
 #include "compiler/artifact/ArtifactSigner.h"
 #include "runtime-min/src/sign/ed25519.h"
+#include "runtime-min/src/sign/signature_message.h"
 #include "tests/unit/RuntimeFakeArtifact.h"
 
 using namespace kiln::test;
@@ -169,6 +171,55 @@ TEST(RuntimeSignature, EveryFlippedByteIsRefused) {
   EXPECT_GT(atSignature, bytes.size() / 2);
   std::printf("flipped %zu bytes: %zu refused, %zu of them by the signature\n", bytes.size(),
               refused, atSignature);
+}
+
+// The signed message: per-chunk SHA-512, the same on any number of threads, and a changed
+// byte changes its chunk's digest and no other.
+TEST(RuntimeSignature, MessageIsPerChunkAndThreadIndependent) {
+  const size_t chunk = KILN_SIGNATURE_CHUNK_BYTES, size = 2 * chunk + 12345;
+  std::vector<uint8_t> data(size);
+  for (size_t i = 0; i < size; ++i)
+    data[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  const size_t n = kiln_signature_message_size(size);
+  ASSERT_EQ(n, 16u + 3 * 64u);
+  std::vector<uint8_t> one(n), four(n), changed(n);
+  kiln_error_t err;
+  ASSERT_EQ(kiln_signature_message(data.data(), size, 1, nullptr, one.data(), &err), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_signature_message(data.data(), size, 4, nullptr, four.data(), &err),
+            KILN_STATUS_OK);
+  EXPECT_EQ(one, four);
+  uint8_t digest[64];
+  kiln_sha512(digest, data.data() + 2 * chunk, 12345);
+  EXPECT_EQ(std::vector<uint8_t>(digest, digest + 64),
+            std::vector<uint8_t>(one.begin() + 16 + 128, one.end()));
+  data[chunk + 7] ^= 1;
+  ASSERT_EQ(kiln_signature_message(data.data(), size, 2, nullptr, changed.data(), &err),
+            KILN_STATUS_OK);
+  EXPECT_TRUE(std::equal(one.begin(), one.begin() + 16 + 64, changed.begin()));
+  EXPECT_FALSE(std::equal(one.begin() + 16 + 64, one.begin() + 16 + 128, changed.begin() + 16 + 64));
+  EXPECT_TRUE(std::equal(one.begin() + 16 + 128, one.end(), changed.begin() + 16 + 128));
+}
+
+// An artifact of several chunks: flips in the second and last chunk and on a chunk
+// boundary are refused too.
+TEST(RuntimeSignature, FlipsPastTheFirstChunkAreRefused) {
+  Keys keys("big");
+  kiln::artifact::ArtifactContents c = fakeContents();
+  c.weights.resize(c.weights.size() + 2 * KILN_SIGNATURE_CHUNK_BYTES, 0x5a);
+  TempFile f(kiln::artifact::serializeArtifact(c));
+  kiln::artifact::PublicKey signer;
+  std::string error;
+  ASSERT_TRUE(kiln::artifact::signArtifact(f.path(), keys.prefix + ".key", signer, error)) << error;
+  const std::vector<uint8_t> bytes = readAll(f.path());
+  Opened r = openWith(bytes, keys.pub.data());
+  ASSERT_EQ(r.status, KILN_STATUS_OK) << r.message;
+  EXPECT_EQ(r.signature, uint32_t(KILN_SIGNATURE_VERIFIED));
+  const size_t chunk = KILN_SIGNATURE_CHUNK_BYTES, end = bytes.size() - KILN_SIGNATURE_TRAILER_SIZE;
+  for (size_t at : {chunk - 1, chunk, chunk + 4097, 2 * chunk, end - 1}) {
+    std::vector<uint8_t> bad = bytes;
+    bad[at] ^= 0x01;
+    EXPECT_EQ(openWith(bad, keys.pub.data()).status, KILN_STATUS_BAD_SIGNATURE) << "byte " << at;
+  }
 }
 
 TEST(RuntimeSignature, BadKeyTextIsAnError) {

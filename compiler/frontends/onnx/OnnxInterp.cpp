@@ -42,17 +42,27 @@ Tensor Value::toTensor() const {
     case DType::Float: { float f = float(x); std::memcpy(p, &f, 4); break; }
     case DType::Double: std::memcpy(p, &x, 8); break;
     case DType::Int64: {
-      int64_t v = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : int64_t(x);
+      // Saturating, NaN as 0: a float-to-integer cast out of range is undefined behaviour.
+      int64_t v = x != x ? 0 : x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : int64_t(x);
       std::memcpy(p, &v, 8);
       break;
     }
-    case DType::Int32: { int32_t v = int32_t(x); std::memcpy(p, &v, 4); break; }
+    case DType::Int32: {
+      int32_t v = x != x            ? 0
+                  : x >= 2147483647.0  ? INT32_MAX
+                  : x <= -2147483648.0 ? INT32_MIN
+                                       : int32_t(x);
+      std::memcpy(p, &v, 4);
+      break;
+    }
     case DType::Float16: { uint16_t h = kiln_fp32_to_fp16(float(x)); std::memcpy(p, &h, 2); break; }
     case DType::BFloat16: {
       float f = float(x); uint32_t b; std::memcpy(&b, &f, 4);
       uint16_t h = uint16_t((b + 0x7fff + ((b >> 16) & 1)) >> 16); std::memcpy(p, &h, 2); break;
     }
-    default: *p = uint8_t(int64_t(x)); break; // int8, uint8, bool
+    default: // int8, uint8, bool
+      *p = uint8_t(x != x || x <= -9.2e18 || x >= 9.2e18 ? 0 : int64_t(x));
+      break;
     }
   }
   t.data = t.owned->data(), t.nbytes = t.owned->size();
@@ -132,6 +142,8 @@ int64_t normAxis(int64_t a, size_t rank) { return a < 0 ? a + int64_t(rank) : a;
 
 // Saturating: Slice ends are often INT64_MAX, which a double rounds above the range.
 int64_t toInt(double x) {
+  if (x != x) // NaN: an index no tensor has (the cast itself would be undefined)
+    return INT64_MIN;
   if (x >= 9.2e18)
     return INT64_MAX;
   if (x <= -9.2e18)
@@ -144,8 +156,11 @@ bool intsOf(const Value *v, std::vector<int64_t> &out) {
   if (!v || !v->hasData)
     return false;
   out.clear();
-  for (double x : v->data)
+  for (double x : v->data) {
+    if (x != x) // NaN has no integer value (fuzz-onnx: the cast was undefined behaviour)
+      return false;
     out.push_back(toInt(x));
+  }
   return true;
 }
 
@@ -222,9 +237,10 @@ bool Eval::gather() {
   r.hasData = true;
   for (uint64_t o = 0; o < outer; ++o)
     for (double xi : ix.data) {
-      int64_t k = int64_t(xi) < 0 ? int64_t(xi) + len : int64_t(xi);
+      const int64_t v = toInt(xi);
+      int64_t k = v < 0 && v > INT64_MIN ? v + len : v;
       if (k < 0 || k >= len)
-        return fail("index " + std::to_string(int64_t(xi)) + " out of range");
+        return fail("index " + std::to_string(v) + " out of range");
       for (uint64_t i = 0; i < inner; ++i)
         r.data.push_back(d.data[(o * uint64_t(len) + uint64_t(k)) * inner + i]);
     }

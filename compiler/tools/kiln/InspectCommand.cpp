@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -22,6 +23,7 @@
 #include "kiln/quant.h"
 #include "kiln/quant_packed.h"
 #include "runtime-min/src/sign/ed25519.h"
+#include "runtime-min/src/sign/signature_message.h"
 
 namespace kiln::tool {
 
@@ -124,9 +126,15 @@ bool checkSignature(const InspectOptions &opts, const kiln_artifact_preamble_t &
     return true;
   }
   if (std::memcmp(t.public_key, want.data(), want.size()) != 0)
-    return error = "the artifact is signed by key " + signer + ", not " + artifact::keyHex(want.data()),
+    return error = "the artifact is signed by key " + signer + ", not " +
+                   artifact::keyHex(want.data()),
            false;
-  if (kiln_ed25519_verify(t.signature, data, pre.signature_offset, want.data()) != 0)
+  std::vector<uint8_t> message(kiln_signature_message_size(pre.signature_offset));
+  kiln_error_t err;
+  if (kiln_signature_message(data, pre.signature_offset, 0, nullptr, message.data(), &err) !=
+      KILN_STATUS_OK)
+    return error = err.message, false;
+  if (kiln_ed25519_verify(t.signature, message.data(), message.size(), want.data()) != 0)
     return error = "the signature by key " + signer +
                    " does not match the file: it was changed after signing",
            false;

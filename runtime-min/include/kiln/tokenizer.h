@@ -5,7 +5,8 @@
  * Ownership: kiln_tokenizer_create copies everything it needs out of the descriptor, so the
  * caller may free the descriptor's arrays afterwards; kiln_tokenizer_destroy frees it all.
  * Outputs go to caller-sized buffers; encode allocates scratch proportional to the text
- * and frees it before returning (tokenizing is not on the decode path).
+ * and frees it before returning (tokenizing is not on the decode path). All of it goes
+ * through the descriptor's allocator when it has one.
  */
 #ifndef KILN_TOKENIZER_H_
 #define KILN_TOKENIZER_H_
@@ -14,6 +15,8 @@
 #include <stdint.h>
 
 #include "kiln/status.h"
+
+struct kiln_allocator_s;
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,6 +62,9 @@ typedef struct kiln_vocab_desc_s {
   uint32_t n_merges;
   const char *const *merges;   /* n_merges "left right" texts, rank 0 first */
   const uint32_t *merge_lens;
+  /* Every allocation of the tokenizer, its tables and encode's scratch alike; NULL: malloc.
+   * Copied, so it must outlive the tokenizer, not the descriptor. */
+  const struct kiln_allocator_s *allocator; /* kiln_allocator_t, kiln/kiln.h */
 } kiln_vocab_desc_t;
 
 typedef struct kiln_tokenizer_s kiln_tokenizer_t;

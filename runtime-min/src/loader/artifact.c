@@ -1,8 +1,9 @@
 /* kiln_artifact_open: map, verify, bind. Nothing in the file is trusted before it is
  * checked: the preamble first (magic, versions, sizes, header checksum), then the signature
  * trailer (artifact_signature.c; with the app's key, the whole file's signature before the
- * header is parsed), then the header's FlatBuffer bounds, then every section's range, alignment and checksum, then the tables
- * that point into the sections; only then is the code section handed to the loader. */
+ * header is parsed), then the header's FlatBuffer bounds, then every section's range,
+ * alignment and checksum, then the tables that point into the sections; only then is the
+ * code section handed to the loader. */
 #include <string.h>
 
 #include "../platform/error.h"

@@ -6,6 +6,7 @@
 
 #include "../platform/error.h"
 #include "../sign/ed25519.h"
+#include "../sign/signature_message.h"
 #include "artifact_internal.h"
 #include "kiln/artifact.h"
 
@@ -63,7 +64,17 @@ kiln_status_t kiln_loader_check_signature(kiln_artifact_t *a, const uint8_t *pub
     return kiln_error_set(err, KILN_STATUS_BAD_SIGNATURE,
                           "the artifact is signed by key %s..., not this app's key %s...", got,
                           want);
-  if (kiln_ed25519_verify(t.signature, a->map.data, (size_t)p.signature_offset, public_key))
+  const size_t n = kiln_signature_message_size(p.signature_offset);
+  uint8_t *msg = kiln_mem_alloc(&a->alloc, n, 64, "the signed message", err);
+  if (!msg)
+    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
+  kiln_status_t st = kiln_signature_message(a->map.data, p.signature_offset, 0, &a->alloc, msg,
+                                            err);
+  const int bad = st != KILN_STATUS_OK || kiln_ed25519_verify(t.signature, msg, n, public_key);
+  kiln_mem_free(&a->alloc, msg, n);
+  if (st != KILN_STATUS_OK)
+    return st;
+  if (bad)
     return kiln_error_set(err, KILN_STATUS_BAD_SIGNATURE,
                           "the signature by key %s... does not match the file: it was changed "
                           "after signing", got);

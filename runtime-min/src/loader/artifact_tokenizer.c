@@ -85,6 +85,7 @@ kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err)
   uint8_t space, bos;
   int32_t eot;
   memset(&d, 0, sizeof d);
+  d.allocator = &a->alloc; /* the tokenizer's tables and scratch come from the app's too */
   if (kiln_fb_table(&a->root, KILN_FB_ARTIFACT_TOKENIZER, &t, &present) || !present ||
       kiln_fb_string(&t, KILN_FB_TOKENIZER_MODEL, &model) ||
       kiln_fb_vector(&t, KILN_FB_TOKENIZER_TOKENS, 4, &toks) ||
@@ -133,8 +134,10 @@ kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err)
     st = fill_bpe(&t, &merges, &v, &d, err);
   if (st == KILN_STATUS_OK) {
     st = kiln_tokenizer_create(&d, &a->tokenizer);
-    if (st != KILN_STATUS_OK)
-      kiln_error_set(err, st == KILN_STATUS_OUT_OF_MEMORY ? st : KILN_STATUS_CORRUPT,
+    if (st == KILN_STATUS_OUT_OF_MEMORY)
+      kiln_error_set(err, st, "cannot allocate the tokenizer's tables (%u tokens)", n);
+    else if (st != KILN_STATUS_OK)
+      kiln_error_set(err, KILN_STATUS_CORRUPT,
                      "the tokenizer table is invalid (%s: duplicate texts, a type outside 0..6, "
                      "a special id out of range or a bad merge)", kiln_status_message(st));
     if (st != KILN_STATUS_OK && st != KILN_STATUS_OUT_OF_MEMORY)

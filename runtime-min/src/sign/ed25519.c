@@ -12,3 +12,7 @@ int kiln_ed25519_verify(const uint8_t sig[KILN_ED25519_SIGNATURE_BYTES], const u
              ? 0
              : -1;
 }
+
+void kiln_sha512(uint8_t out[64], const uint8_t *msg, size_t len) {
+  crypto_hash_sha512(out, msg, (unsigned long long)len);
+}

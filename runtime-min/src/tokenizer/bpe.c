@@ -84,13 +84,13 @@ static kiln_status_t build_merges(kiln_tokenizer_t *t, kiln_bpe_t *b,
   size_t cap = 2;
   while (cap < (size_t)d->n_merges * 2)
     cap *= 2;
-  b->merge_keys = malloc(cap * sizeof *b->merge_keys);
-  b->merge_ids = malloc(cap * sizeof *b->merge_ids);
-  b->merge_ranks = malloc(cap * sizeof *b->merge_ranks);
+  b->merge_keys = kiln_tok_malloc(&t->alloc, cap * sizeof *b->merge_keys);
+  b->merge_ids = kiln_tok_malloc(&t->alloc, cap * sizeof *b->merge_ids);
+  b->merge_ranks = kiln_tok_malloc(&t->alloc, cap * sizeof *b->merge_ranks);
   size_t buf_cap = 64;
-  char *buf = malloc(buf_cap);
+  char *buf = kiln_tok_malloc(&t->alloc, buf_cap);
   if (!b->merge_keys || !b->merge_ids || !b->merge_ranks || !buf) {
-    free(buf);
+    kiln_tok_free(&t->alloc, buf);
     return KILN_STATUS_OUT_OF_MEMORY;
   }
   memset(b->merge_ids, 0xFF, cap * sizeof *b->merge_ids);
@@ -106,8 +106,9 @@ static kiln_status_t build_merges(kiln_tokenizer_t *t, kiln_bpe_t *b,
     }
     const size_t ln = (size_t)(sp - m), rn = len - ln - 1;
     if (ln + rn > buf_cap) {
+      const size_t old_cap = buf_cap;
       buf_cap = 2 * (ln + rn);
-      char *nb = realloc(buf, buf_cap);
+      char *nb = kiln_tok_grow(&t->alloc, buf, old_cap, buf_cap);
       if (!nb) {
         st = KILN_STATUS_OUT_OF_MEMORY;
         break;
@@ -129,14 +130,14 @@ static kiln_status_t build_merges(kiln_tokenizer_t *t, kiln_bpe_t *b,
     b->merge_ids[i] = both;
     b->merge_ranks[i] = r;
   }
-  free(buf);
+  kiln_tok_free(&t->alloc, buf);
   return st;
 }
 
 kiln_status_t kiln_bpe_build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
   if (d->pretokenizer != KILN_PRETOKENIZER_LLAMA3 && d->pretokenizer != KILN_PRETOKENIZER_GPT2)
     return KILN_STATUS_INVALID_ARGUMENT;
-  kiln_bpe_t *b = calloc(1, sizeof *b);
+  kiln_bpe_t *b = kiln_tok_calloc(&t->alloc, 1, sizeof *b);
   if (!b)
     return KILN_STATUS_OUT_OF_MEMORY;
   t->bpe = b;
@@ -161,13 +162,13 @@ kiln_status_t kiln_bpe_build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
   return build_merges(t, b, d);
 }
 
-void kiln_bpe_free(kiln_bpe_t *b) {
+void kiln_bpe_free(const kiln_allocator_t *a, kiln_bpe_t *b) {
   if (!b)
     return;
-  free(b->merge_keys);
-  free(b->merge_ids);
-  free(b->merge_ranks);
-  free(b);
+  kiln_tok_free(a, b->merge_keys);
+  kiln_tok_free(a, b->merge_ids);
+  kiln_tok_free(a, b->merge_ranks);
+  kiln_tok_free(a, b);
 }
 
 /* ---- the pre-tokenizer -------------------------------------------------------------------- */
@@ -488,12 +489,12 @@ kiln_status_t kiln_bpe_encode(const kiln_tokenizer_t *t, const char *text, size_
   if (add_bos)
     emit(&e, t->bos);
   const size_t n = len ? len : 1;
-  e.chars.cp = malloc(n * sizeof *e.chars.cp);
-  e.chars.cls = malloc(n);
-  e.chars.at = malloc((n + 1) * sizeof *e.chars.at);
-  e.syms = malloc(n * sizeof *e.syms);
-  e.heap = malloc(3 * n * sizeof *e.heap); /* n - 1 seeds + 2 per merge */
-  e.mapped = malloc(2 * n);
+  e.chars.cp = kiln_tok_malloc(&t->alloc, n * sizeof *e.chars.cp);
+  e.chars.cls = kiln_tok_malloc(&t->alloc, n);
+  e.chars.at = kiln_tok_malloc(&t->alloc, (n + 1) * sizeof *e.chars.at);
+  e.syms = kiln_tok_malloc(&t->alloc, n * sizeof *e.syms);
+  e.heap = kiln_tok_malloc(&t->alloc, 3 * n * sizeof *e.heap); /* n - 1 seeds + 2 per merge */
+  e.mapped = kiln_tok_malloc(&t->alloc, 2 * n);
   kiln_status_t st = KILN_STATUS_OUT_OF_MEMORY;
   if (e.chars.cp && e.chars.cls && e.chars.at && e.syms && e.heap && e.mapped) {
     const unsigned char *p = (const unsigned char *)text;
@@ -512,12 +513,12 @@ kiln_status_t kiln_bpe_encode(const kiln_tokenizer_t *t, const char *text, size_
     encode_stretch(&e, p + start, len - start);
     st = KILN_STATUS_OK;
   }
-  free(e.chars.cp);
-  free(e.chars.cls);
-  free(e.chars.at);
-  free(e.syms);
-  free(e.heap);
-  free(e.mapped);
+  kiln_tok_free(&t->alloc, e.chars.cp);
+  kiln_tok_free(&t->alloc, e.chars.cls);
+  kiln_tok_free(&t->alloc, e.chars.at);
+  kiln_tok_free(&t->alloc, e.syms);
+  kiln_tok_free(&t->alloc, e.heap);
+  kiln_tok_free(&t->alloc, e.mapped);
   if (st != KILN_STATUS_OK)
     return st;
   *out_n = e.count;

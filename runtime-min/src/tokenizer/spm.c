@@ -22,6 +22,51 @@ static uint64_t hash_bytes(const char *s, size_t len) {
   return h;
 }
 
+/* The tokenizer's allocation helpers (tokenizer_internal.h). */
+#define KILN_TOK_HEADER 16u
+void *kiln_tok_malloc(const kiln_allocator_t *a, size_t n) {
+  if (!a || !a->alloc)
+    return malloc(n ? n : 1);
+  if (n > SIZE_MAX - KILN_TOK_HEADER)
+    return NULL;
+  unsigned char *p = (unsigned char *)a->alloc(a->user, n + KILN_TOK_HEADER, 16);
+  if (!p)
+    return NULL;
+  memcpy(p, &n, sizeof n);
+  return p + KILN_TOK_HEADER;
+}
+
+void kiln_tok_free(const kiln_allocator_t *a, void *ptr) {
+  if (!ptr)
+    return;
+  if (!a || !a->alloc) {
+    free(ptr);
+    return;
+  }
+  unsigned char *p = (unsigned char *)ptr - KILN_TOK_HEADER;
+  size_t n;
+  memcpy(&n, p, sizeof n);
+  a->free(a->user, p, n + KILN_TOK_HEADER);
+}
+
+void *kiln_tok_calloc(const kiln_allocator_t *a, size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size)
+    return NULL;
+  void *p = kiln_tok_malloc(a, count * size);
+  if (p)
+    memset(p, 0, count * size);
+  return p;
+}
+
+void *kiln_tok_grow(const kiln_allocator_t *a, void *ptr, size_t old_n, size_t n) {
+  void *q = kiln_tok_malloc(a, n);
+  if (q && ptr)
+    memcpy(q, ptr, old_n < n ? old_n : n);
+  if (q)
+    kiln_tok_free(a, ptr);
+  return q;
+}
+
 int32_t kiln_tok_lookup(const kiln_tokenizer_t *t, const char *s, size_t len) {
   for (size_t i = hash_bytes(s, len) & t->mask;; i = (i + 1) & t->mask) {
     uint32_t v = t->slots[i];
@@ -84,15 +129,15 @@ static kiln_status_t build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
   size_t cap = 2;
   while (cap < (size_t)n * 2)
     cap *= 2;
-  t->blob = malloc(total ? total : 1);
-  t->offs = malloc(((size_t)n + 1) * sizeof *t->offs);
-  t->scores = malloc((size_t)n * sizeof *t->scores);
-  t->types = malloc((size_t)n * sizeof *t->types);
-  t->slots = calloc(cap, sizeof *t->slots);
-  t->user_ids = malloc((size_t)n * sizeof *t->user_ids);
-  uint64_t *keys = malloc((size_t)n * sizeof *keys);
+  t->blob = kiln_tok_malloc(&t->alloc, total ? total : 1);
+  t->offs = kiln_tok_malloc(&t->alloc, ((size_t)n + 1) * sizeof *t->offs);
+  t->scores = kiln_tok_malloc(&t->alloc, (size_t)n * sizeof *t->scores);
+  t->types = kiln_tok_malloc(&t->alloc, (size_t)n * sizeof *t->types);
+  t->slots = kiln_tok_calloc(&t->alloc, cap, sizeof *t->slots);
+  t->user_ids = kiln_tok_malloc(&t->alloc, (size_t)n * sizeof *t->user_ids);
+  uint64_t *keys = kiln_tok_malloc(&t->alloc, (size_t)n * sizeof *keys);
   if (!t->blob || !t->offs || !t->scores || !t->types || !t->slots || !t->user_ids || !keys) {
-    free(keys);
+    kiln_tok_free(&t->alloc, keys);
     return KILN_STATUS_OUT_OF_MEMORY;
   }
   t->mask = cap - 1;
@@ -116,7 +161,7 @@ static kiln_status_t build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
       int32_t o = (int32_t)(t->slots[s] - 1);
       if (kiln_tok_len(t, o) == len &&
           memcmp(t->blob + t->offs[o], t->blob + t->offs[i], len) == 0) {
-        free(keys); /* llama.cpp asserts every text is unique */
+        kiln_tok_free(&t->alloc, keys); /* llama.cpp asserts every text is unique */
         return KILN_STATUS_INVALID_ARGUMENT;
       }
     }
@@ -131,7 +176,7 @@ static kiln_status_t build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
   qsort(keys, t->n_user, sizeof *keys, cmp_user);
   for (uint32_t i = 0; i < t->n_user; ++i)
     t->user_ids[i] = (int32_t)(keys[i] & 0xFFFFFFFFu);
-  free(keys);
+  kiln_tok_free(&t->alloc, keys);
   /* byte_to_token: "<0xNN>", else the one-byte text; unk instead of llama.cpp's throw. */
   static const char hex[] = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b) {
@@ -152,9 +197,16 @@ kiln_status_t kiln_tokenizer_create(const kiln_vocab_desc_t *desc, kiln_tokenize
   if (!desc)
     return KILN_STATUS_INVALID_ARGUMENT;
   KILN_RETURN_IF_ERROR(validate(desc));
-  kiln_tokenizer_t *t = calloc(1, sizeof *t);
+  kiln_allocator_t alloc = {0};
+  if (desc->allocator) {
+    if (!desc->allocator->alloc || !desc->allocator->free)
+      return KILN_STATUS_INVALID_ARGUMENT;
+    alloc = *desc->allocator;
+  }
+  kiln_tokenizer_t *t = kiln_tok_calloc(&alloc, 1, sizeof *t);
   if (!t)
     return KILN_STATUS_OUT_OF_MEMORY;
+  t->alloc = alloc;
   t->n = desc->n_tokens;
   t->bos = desc->bos_id;
   t->eos = desc->eos_id;
@@ -176,14 +228,15 @@ kiln_status_t kiln_tokenizer_create(const kiln_vocab_desc_t *desc, kiln_tokenize
 void kiln_tokenizer_destroy(kiln_tokenizer_t *tok) {
   if (!tok)
     return;
-  free(tok->blob);
-  free(tok->offs);
-  free(tok->scores);
-  free(tok->types);
-  free(tok->slots);
-  free(tok->user_ids);
-  kiln_bpe_free(tok->bpe);
-  free(tok);
+  kiln_tok_free(&tok->alloc, tok->blob);
+  kiln_tok_free(&tok->alloc, tok->offs);
+  kiln_tok_free(&tok->alloc, tok->scores);
+  kiln_tok_free(&tok->alloc, tok->types);
+  kiln_tok_free(&tok->alloc, tok->slots);
+  kiln_tok_free(&tok->alloc, tok->user_ids);
+  kiln_bpe_free(&tok->alloc, tok->bpe);
+  const kiln_allocator_t alloc = tok->alloc;
+  kiln_tok_free(&alloc, tok);
 }
 
 uint32_t kiln_tokenizer_vocab_size(const kiln_tokenizer_t *tok) { return tok ? tok->n : 0; }
@@ -391,10 +444,10 @@ kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *tex
     return s.count > cap ? KILN_STATUS_BUFFER_TOO_SMALL : KILN_STATUS_OK;
   }
   const size_t max_esc = 3 * len + 3, n_frag = tok->n_user ? 2 * len + 1 : 1;
-  char *esc = malloc(max_esc);
-  s.syms = malloc(max_esc * sizeof *s.syms);
-  s.heap = malloc(3 * max_esc * sizeof *s.heap); /* n - 1 seeds + 2 per merge */
-  fragment_t *fa = malloc(n_frag * sizeof *fa), *fb = malloc(n_frag * sizeof *fb);
+  char *esc = kiln_tok_malloc(&tok->alloc, max_esc);
+  s.syms = kiln_tok_malloc(&tok->alloc, max_esc * sizeof *s.syms);
+  s.heap = kiln_tok_malloc(&tok->alloc, 3 * max_esc * sizeof *s.heap); /* n - 1 seeds + 2 per merge */
+  fragment_t *fa = kiln_tok_malloc(&tok->alloc, n_frag * sizeof *fa), *fb = kiln_tok_malloc(&tok->alloc, n_frag * sizeof *fb);
   kiln_status_t st = KILN_STATUS_OUT_OF_MEMORY;
   if (esc && s.syms && s.heap && fa && fb) {
     fragment_t *frags;
@@ -425,11 +478,11 @@ kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *tex
       prev_special = 0;
     }
   }
-  free(esc);
-  free(s.syms);
-  free(s.heap);
-  free(fa);
-  free(fb);
+  kiln_tok_free(&tok->alloc, esc);
+  kiln_tok_free(&tok->alloc, s.syms);
+  kiln_tok_free(&tok->alloc, s.heap);
+  kiln_tok_free(&tok->alloc, fa);
+  kiln_tok_free(&tok->alloc, fb);
   if (st != KILN_STATUS_OK)
     return st;
   *out_n = s.count;

@@ -3,6 +3,7 @@
 #ifndef KILN_TOKENIZER_INTERNAL_H_
 #define KILN_TOKENIZER_INTERNAL_H_
 
+#include "kiln/kiln.h"
 #include "kiln/tokenizer.h"
 
 #ifdef __cplusplus
@@ -25,7 +26,17 @@ struct kiln_tokenizer_s {
   int32_t *user_ids;     /* tokens cut out of the text first, longest text first */
   uint32_t n_user;
   kiln_bpe_t *bpe;       /* byte-level BPE's tables; NULL for SPM */
+  kiln_allocator_t alloc; /* the descriptor's allocator; alloc.alloc NULL: malloc */
 };
+
+/* Every allocation of the tokenizer - its tables and encode's scratch - goes through these,
+ * so an app's allocator sees (and may refuse) all of it. With a caller's allocator each
+ * block carries its size in a 16-byte header (the allocator's free wants it back). */
+void *kiln_tok_malloc(const kiln_allocator_t *a, size_t n);
+void *kiln_tok_calloc(const kiln_allocator_t *a, size_t count, size_t size);
+void kiln_tok_free(const kiln_allocator_t *a, void *ptr);
+/* realloc without the allocator having one: a new block, the old bytes, the old freed. */
+void *kiln_tok_grow(const kiln_allocator_t *a, void *ptr, size_t old_n, size_t n);
 
 /* Any token with exactly this text (all types), or -1. */
 int32_t kiln_tok_lookup(const kiln_tokenizer_t *t, const char *s, size_t len);
@@ -37,7 +48,7 @@ static inline size_t kiln_tok_len(const kiln_tokenizer_t *t, int32_t id) {
 /* bpe.c: builds t->bpe (and byte_ids, user_ids) from the descriptor after the shared
  * tables exist; frees them; encode and piece as kiln_tokenizer_encode/_piece document. */
 kiln_status_t kiln_bpe_build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d);
-void kiln_bpe_free(kiln_bpe_t *b);
+void kiln_bpe_free(const kiln_allocator_t *a, kiln_bpe_t *b);
 kiln_status_t kiln_bpe_encode(const kiln_tokenizer_t *t, const char *text, size_t len,
                               int add_bos, int32_t *out_ids, size_t cap, size_t *out_n);
 kiln_status_t kiln_bpe_piece(const kiln_tokenizer_t *t, int32_t id, char *out_buf, size_t cap,
