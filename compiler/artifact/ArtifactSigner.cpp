@@ -94,8 +94,10 @@ bool readPublicKey(const std::string &path, PublicKey &key, std::string &error) 
   std::string text;
   if (!readSmallFile(path, text, error))
     return false;
-  if (!parseKey(text, kPublicTag, key.data()))
-    return error = "'" + path + "' is not a kiln public key (kiln keygen writes them)", false;
+  // runtime-min's reader, so the compiler and an app read .pub files alike.
+  kiln_error_t err;
+  if (kiln_public_key_parse(text.data(), text.size(), key.data(), &err) != KILN_STATUS_OK)
+    return error = "'" + path + "': " + err.message, false;
   return true;
 }
 
