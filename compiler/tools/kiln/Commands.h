@@ -109,6 +109,7 @@ struct CompileOptions {
   std::string weights; // f32 | f16 | q8_0 | q6_k | q5_k | q4_k | q4_0 | q4_1 | q3_0; "" = source
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   std::string sign;              // --sign KEY: sign the artifact with this secret key
+  std::string chatTemplate = "auto"; // --chat-template (ChatTemplateChoice.h)
   uint32_t ctx = 0;              // 0: the model's declared context
   uint32_t maxBatch = 0;         // 0: min(128, ctx)
   std::string kv = "f32";        // --kv: KV cache storage (dialects/kiln/IR/KvFormat.h)

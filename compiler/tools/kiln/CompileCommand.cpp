@@ -21,6 +21,7 @@
 #include "dialects/kiln/IR/KilnAttrNames.h"
 #include "passes/memory/MemoryPlan.h"
 #include "models/weights/DerivedWeights.h"
+#include "compiler/tools/kiln/ChatTemplateChoice.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/FileSha256.h"
 #include "compiler/tools/kiln/ModelSession.h"
@@ -124,7 +125,8 @@ int runCompile(const CompileOptions &opts) {
                                                                                    : 4);
   progress.begin("import " + opts.model);
   ModelSession s;
-  if (!s.load(opts.model, error, opts.tokenizer))
+  if (!s.load(opts.model, error, opts.tokenizer) ||
+      !chooseChatTemplate(opts.chatTemplate, s.tokenizerRecord, error))
     return fail(error);
   mlir::ModuleOp module = *s.model.module;
   std::optional<BackgroundSha256> sourceSha;

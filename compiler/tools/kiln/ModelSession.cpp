@@ -6,6 +6,7 @@
 
 #include "compiler/InitAll.h"
 #include "dialects/kiln/IR/KilnAttrNames.h"
+#include "compiler/frontends/hf/ChatTemplateConfig.h"
 #include "compiler/frontends/hf/TokenizerJson.h"
 #include "compiler/frontends/onnx/OnnxImport.h"
 
@@ -101,9 +102,13 @@ bool ModelSession::load(const std::string &path, std::string &error,
       fromGguf = gguf::Tokenizer::fromGguf(f, error);
       tokenizerRecord = recordFromGguf(f);
     }
+    if (const gguf::Value *v = f.find("tokenizer.chat_template"))
+      tokenizerRecord.chatTemplateSource = v->str;
   } else {
     // SentencePiece-style or byte-level BPE, whichever the file is.
     tokenizer = hf::loadTokenizerJson(tokPath, tokenizerRecord, error);
+    if (tokenizer && !hf::readChatTemplate(tokPath, tokenizerRecord.chatTemplateSource, error))
+      return false;
   }
   if (fromGguf)
     tokenizer = std::make_unique<hf::RuntimeTextTokenizer>(std::move(fromGguf));

@@ -225,6 +225,11 @@ int main(int argc, char **argv) {
                          "token panels to fit; default: the chip profile's L2 (kiln "
                          "targets NAME), 0: no panels")
       ->check(CLI::Range(0u, 1u << 20));
+  compileCmd->add_option("--chat-template", cmp.chatTemplate,
+                         "the chat template the artifact records: auto (recognise the "
+                         "model's tokenizer.chat_template), none, llama3, llama2, zephyr or "
+                         "chatml")
+      ->capture_default_str();
   compileCmd->add_option("--sign", cmp.sign,
                          "sign the artifact with this secret key (kiln keygen); apps that "
                          "open it with the public key refuse any other file");

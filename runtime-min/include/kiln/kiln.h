@@ -44,7 +44,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln/chat.h"
 #include "kiln/status.h"
+#include "kiln/tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,6 +105,9 @@ typedef struct kiln_artifact_info_s {
                                 eos_id, it ends a generated reply */
   uint32_t signature;        /* kiln_signature_state_t */
   uint8_t signer_key[32];    /* the trailer's Ed25519 public key; zero when unsigned */
+  uint32_t chat_template;    /* kiln_chat_template_t (kiln/chat.h); NONE: no chat */
+  const char *chat_template_source; /* the model's Jinja text it came from, "" when none;
+                                       valid while the artifact is open */
 } kiln_artifact_info_t;
 
 typedef enum kiln_signature_state_e {
@@ -165,6 +170,26 @@ void kiln_artifact_info(const kiln_artifact_t *artifact, kiln_artifact_info_t *o
 kiln_status_t kiln_artifact_tokenize(const kiln_artifact_t *artifact, const char *text,
                                      size_t len, int add_bos, int32_t *out_ids, size_t cap,
                                      size_t *out_n, kiln_error_t *out_error);
+
+/* kiln_artifact_tokenize with KILN_ENCODE_* flags (kiln/tokenizer.h): KILN_ENCODE_SPECIAL
+ * turns the texts of control tokens into their ids, as a formatted chat needs. */
+kiln_status_t kiln_artifact_tokenize_ex(const kiln_artifact_t *artifact, const char *text,
+                                        size_t len, unsigned flags, int32_t *out_ids,
+                                        size_t cap, size_t *out_n, kiln_error_t *out_error);
+
+/* kiln_chat_format (kiln/chat.h) with the artifact's template and its tokenizer's BOS and
+ * EOS texts: the text to tokenize with KILN_ENCODE_SPECIAL (and KILN_ENCODE_ADD_BOS when
+ * info.add_bos, at the start of a conversation). KILN_STATUS_UNSUPPORTED when the artifact
+ * has no chat template. Never allocates. */
+kiln_status_t kiln_artifact_chat_format(const kiln_artifact_t *artifact,
+                                        const kiln_chat_message_t *messages, size_t n,
+                                        int add_generation_prompt, char *out, size_t cap,
+                                        size_t *out_len, kiln_error_t *out_error);
+
+/* A token's text as the vocabulary stores it (not NUL-terminated, *out_len bytes): "</s>",
+ * "<|eot_id|>"; NULL for an id outside the vocabulary. Valid while the artifact is open. */
+const char *kiln_artifact_token_text(const kiln_artifact_t *artifact, int32_t id,
+                                     size_t *out_len);
 
 /* The bytes token id stands for (empty for control tokens). Same size contract as
  * tokenize; nothing is written when cap is too small. Never allocates. */

@@ -78,6 +78,9 @@ kiln_status_t kiln_tokenizer_create(const kiln_vocab_desc_t *desc, kiln_tokenize
 void kiln_tokenizer_destroy(kiln_tokenizer_t *tok);
 
 uint32_t kiln_tokenizer_vocab_size(const kiln_tokenizer_t *tok);
+/* A token's stored text (not NUL-terminated; *out_len bytes), as the vocabulary has it:
+ * "<s>", "<|eot_id|>", "\xE2\x96\x81the". NULL for an id outside the vocabulary. */
+const char *kiln_tokenizer_text(const kiln_tokenizer_t *tok, int32_t id, size_t *out_len);
 int32_t kiln_tokenizer_bos(const kiln_tokenizer_t *tok);
 int32_t kiln_tokenizer_eos(const kiln_tokenizer_t *tok);
 
@@ -99,6 +102,16 @@ int32_t kiln_tokenizer_eos(const kiln_tokenizer_t *tok);
  * KILN_STATUS_OUT_OF_RANGE for a text over (INT32_MAX - 3) / 3 bytes. */
 kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *text, size_t len,
                                     int add_bos, int32_t *out_ids, size_t cap, size_t *out_n);
+
+/* kiln_tokenizer_encode with flags: KILN_ENCODE_ADD_BOS puts BOS first; with
+ * KILN_ENCODE_SPECIAL, SPM also cuts control and unknown tokens' texts out of the text as
+ * their ids (llama.cpp's parse_special = true), as a chat template's "<s>" and "</s>" need.
+ * Byte-level BPE cuts control tokens either way. Other bits: KILN_STATUS_INVALID_ARGUMENT. */
+#define KILN_ENCODE_ADD_BOS 1u
+#define KILN_ENCODE_SPECIAL 2u
+kiln_status_t kiln_tokenizer_encode_ex(const kiln_tokenizer_t *tok, const char *text,
+                                       size_t len, unsigned flags, int32_t *out_ids,
+                                       size_t cap, size_t *out_n);
 
 /* The bytes one token stands for when detokenised (llama.cpp's token_to_piece with
  * special = false): U+2581 becomes a space, <0xNN> becomes byte NN, user-defined tokens

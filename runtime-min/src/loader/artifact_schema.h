@@ -49,6 +49,8 @@ enum kiln_fb_tokenizer_slot_e {
   KILN_FB_TOKENIZER_PRETOKENIZER = 10,
   KILN_FB_TOKENIZER_IGNORE_MERGES = 11,   /* default false */
   KILN_FB_TOKENIZER_EOT_ID = 12,          /* default -1 */
+  KILN_FB_TOKENIZER_CHAT_TEMPLATE = 13,
+  KILN_FB_TOKENIZER_CHAT_TEMPLATE_SOURCE = 14,
 };
 
 enum kiln_fb_tensor_slot_e {

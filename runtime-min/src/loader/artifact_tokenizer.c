@@ -114,6 +114,17 @@ kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err)
   if (eot < -1 || eot >= (int64_t)n)
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "tokenizer: eot id %d is not a token", eot);
   a->info.eot_id = eot;
+  kiln_fb_string_t chat, chat_src;
+  if (kiln_fb_string(&t, KILN_FB_TOKENIZER_CHAT_TEMPLATE, &chat) ||
+      kiln_fb_string(&t, KILN_FB_TOKENIZER_CHAT_TEMPLATE_SOURCE, &chat_src))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: malformed chat template");
+  kiln_chat_template_t tmpl = KILN_CHAT_TEMPLATE_NONE;
+  if (chat.len && kiln_chat_template_from_name(chat.data, &tmpl) != KILN_STATUS_OK)
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                          "tokenizer: chat template '%.32s' is not one this runtime renders",
+                          chat.data);
+  a->info.chat_template = (uint32_t)tmpl;
+  a->info.chat_template_source = chat_src.data;
 
   /* Temporary arrays for the descriptor; the tokenizer copies what it keeps. */
   const uint32_t nm = bpe ? merges.count : 0;
@@ -150,12 +161,19 @@ kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err)
 kiln_status_t kiln_artifact_tokenize(const kiln_artifact_t *a, const char *text, size_t len,
                                      int add_bos, int32_t *out_ids, size_t cap, size_t *out_n,
                                      kiln_error_t *out_error) {
+  return kiln_artifact_tokenize_ex(a, text, len, add_bos ? KILN_ENCODE_ADD_BOS : 0u, out_ids,
+                                   cap, out_n, out_error);
+}
+
+kiln_status_t kiln_artifact_tokenize_ex(const kiln_artifact_t *a, const char *text,
+                                        size_t len, unsigned flags, int32_t *out_ids,
+                                        size_t cap, size_t *out_n, kiln_error_t *out_error) {
   kiln_error_clear(out_error);
   if (!a || (!text && len) || !out_n || (!out_ids && cap))
     return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
                           "tokenize: NULL artifact, text or output");
-  kiln_status_t st = kiln_tokenizer_encode(a->tokenizer, text ? text : "", len, add_bos,
-                                           out_ids, cap, out_n);
+  kiln_status_t st = kiln_tokenizer_encode_ex(a->tokenizer, text ? text : "", len, flags,
+                                              out_ids, cap, out_n);
   if (st == KILN_STATUS_BUFFER_TOO_SMALL)
     return kiln_error_set(out_error, st, "tokenize: the text needs %zu tokens, room for %zu",
                           *out_n, cap);
@@ -177,5 +195,58 @@ kiln_status_t kiln_artifact_detokenize(const kiln_artifact_t *a, int32_t id, cha
   if (st != KILN_STATUS_OK)
     return kiln_error_set(out_error, st, "detokenize: token %d needs %zu bytes, room for %zu",
                           id, *out_len, cap);
+  return st;
+}
+
+const char *kiln_artifact_token_text(const kiln_artifact_t *a, int32_t id, size_t *out_len) {
+  return a ? kiln_tokenizer_text(a->tokenizer, id, out_len) : NULL;
+}
+
+/* A special token's text, NUL-terminated, for the chat template ("" when absent). */
+static int token_text(const kiln_artifact_t *a, int32_t id, char *buf, size_t cap) {
+  buf[0] = '\0';
+  if (id < 0)
+    return 1;
+  size_t len = 0;
+  const char *p = kiln_tokenizer_text(a->tokenizer, id, &len);
+  if (!p || len >= cap || memchr(p, '\0', len))
+    return 0;
+  memcpy(buf, p, len);
+  buf[len] = '\0';
+  return 1;
+}
+
+kiln_status_t kiln_artifact_chat_format(const kiln_artifact_t *a,
+                                        const kiln_chat_message_t *messages, size_t n,
+                                        int add_generation_prompt, char *out, size_t cap,
+                                        size_t *out_len, kiln_error_t *out_error) {
+  kiln_error_clear(out_error);
+  char bos[128], eos[128];
+  if (!a || !out_len)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                          "chat: NULL artifact or output");
+  if (a->info.chat_template == KILN_CHAT_TEMPLATE_NONE)
+    return kiln_error_set(out_error, KILN_STATUS_UNSUPPORTED,
+                          "chat: the artifact has no chat template (compile with "
+                          "--chat-template NAME)");
+  if (!token_text(a, a->info.bos_id, bos, sizeof bos) ||
+      !token_text(a, a->info.eos_id, eos, sizeof eos))
+    return kiln_error_set(out_error, KILN_STATUS_UNSUPPORTED,
+                          "chat: the BOS or EOS token's text is not a short string");
+  kiln_status_t st = kiln_chat_format((kiln_chat_template_t)a->info.chat_template, bos, eos,
+                                      messages, n, add_generation_prompt, out, cap, out_len);
+  if (st == KILN_STATUS_BUFFER_TOO_SMALL)
+    return kiln_error_set(out_error, st, "chat: the text needs %zu bytes, room for %zu",
+                          *out_len, cap);
+  if (st != KILN_STATUS_OK)
+    return kiln_error_set(out_error, st,
+                          "chat: the %s template refuses these messages (%s roles: %s)",
+                          kiln_chat_template_name((kiln_chat_template_t)a->info.chat_template),
+                          a->info.chat_template == KILN_CHAT_TEMPLATE_LLAMA2
+                              ? "Llama 2's"
+                              : "Zephyr's",
+                          a->info.chat_template == KILN_CHAT_TEMPLATE_LLAMA2
+                              ? "an optional system first, then user and assistant in turn"
+                              : "system, user and assistant");
   return st;
 }

@@ -167,10 +167,13 @@ static kiln_status_t build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
     }
     t->slots[s] = i + 1;
     /* Cut out of the text before merging: user-defined tokens, and for byte-level BPE
-     * also control tokens (Hugging Face matches every added token, special or not). */
+     * also control tokens (Hugging Face matches every added token, special or not). SPM
+     * lists its control and unknown tokens too, cut only with KILN_ENCODE_SPECIAL. */
     if (t->types[i] == KILN_TOKEN_TYPE_USER_DEFINED ||
-        (d->kind == KILN_TOKENIZER_BPE && t->types[i] == KILN_TOKEN_TYPE_CONTROL)) {
+        t->types[i] == KILN_TOKEN_TYPE_CONTROL ||
+        (d->kind != KILN_TOKENIZER_BPE && t->types[i] == KILN_TOKEN_TYPE_UNKNOWN)) {
       keys[t->n_user++] = (uint64_t)(UINT32_MAX - (uint32_t)len) << 32 | i;
+      t->n_user_defined += t->types[i] == KILN_TOKEN_TYPE_USER_DEFINED;
     }
   }
   qsort(keys, t->n_user, sizeof *keys, cmp_user);
@@ -240,6 +243,12 @@ void kiln_tokenizer_destroy(kiln_tokenizer_t *tok) {
 }
 
 uint32_t kiln_tokenizer_vocab_size(const kiln_tokenizer_t *tok) { return tok ? tok->n : 0; }
+const char *kiln_tokenizer_text(const kiln_tokenizer_t *tok, int32_t id, size_t *out_len) {
+  if (!tok || !out_len || id < 0 || (uint32_t)id >= tok->n)
+    return NULL;
+  *out_len = kiln_tok_len(tok, id);
+  return tok->blob + tok->offs[id];
+}
 int32_t kiln_tokenizer_bos(const kiln_tokenizer_t *tok) { return tok ? tok->bos : -1; }
 int32_t kiln_tokenizer_eos(const kiln_tokenizer_t *tok) { return tok ? tok->eos : -1; }
 
@@ -384,16 +393,19 @@ static const char *find_bytes(const char *h, size_t hn, const char *nd, size_t n
   return NULL;
 }
 
-/* tokenizer_st_partition with parse_special = false: user-defined tokens are cut out of the
- * raw text first, longest first, each at every non-overlapping occurrence left to right. */
-static size_t partition(const kiln_tokenizer_t *t, const char *text, size_t len, fragment_t *a,
-                        fragment_t *b, fragment_t **out) {
+/* tokenizer_st_partition: user-defined tokens (with parse_special also control and
+ * unknown ones) are cut out of the raw text first, longest first, each at every
+ * non-overlapping occurrence left to right. */
+static size_t partition(const kiln_tokenizer_t *t, const char *text, size_t len, int special,
+                        fragment_t *a, fragment_t *b, fragment_t **out) {
   size_t n = 1;
   a[0].off = 0;
   a[0].len = len;
   a[0].token = -1;
   for (uint32_t u = 0; u < t->n_user; ++u) {
     const int32_t id = t->user_ids[u];
+    if (!special && t->types[id] != KILN_TOKEN_TYPE_USER_DEFINED)
+      continue;
     const char *nd = t->blob + t->offs[id];
     const size_t nn = kiln_tok_len(t, id);
     size_t m = 0;
@@ -426,7 +438,16 @@ static size_t partition(const kiln_tokenizer_t *t, const char *text, size_t len,
 
 kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *text, size_t len,
                                     int add_bos, int32_t *out_ids, size_t cap, size_t *out_n) {
-  if (!tok || !out_n || (!text && len > 0) || (!out_ids && cap > 0))
+  return kiln_tokenizer_encode_ex(tok, text, len, add_bos ? KILN_ENCODE_ADD_BOS : 0u, out_ids,
+                                  cap, out_n);
+}
+
+kiln_status_t kiln_tokenizer_encode_ex(const kiln_tokenizer_t *tok, const char *text,
+                                       size_t len, unsigned flags, int32_t *out_ids,
+                                       size_t cap, size_t *out_n) {
+  const int add_bos = (flags & KILN_ENCODE_ADD_BOS) != 0;
+  if (!tok || !out_n || (!text && len > 0) || (!out_ids && cap > 0) ||
+      (flags & ~(KILN_ENCODE_ADD_BOS | KILN_ENCODE_SPECIAL)))
     return KILN_STATUS_INVALID_ARGUMENT;
   *out_n = 0;
   if (add_bos && tok->bos < 0)
@@ -443,7 +464,10 @@ kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *tex
     *out_n = s.count;
     return s.count > cap ? KILN_STATUS_BUFFER_TOO_SMALL : KILN_STATUS_OK;
   }
-  const size_t max_esc = 3 * len + 3, n_frag = tok->n_user ? 2 * len + 1 : 1;
+  const int special = (flags & KILN_ENCODE_SPECIAL) != 0;
+  const size_t max_esc = 3 * len + 3;
+  /* Without SPECIAL only user-defined tokens are cut: none, one fragment. */
+  const size_t n_frag = (special ? tok->n_user : tok->n_user_defined) ? 2 * len + 1 : 1;
   char *esc = kiln_tok_malloc(&tok->alloc, max_esc);
   s.syms = kiln_tok_malloc(&tok->alloc, max_esc * sizeof *s.syms);
   s.heap = kiln_tok_malloc(&tok->alloc, 3 * max_esc * sizeof *s.heap); /* n - 1 seeds + 2 per merge */
@@ -451,7 +475,7 @@ kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tok, const char *tex
   kiln_status_t st = KILN_STATUS_OUT_OF_MEMORY;
   if (esc && s.syms && s.heap && fa && fb) {
     fragment_t *frags;
-    size_t nf = partition(tok, text, len, fa, fb, &frags);
+    size_t nf = partition(tok, text, len, special, fa, fb, &frags);
     int prev_special = 1; /* the first fragment gets the space prefix */
     st = KILN_STATUS_OK;
     for (size_t f = 0; f < nf && st == KILN_STATUS_OK; ++f) {

@@ -25,6 +25,7 @@ struct kiln_tokenizer_s {
   int32_t byte_ids[256]; /* SPM: byte-fallback token per byte; BPE: each byte's token */
   int32_t *user_ids;     /* tokens cut out of the text first, longest text first */
   uint32_t n_user;
+  uint32_t n_user_defined; /* of them USER_DEFINED (SPM cuts only these without SPECIAL) */
   kiln_bpe_t *bpe;       /* byte-level BPE's tables; NULL for SPM */
   kiln_allocator_t alloc; /* the descriptor's allocator; alloc.alloc NULL: malloc */
 };

@@ -1,7 +1,8 @@
 /* kiln-run: runs a compiled .kiln artifact.
  *
  *   kiln-run generate A.kiln -p PROMPT [-n N] [--temp T --top-k K --top-p P --seed S]
- *                     [--threads N] [--no-bos] [--weights map|huge]
+ *                     [--threads N] [--no-bos] [--chat [--system TEXT]] [--weights map|huge]
+ *   kiln-run chat A.kiln [--system TEXT] [-n N] [--temp T ...] [--threads N]
  *   kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N] [--weights map|huge]
  *   kiln-run bench A.kiln [-p 64] [-n 128] [-r 5] [--threads N] [--weights map|huge]
  *                  [--all-logits]
@@ -11,7 +12,9 @@
  * position's logits, as ppl does (kiln_session_options_t.all_logits), not the last only.
  *
  * generate streams the prompt (verbatim) and then each generated piece to stdout, and the
- * timings to stderr. ppl is llama.cpp's perplexity method (see run_ppl.c); bench measures
+ * timings to stderr; with --chat the prompt is a user message in the artifact's chat
+ * template and only the reply is printed. chat reads one message per line from stdin and
+ * keeps the conversation (and its KV cache) across turns (run_chat.c). ppl is llama.cpp's perplexity method (see run_ppl.c); bench measures
  * prefill and decode speed (run_bench.c). A bad flag is one error line and exit status 1.
  */
 #include <errno.h>
@@ -26,6 +29,9 @@
 static const char kUsage[] =
     "usage: kiln-run generate A.kiln -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
     "                         [--seed S] [--threads N] [--no-bos] [--weights map|huge]\n"
+    "                         [--chat [--system TEXT]]\n"
+    "       kiln-run chat A.kiln [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
+    "                     [--seed S] [--threads N] [--weights map|huge]\n"
     "       kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N] [--weights map|huge]\n"
     "       kiln-run bench A.kiln [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--threads N]\n"
     "                      [--weights map|huge] [--all-logits]\n"
@@ -85,7 +91,8 @@ static int parse_f32(const char *flag, const char *s, float lo, float hi, int op
 
 /* Parses the arguments after the subcommand; positional ones fill pos[] in order. */
 static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
-  const int gen = !strcmp(cmd, "generate"), ppl = !strcmp(cmd, "ppl");
+  const int chat = !strcmp(cmd, "chat"), ppl = !strcmp(cmd, "ppl");
+  const int gen = chat || !strcmp(cmd, "generate"); /* chat takes generate's sampling flags */
   const int bench = !strcmp(cmd, "bench");
   const char **pos[2] = {&o->artifact, ppl ? &o->text : NULL};
   int n_pos = 0, max_pos = ppl ? 2 : 1;
@@ -98,7 +105,7 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
       *pos[n_pos++] = a;
       continue;
     }
-    if (gen && (!strcmp(a, "-p") || !strcmp(a, "--prompt"))) {
+    if (!chat && gen && (!strcmp(a, "-p") || !strcmp(a, "--prompt"))) {
       if (!v)
         return run_fail("%s needs a value", a);
       o->prompt = v;
@@ -113,8 +120,15 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
       bad = parse_f32(a, v, 0.0f, 1.0f, 1, &o->sampler.top_p);
     else if (gen && !strcmp(a, "--seed"))
       bad = parse_u64(a, v, 0, UINT64_MAX, &o->sampler.seed);
-    else if (gen && !strcmp(a, "--no-bos"))
+    else if (!chat && gen && !strcmp(a, "--no-bos"))
       o->no_bos = 1, used = 0;
+    else if (!chat && gen && !strcmp(a, "--chat"))
+      o->chat = 1, used = 0;
+    else if (gen && !strcmp(a, "--system")) {
+      if (!v)
+        return run_fail("%s needs a value", a);
+      o->system = v;
+    }
     else if (!strcmp(a, "--threads"))
       bad = parse_u32(a, v, 1, 1024, &o->threads);
     else if (!strcmp(a, "--weights")) {
@@ -151,8 +165,12 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
   }
   if (n_pos < max_pos)
     return run_fail("%s needs %s", cmd, n_pos == 0 ? "an artifact" : "a text file");
-  if (gen && !o->prompt)
+  if (gen && !chat && !o->prompt)
     return run_fail("generate needs a prompt (-p)");
+  if (gen && !chat && o->system && !o->chat)
+    return run_fail("--system needs --chat");
+  if (o->chat && o->no_bos)
+    return run_fail("--chat and --no-bos do not go together (the template decides)");
   return 0;
 }
 
@@ -162,18 +180,21 @@ int main(int argc, char **argv) {
     return argc < 2 ? 1 : 0;
   }
   const char *cmd = argv[1];
-  if (strcmp(cmd, "generate") && strcmp(cmd, "ppl") && strcmp(cmd, "bench"))
-    return run_fail("unknown command '%s' (generate, ppl or bench)", cmd);
+  if (strcmp(cmd, "generate") && strcmp(cmd, "chat") && strcmp(cmd, "ppl") &&
+      strcmp(cmd, "bench"))
+    return run_fail("unknown command '%s' (generate, chat, ppl or bench)", cmd);
   run_options_t o;
   memset(&o, 0, sizeof o);
   o.sampler = kiln_sampler_params_default();
-  o.n_predict = strcmp(cmd, "generate") ? 128 : 64;
+  o.n_predict = !strcmp(cmd, "generate") ? 64 : !strcmp(cmd, "chat") ? 256 : 128;
   o.prompt_tokens = 64; /* the prefill size the benchmarks report */
   o.reps = 5;
   if (parse(argc, argv, cmd, &o))
     return 1;
   if (!strcmp(cmd, "generate"))
-    return run_generate(&o);
+    return o.chat ? run_generate_chat(&o) : run_generate(&o);
+  if (!strcmp(cmd, "chat"))
+    return run_chat(&o);
   if (!strcmp(cmd, "ppl")) {
     o.all_logits = 1;
     return run_ppl(&o);

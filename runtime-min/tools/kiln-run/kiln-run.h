@@ -20,6 +20,8 @@ typedef struct run_options_s {
   uint32_t threads;        /* 0: physical cores */
   uint32_t weights_memory; /* --weights: kiln_weights_memory_t */
   const char *public_key;  /* --public-key: open only artifacts this key signed */
+  const char *system;      /* generate --chat, chat: --system text */
+  int chat;                /* generate: --chat */
   int no_bos;
   int all_logits;          /* every position's logits: ppl, bench --all-logits */
   kiln_sampler_params_t sampler;
@@ -42,6 +44,9 @@ int run_tokenize(const kiln_artifact_t *a, const char *text, size_t len, int add
                  int32_t **out_ids, size_t *out_n);
 
 int run_generate(const run_options_t *o);
+/* run_chat.c: generate --chat (one user message, the reply only) and chat (interactive). */
+int run_generate_chat(const run_options_t *o);
+int run_chat(const run_options_t *o);
 int run_ppl(const run_options_t *o);
 int run_bench(const run_options_t *o);
 /* The probes' threads (probe_threads.c): n clamped to 1..RUN_PROBE_MAX_THREADS (1 without

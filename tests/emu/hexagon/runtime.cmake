@@ -12,7 +12,7 @@ set(_rt_flags -nostdlibinc -I${_fs}/libc/include -I${_rt}/include -I${_rt}/src)
 # /sys): platform_fs.c and pool_serial.c stand in for them.
 set(_rt_srcs ${KILN_RUNTIME_SOURCES} ${KILN_RUNTIME_EXEC_SOURCES}
     ${_fs}/platform_fs.c ${_fs}/pool_serial.c
-    ${_rt}/tools/kiln-run/kiln-run.c ${_rt}/tools/kiln-run/run_ppl.c
+    ${_rt}/tools/kiln-run/kiln-run.c ${_rt}/tools/kiln-run/run_ppl.c ${_rt}/tools/kiln-run/run_chat.c
     ${_rt}/tools/kiln-run/run_bench.c ${_rt}/tools/kiln-run/bandwidth.c
     ${_rt}/tools/kiln-run/compute_probe.c ${_rt}/tools/kiln-run/probe_threads.c
     ${_rt}/tools/kiln-run/cpu_share.c ${_rt}/tools/kiln-run/huge_pages.c)
