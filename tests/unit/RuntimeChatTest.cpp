@@ -184,6 +184,10 @@ TEST(RuntimeChat, ThroughTheArtifact) {
             KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err.message).find("user and assistant in turn"), std::string::npos)
       << err.message;
+  const kiln_chat_message_t null[] = {{"user", nullptr}};
+  EXPECT_EQ(kiln_artifact_chat_format(o.a, null, 1, 1, buf, sizeof buf, &len, &err),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("message 0"), std::string::npos) << err.message;
 }
 
 TEST(RuntimeChat, ArtifactWithoutOrWithAnUnknownTemplate) {

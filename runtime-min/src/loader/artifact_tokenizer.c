@@ -229,24 +229,25 @@ kiln_status_t kiln_artifact_chat_format(const kiln_artifact_t *a,
     return kiln_error_set(out_error, KILN_STATUS_UNSUPPORTED,
                           "chat: the artifact has no chat template (compile with "
                           "--chat-template NAME)");
+  for (size_t i = 0; i < n; ++i)
+    if (!messages || !messages[i].role || !messages[i].content)
+      return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                            "chat: message %zu (or its role or content) is NULL", i);
   if (!token_text(a, a->info.bos_id, bos, sizeof bos) ||
       !token_text(a, a->info.eos_id, eos, sizeof eos))
     return kiln_error_set(out_error, KILN_STATUS_UNSUPPORTED,
                           "chat: the BOS or EOS token's text is not a short string");
-  kiln_status_t st = kiln_chat_format((kiln_chat_template_t)a->info.chat_template, bos, eos,
-                                      messages, n, add_generation_prompt, out, cap, out_len);
+  const kiln_chat_template_t t = (kiln_chat_template_t)a->info.chat_template;
+  kiln_status_t st = kiln_chat_format(t, bos, eos, messages, n, add_generation_prompt, out,
+                                      cap, out_len);
   if (st == KILN_STATUS_BUFFER_TOO_SMALL)
     return kiln_error_set(out_error, st, "chat: the text needs %zu bytes, room for %zu",
                           *out_len, cap);
-  if (st != KILN_STATUS_OK)
-    return kiln_error_set(out_error, st,
-                          "chat: the %s template refuses these messages (%s roles: %s)",
-                          kiln_chat_template_name((kiln_chat_template_t)a->info.chat_template),
-                          a->info.chat_template == KILN_CHAT_TEMPLATE_LLAMA2
-                              ? "Llama 2's"
-                              : "Zephyr's",
-                          a->info.chat_template == KILN_CHAT_TEMPLATE_LLAMA2
+  if (st != KILN_STATUS_OK) /* only the role rules are left to refuse */
+    return kiln_error_set(out_error, st, "chat: the %s template refuses these roles (%s)",
+                          kiln_chat_template_name(t),
+                          t == KILN_CHAT_TEMPLATE_LLAMA2
                               ? "an optional system first, then user and assistant in turn"
-                              : "system, user and assistant");
+                              : "system, user and assistant only");
   return st;
 }
