@@ -115,7 +115,8 @@ TEST(RuntimeChat, Detection) {
 
 // The fake artifact with a template recorded.
 struct Opened {
-  explicit Opened(const kiln::artifact::ArtifactContents &c) : file(kiln::artifact::serializeArtifact(c)) {
+  explicit Opened(const kiln::artifact::ArtifactContents &c)
+      : file(kiln::artifact::serializeArtifact(c)) {
     kiln_error_t err;
     status = kiln_artifact_open(file.path().c_str(), nullptr, &a, &err);
     message = err.message;

@@ -46,7 +46,8 @@ bool chooseChatTemplate(const std::string &option, artifact::TokenizerRecord &re
                 "\"; pass --chat-template NAME to use one of those, or --chat-template none";
         return false;
       }
-      if (t == KILN_CHAT_TEMPLATE_LLAMA3 && src.find("Cutting Knowledge Date") != std::string::npos)
+      if (t == KILN_CHAT_TEMPLATE_LLAMA3 &&
+          src.find("Cutting Knowledge Date") != std::string::npos)
         std::fprintf(stderr, "kiln: note: the chat template is Llama 3's; its tool-use and "
                              "date preamble is not rendered (as in llama.cpp's llama3)\n");
     }

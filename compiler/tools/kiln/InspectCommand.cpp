@@ -193,11 +193,11 @@ int runInspect(const InspectOptions &opts) {
                 c->num_kv_heads(), c->head_dim(), c->ffn_dim(), c->context_length(),
                 c->rope_dims(), c->rope_theta(), c->rope_style() ? "rotate-half" : "adjacent",
                 c->rms_eps());
-  if (const fb::Tokenizer *k = a->tokenizer())
-  {
+  if (const fb::Tokenizer *k = a->tokenizer()) {
     std::printf("tokenizer: %s, %u tokens, bos %d eos %d unk %d\n", str(k->model()),
                 k->tokens() ? k->tokens()->size() : 0, k->bos_id(), k->eos_id(), k->unk_id());
-    std::printf("chat template: %s\n", k->chat_template() ? k->chat_template()->c_str() : "none");
+    std::printf("chat template: %s\n",
+                k->chat_template() ? k->chat_template()->c_str() : "none");
   }
 
   const fb::Section *weights = nullptr, *code = nullptr;

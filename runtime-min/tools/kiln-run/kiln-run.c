@@ -14,8 +14,9 @@
  * generate streams the prompt (verbatim) and then each generated piece to stdout, and the
  * timings to stderr; with --chat the prompt is a user message in the artifact's chat
  * template and only the reply is printed. chat reads one message per line from stdin and
- * keeps the conversation (and its KV cache) across turns (run_chat.c). ppl is llama.cpp's perplexity method (see run_ppl.c); bench measures
- * prefill and decode speed (run_bench.c). A bad flag is one error line and exit status 1.
+ * keeps the conversation (and its KV cache) across turns (run_chat.c). ppl is llama.cpp's
+ * perplexity method (see run_ppl.c); bench measures prefill and decode speed (run_bench.c).
+ * A bad flag is one error line and exit status 1.
  */
 #include <errno.h>
 #include <math.h>

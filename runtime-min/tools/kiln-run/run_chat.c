@@ -87,7 +87,8 @@ static int append_fed(chat_t *c, const char *p, size_t n) {
 static int tokenize(chat_t *c, const char *text, size_t len, int start, int32_t **ids,
                     size_t *n) {
   kiln_error_t err;
-  const unsigned flags = KILN_ENCODE_SPECIAL | (start && c->info.add_bos ? KILN_ENCODE_ADD_BOS : 0);
+  const unsigned flags =
+      KILN_ENCODE_SPECIAL | (start && c->info.add_bos ? KILN_ENCODE_ADD_BOS : 0u);
   kiln_status_t st = kiln_artifact_tokenize_ex(c->a, text, len, flags, NULL, 0, n, &err);
   if (st != KILN_STATUS_OK && st != KILN_STATUS_BUFFER_TOO_SMALL)
     return run_fail("%s", err.message);
