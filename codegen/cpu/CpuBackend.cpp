@@ -23,14 +23,18 @@ public:
   explicit CpuBackend(const CpuTarget &t) : t(t) {}
 
   const std::string &name() const override { return t.name; }
-  // The kernels decode every ggml format kiln reads; r16/r32 need q4_0, q4_1 or q8_0
-  // (the layout pass leaves other formats in rows).
+  // The kernels decode every ggml format kiln reads; r16/r32 need q4_0, q4_1 or q8_0, r16
+  // also takes q4_K and q6_K (the layout pass leaves other formats in rows).
   bool supportsFormat(uint32_t format) const override {
     return kiln_ggml_block_elems(format) != 0;
   }
   // The row groups the target's kernels read: 16, or 32 for HVX's 128-byte vectors.
   std::string packedLayout() const override { return t.packRows == 32 ? "r32" : "r16"; }
   unsigned rowAlignBytes() const override { return t.rowAlignBytes; }
+  // x86/linear_packed_kquant.h; NEON and HVX run the portable code for q4_K_r16/q6_K_r16
+  bool integerKQuants() const override {
+    return t.packRows == 16 && t.triple.rfind("x86_64", 0) == 0;
+  }
   bool supportsOp(mlir::Operation *op) const override {
     return mlir::isa<EmbedOp, RmsNormOp, RmsNormalizeOp, LinearOp, FusedLinearOp, LogitsOp,
                      RopeOp, AttentionOp, SiluOp, MulOp, AddOp>(op);

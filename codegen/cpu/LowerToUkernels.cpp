@@ -16,6 +16,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include "codegen/common/RopeAngles.h"
 #include "codegen/cpu/UkernelDecls.h"
@@ -312,10 +313,20 @@ LogicalResult UkernelLowering::addWeight(Operation *op, const WeightRead &w, Row
 // Every weight in op order (the section's order), RoPE tables where their op first asks.
 LogicalResult UkernelLowering::storeWeights(ArrayRef<Operation *> ops) {
   reserveWeights(ops);
+  // An embedding table a classifier reads in 16-row groups (tied q4_K/q6_K; kiln-assign-layout)
+  // is stored that way for both: embed decodes its rows from the groups.
+  llvm::StringSet<> r16Tables;
+  for (Operation *op : ops)
+    if (isa<LogitsOp>(op) && weightLayoutOf(op) == RowLayout::R16)
+      for (const WeightRead &w : weightReads(op))
+        if (w.matrix && kiln_is_packed_kquant(kiln_packed_type(w.format, 16)))
+          r16Tables.insert(w.name);
   for (Operation *op : ops) {
     for (const WeightRead &w : weightReads(op)) {
+      const bool r16Table = isa<EmbedOp>(op) && r16Tables.contains(w.name);
       if (failed(w.matrix ? addWeight(op, w, weightLayoutOf(op), rowAlignOf(op))
-                          : addWeight(op, w, RowLayout::Block, WeightLayout::kAlign)))
+                 : r16Table ? addWeight(op, w, RowLayout::R16, WeightLayout::kAlign)
+                            : addWeight(op, w, RowLayout::Block, WeightLayout::kAlign)))
         return failure();
       const PackedTensor *t = weights.layout.find(w.name.str());
       if (isa<FusedLinearOp>(op) &&

@@ -167,6 +167,7 @@ bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
   if (source) {
     KilnAssignSourceFormatOptions keep;
     keep.keepKQuants = lossless;
+    keep.keepPackedKQuants = opts.keepPackedKQuants;
     pm.addPass(createKilnAssignSourceFormat(keep));
   } else if (opts.precisionRules.empty()) {
     KilnAssignUniformFormatOptions uniform;
@@ -185,7 +186,10 @@ bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
   if (!runPassManager(pm, module, opts.quiet, error))
     return false;
   if (source)
-    applied.push_back({"kiln-assign-source-format", lossless ? "keep-kquants=true" : "",
+    applied.push_back({"kiln-assign-source-format",
+                       lossless                 ? "keep-kquants=true"
+                       : opts.keepPackedKQuants ? "keep-packed-kquants=true"
+                                                : "",
                        slimming::passEffects(module, "kiln-assign-source-format")});
   else if (opts.precisionRules.empty())
     applied.push_back({"kiln-assign-uniform-format", "format=" + opts.weightFormat, ""});

@@ -36,7 +36,8 @@ struct AssignSourceFormat : public impl::KilnAssignSourceFormatBase<AssignSource
     std::map<std::string, std::pair<uint32_t, uint32_t>> requantised; // weight -> (from, to)
     for (const precision::WeightRead &r : precision::weightReads(getOperation())) {
       const uint32_t from = precision::formatOf(r.op);
-      const uint32_t to = precision::sourceFormat(from, r.kind == "rms_norm", keepKQuants);
+      const uint32_t to = precision::sourceFormat(from, r.kind == "rms_norm", keepKQuants,
+                                                      keepPackedKQuants);
       outcome[r.weight] = to == from                     ? kKept
                           : from == KILN_GGML_TYPE_BF16 ? kConverted
                                                         : kRequantised;
@@ -58,8 +59,9 @@ struct AssignSourceFormat : public impl::KilnAssignSourceFormatBase<AssignSource
                 precision::formatName(ft.first) + " -> " + precision::formatName(ft.second);
       getOperation().emitRemark()
           << "kiln-assign-source-format: requantised " << list
-          << (kquant ? " (K-quants: into formats with integer-dot kernels; --precision "
-                       "lossless keeps them as the file stores them)"
+          << (kquant ? " (K-quants the target has no integer-dot kernels for: into formats "
+                       "that have them; --precision lossless keeps them as the file stores "
+                       "them)"
                      : "");
     }
     size_t n[3] = {0, 0, 0};

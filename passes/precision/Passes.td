@@ -29,14 +29,19 @@ def KilnAssignSourceFormat : Pass<"kiln-assign-source-format", "mlir::ModuleOp">
     smallest 32-element block format with more bits per weight, so the second rounding is
     the finer one (precision::sourceFormat: q5_0, q5_K, q6_K -> q8_0, q4_K, iq4_nl -> q4_1,
     bf16 -> f32, ...), and one remark lists every requantisation (`requantised 48 q4_K ->
-    q4_1, 9 q6_K -> q8_0`, `1 iq4_xs -> q4_0`, ...). The K-quants' own kernels compute in
-    fp32 (decode 6.5x slower than q4_1/q8_0's integer-dot kernels on the Llama-3.2-1B
-    shape, docs/perf.md), so the default trades the exact bytes for speed. Norm scales keep f16, else f32. Must run before any other precision pass.
+    q4_1, 9 q6_K -> q8_0`, `1 iq4_xs -> q4_0`, ...). K-quants without integer-dot kernels
+    on the target compute in fp32 (6.5x slower decode than q4_1/q8_0's integer kernels on
+    the Llama-3.2-1B shape, docs/perf.md), so they are requantised unless kept:
+    `keep-packed-kquants` keeps q4_K and q6_K (x86's q4_K_r16 / q6_K_r16 kernels; `kiln
+    compile` sets it for targets that have them), `keep-kquants` every K-quant. Norm
+    scales keep f16, else f32. Must run before any other precision pass.
     `kiln compile`'s default (`--precision source`; `--precision lossless` keeps K-quants).
   }];
   let options = [
     Option<"keepKQuants", "keep-kquants", "bool", /*default=*/"false",
            "keep q4_K, q5_K and q6_K weights as the file stores them">,
+    Option<"keepPackedKQuants", "keep-packed-kquants", "bool", /*default=*/"false",
+           "keep q4_K and q6_K, the K-quants the target reads with integer-dot kernels (r16)">,
   ];
 }
 

@@ -68,12 +68,13 @@ bool candidateFormat(uint32_t id, uint64_t rowLength) {
 
 bool normFormat(uint32_t id) { return id == KILN_GGML_TYPE_F32 || id == KILN_GGML_TYPE_F16; }
 
-uint32_t sourceFormat(uint32_t source, bool norm, bool keepKQuants) {
+uint32_t sourceFormat(uint32_t source, bool norm, bool keepKQuants, bool keepPackedKQuants) {
   if (norm)
     return source == KILN_GGML_TYPE_F16 ? KILN_GGML_TYPE_F16 : KILN_GGML_TYPE_F32;
   const auto &formats = supportedFormats();
+  const bool packedKQuant = source == KILN_GGML_TYPE_Q4_K || source == KILN_GGML_TYPE_Q6_K;
   if (std::find(formats.begin(), formats.end(), source) != formats.end() &&
-      (keepKQuants || !kquant(source)))
+      (keepKQuants || !kquant(source) || (keepPackedKQuants && packedKQuant)))
     return source;
   // bytes per element as fractions bytes / elems, compared cross-multiplied
   struct Rate {

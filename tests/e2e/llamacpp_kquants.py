@@ -4,10 +4,14 @@ A synthetic Llama in llama-quantize's Q4_K_M mix (q6_K tied embedding and classi
 attn_v / ffn_down in the layers use_more_bits picks, q4_K elsewhere; `kiln synth --type
 q4_k_m`, quantised with kiln's ggml-identical quantizers):
   - `kiln compile --precision lossless` keeps every tensor's format: `kiln inspect` says
-    "lossless" for each, and the weights section holds the file's tensor bytes (no growth);
-  - the artifact's greedy text equals the reference executor's (`kiln eval`) on the file, and
-    its PPL on tinystories-dev.txt is the reference's within 1e-4 (fp32 either way, the
-    weights decoded exactly: only summation order differs);
+    "lossless" for each, q4_K/q6_K repacked into q4_K_r16/q6_K_r16 (the tied table too), and
+    the weights section holds the file's tensor bytes (no growth); the default (`source`)
+    keeps them too for x86, and requantises them for a NEON target (no integer K kernels);
+  - with `--layout none` (ggml rows, fp32 kernels) the artifact's greedy text equals the
+    reference executor's (`kiln eval`) on the file, and its PPL on tinystories-dev.txt is the
+    reference's within 1e-4 (the weights decoded exactly: only summation order differs); the
+    r16 integer kernels round activations to int8 per 32 (as llama.cpp does), and their mean
+    NLL (log PPL) is the reference's within 1e-3 relative;
   - llama.cpp (node-llama-cpp's prebuilt CPU build) on the same file: the logits at three
     prompt positions and at each of kiln's 16 greedy tokens (fed back to llama.cpp) within
     BOUND of kiln's reference executor, the same top token at the prompt positions.
@@ -24,6 +28,7 @@ best at every step (it follows from the element-wise bound, checked directly).
 import argparse
 import array
 import json
+import math
 import os
 import random
 import re
@@ -82,32 +87,54 @@ def main():
         fmt = line.split()[1]
         formats[fmt] = formats.get(fmt, 0) + 1
     # Q4_K_M: the tied table, and attn_v + ffn_down in layers 0, 3, 6, 7 (use_more_bits of 8)
-    want = {"q6_K": 1 + 2 * 4, "q4_K": 8 * 7 - 2 * 4, "f32": 8 * 2}
+    want = {"q6_K_r16": 1 + 2 * 4, "q4_K_r16": 8 * 7 - 2 * 4, "f32": 8 * 2}
     if formats != want:
         fail(f"formats in the artifact {formats}, want {want}")
     print(f"kiln inspect: {len(weights)} weights lossless, {formats}")
-    # without it (--precision source) they go to the integer-dot formats, and a line says so
+    # the default (--precision source) keeps them where the target has integer K kernels
+    # (x86: the host), and requantises them into formats that have some elsewhere (NEON)
     p = run([args.kiln, "compile", gguf, "-o", w("source.kiln"), "--quiet"])
-    if b"requantised 48 q4_K -> q4_1, 9 q6_K -> q8_0 (K-quants" not in p.stderr:
-        fail(f"kiln compile did not say it requantised the 57 K-quant weights: {p.stderr!r}")
+    if b"requantised" in p.stderr:
+        fail(f"kiln compile for the host requantised: {p.stderr!r}")
     src = run([args.kiln, "inspect", w("source.kiln")]).stdout.decode()
+    if src.count("q4_K_r16") != 48 or src.count("q6_K_r16") != 9:
+        fail(f"--precision source should keep 48 q4_K and 9 q6_K weights on x86:\n{src}")
+    p = run([args.kiln, "compile", gguf, "-o", w("source-neon.kiln"), "--quiet", "--target",
+             "snapdragon-8-gen-3:cpu"])
+    if b"requantised 48 q4_K -> q4_1, 9 q6_K -> q8_0 (K-quants" not in p.stderr:
+        fail(f"kiln compile for NEON did not say it requantised the 57 K-quant weights: "
+             f"{p.stderr!r}")
+    src = run([args.kiln, "inspect", w("source-neon.kiln")]).stdout.decode()
     if src.count("requantised from q4_K") != 48 or src.count("requantised from q6_K") != 9:
-        fail(f"--precision source should requantise 48 q4_K and 9 q6_K weights:\n{src}")
+        fail(f"--precision source should requantise 48 q4_K and 9 q6_K weights for NEON:\n{src}")
 
     # 2. the artifact runs what the reference executor runs on the file (the PPL compares the
-    # logits of every position of the text)
+    # logits of every position of the text): in fp32 on ggml rows exactly, and with int8
+    # activations on the r16 kernels
+    rows_art = w("q4_k_m-rows.kiln")
+    run([args.kiln, "compile", gguf, "-o", rows_art, "--quiet", "--precision", "lossless",
+         "--layout", "none"])
     want_text = run([args.kiln, "eval", gguf, "--prompt", PROMPT, "-n", "32"]).stdout
-    got_text = run([args.kiln_run, "generate", art, "-p", PROMPT, "-n", "32", "--threads",
+    got_text = run([args.kiln_run, "generate", rows_art, "-p", PROMPT, "-n", "32", "--threads",
                     "2"]).stdout
     if got_text != want_text:
         fail(f"artifact text differs from kiln eval's:\n got: {got_text!r}\nwant: {want_text!r}")
     ref_ppl = ppl_of(run([args.kiln, "ppl", gguf, text, "--ctx", "128"]))
-    art_ppl = ppl_of(run([args.kiln_run, "ppl", art, text, "--ctx", "128", "--threads", "2"]))
+    art_ppl = ppl_of(run([args.kiln_run, "ppl", rows_art, text, "--ctx", "128", "--threads",
+                          "2"]))
     rel = abs(art_ppl - ref_ppl) / ref_ppl
     print(f"greedy text equal ({len(got_text)} bytes); PPL artifact {art_ppl:.7e}, "
           f"reference {ref_ppl:.7e} (relative {rel:.1e}; a random model's classifier)")
     if rel > 1e-4:
         fail(f"artifact PPL {art_ppl} is {rel:.1e} from the reference's {ref_ppl}")
+    # the tied N(0, 1) classifier gives logits of ~100 and a PPL of ~1e45, so the mean NLL
+    # (log PPL, ~105) is compared: int8 activations move it by ~1.5e-4 relative here
+    r16_ppl = ppl_of(run([args.kiln_run, "ppl", art, text, "--ctx", "128", "--threads", "2"]))
+    rel = abs(math.log(r16_ppl) - math.log(ref_ppl)) / math.log(ref_ppl)
+    print(f"r16 integer kernels: PPL {r16_ppl:.7e} (mean NLL {rel:.1e} relative from the "
+          f"reference's)")
+    if rel > 1e-3:
+        fail(f"r16 artifact PPL {r16_ppl}: mean NLL {rel:.1e} from the reference's")
 
     # 3. llama.cpp on the same file. The tied model's N(0, 1) classifier makes logits of ~100
     # and one token win everywhere, so this part runs the untied one (classifier q6_K with

@@ -64,7 +64,9 @@ PackedWeights makePacked(std::mt19937 &rng, uint32_t base, int32_t rows, int32_t
     const float scale = 0.05f + 2.0f * float(r % 7) / 7.0f;
     std::fill(row.begin(), row.end(), 0.0f);
     for (int32_t i = 0; i < cols; ++i)
-      row[size_t(i)] = u(rng) * scale + (base == KILN_GGML_TYPE_Q4_1 ? 0.3f * scale : 0.0f);
+      row[size_t(i)] = u(rng) * scale + (base == KILN_GGML_TYPE_Q4_1 || base == KILN_GGML_TYPE_Q4_K
+                                             ? 0.3f * scale
+                                             : 0.0f);
     uint8_t *dst = ggml.data() + size_t(r) * rowBytes;
     EXPECT_EQ(kiln_quantize(base, row.data(), dst, uint64_t(padded)), KILN_STATUS_OK);
     EXPECT_EQ(kiln_dequantize(base, dst, dec.data(), uint64_t(padded)), KILN_STATUS_OK);
@@ -186,6 +188,32 @@ void runShapes(uint32_t base, MaxErr &tight, MaxErr &loose, uint32_t groupRows =
   // 24608 inputs (769 blocks, one past AMX_SCALES / 16) to the vpdpbusd tiles.
   checkPacked(base, groupRows, 69, 8192, 40, tight, loose);
   checkPacked(base, groupRows, 17, 24608, 20, tight, loose);
+}
+
+// The K-quants' rows are whole 256-element super-blocks: 1, 3 (q6_K's odd count: a unit
+// of one super-block and half a header) and 8 of them.
+void runKShapes(uint32_t base, MaxErr &tight, MaxErr &loose) {
+  for (int32_t n : {1, 3, 9, 17})
+    for (int32_t in : {256, 768, 2048})
+      for (int32_t out : {1, 16, 37, 64}) {
+        checkPacked(base, 16, n, in, out, tight, loose);
+        if (::testing::Test::HasFatalFailure())
+          return;
+      }
+  checkPacked(base, 16, 1, 2048, 2116, tight, loose); // decode in tasks on 2 and 3 threads
+  checkPacked(base, 16, 69, 8192, 40, tight, loose);
+}
+
+TEST_F(UkernelPacked, Q4_K) {
+  static MaxErr tight("linear q4_K_r16 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q4_K_r16 vs fp32 (|err| / bound)");
+  runKShapes(KILN_GGML_TYPE_Q4_K, tight, loose);
+}
+
+TEST_F(UkernelPacked, Q6_K) {
+  static MaxErr tight("linear q6_K_r16 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q6_K_r16 vs fp32 (|err| / bound)");
+  runKShapes(KILN_GGML_TYPE_Q6_K, tight, loose);
 }
 
 TEST_F(UkernelPacked, Q4_0) {
@@ -316,6 +344,40 @@ TEST_F(UkernelPacked, RepackIsLossless) {
                                                  .c_str());
     EXPECT_EQ(kiln_packed_base_type(w.packed), base);
   }
+  // q4_K_r16 / q6_K_r16: 1 and 3 super-blocks (q6_K's odd unit)
+  for (uint32_t base : {uint32_t(KILN_GGML_TYPE_Q4_K), uint32_t(KILN_GGML_TYPE_Q6_K)})
+    for (int32_t in : {256, 768}) {
+      const int32_t rows = 21;
+      const PackedWeights w = makePacked(rng, base, rows, in);
+      uint64_t rowBytes = 0;
+      ASSERT_EQ(kiln_ggml_row_bytes(base, uint64_t(in), &rowBytes), KILN_STATUS_OK);
+      const uint64_t odd = base == KILN_GGML_TYPE_Q6_K && in / 256 % 2 ? 32 : 0; // half a header
+      EXPECT_EQ(uint64_t(w.groupStride), 16 * rowBytes + odd);
+      std::vector<float> dec(static_cast<size_t>(in));
+      for (int32_t r = 0; r < 32; ++r) {
+        ASSERT_EQ(kiln_dequantize_packed_row(w.packed, w.bytes.data(), uint64_t(r), uint64_t(in),
+                                             dec.data()),
+                  KILN_STATUS_OK);
+        for (int32_t i = 0; i < in; ++i)
+          ASSERT_EQ(dec[size_t(i)], r < rows ? w.deq[size_t(r * in + i)] : 0.0f)
+              << kiln_ggml_type_name(base) << " row " << r << " element " << i;
+      }
+      // embed reads a tied table's rows from the groups: the same values, bit for bit
+      const std::vector<int32_t> ids = {0, 20, 7, 15, 16};
+      std::vector<float> rowsOut(ids.size() * size_t(in));
+      Ctx serial(1);
+      kiln_uk_embed(&serial.ctx, w.packed, w.bytes.data(), w.groupStride, in, ids.data(),
+                    int32_t(ids.size()), rowsOut.data());
+      for (size_t t = 0; t < ids.size(); ++t)
+        for (int32_t i = 0; i < in; ++i)
+          ASSERT_EQ(rowsOut[t * size_t(in) + size_t(i)], w.deq[size_t(ids[t] * in + i)])
+              << kiln_ggml_type_name(base) << " embed row " << ids[t] << " element " << i;
+      EXPECT_EQ(kiln_repack_packed(w.packed, w.bytes.data(), 1, 1, 288, dec.data()),
+                KILN_STATUS_INVALID_ARGUMENT); // not whole super-blocks
+      EXPECT_EQ(kiln_packed_type(base, 32), 0u); // no r32 form
+      EXPECT_STREQ(kiln_format_name(w.packed),
+                   (std::string(kiln_ggml_type_name(base)) + "_r16").c_str());
+    }
 }
 
 } // namespace
@@ -393,6 +455,9 @@ TEST_F(UkernelPacked, FusedStoreSegmentsResidualSwiGlu) {
     ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, 1, 2048, 2116, 16));
     ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, 1, 64, 1334, 16));
   }
+  for (uint32_t base : {KILN_GGML_TYPE_Q4_K, KILN_GGML_TYPE_Q6_K})
+    for (int32_t n : {1, 3, 17})
+      ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, n, 512, 344, 16));
 }
 
 } // namespace

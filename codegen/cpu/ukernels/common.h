@@ -96,6 +96,11 @@ KILN_UK_INLINE uint16_t kiln_uk_load_u16(const uint8_t *p) {
   return (uint16_t)(p[0] | (p[1] << 8));
 }
 
+/* Little-endian 32-bit load from any address. */
+KILN_UK_INLINE uint32_t kiln_uk_load_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* Bytes of one 32-element block of the block formats the kernels read (q8_0, q4_0, q4_1,
  * q3_0). */
 KILN_UK_INLINE int64_t kiln_uk_block_bytes(uint32_t format) {

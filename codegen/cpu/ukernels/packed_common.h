@@ -5,7 +5,8 @@
  * (layout: kiln_packed_act_stride in kiln/quant_packed.h): codes, then per block the
  * scale d (fp32, not rounded to fp16), the code sum s, d * s and -8 * s, which the kernels
  * need for the weights' offsets (q4_0's -8, q8's +128 bias, q4_1's minimum; -8 * s is
- * q4_0's correction ready to load as the start of an integer sum). Portable C: it is
+ * q4_0's correction ready to load as the start of an integer sum; for q6_K_r16 that last
+ * slot holds the sum of the block's first 16 codes instead, for its -32 per 16-scale). Portable C: it is
  * O(in) per token against O(in * out) for the product, and the same code on every ISA
  * gives the same int8 activations everywhere.
  */
@@ -55,7 +56,8 @@ KILN_UK_INLINE qact_t packed_qact(const packed_args_t *a, int32_t t) {
  * separate statements so clang (contraction within an expression only) never fuses them:
  * a fused x * id + 1.5 * 2^23 would round some codes differently. (GCC contracts across
  * statements; the native test libraries are built with -ffp-contract=off for this.) */
-KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, uint8_t *dst) {
+KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, uint8_t *dst,
+                                        int32_t half_sums) {
   int8_t *q = (int8_t *)dst;
   float *d = (float *)(dst + (int64_t)nb * KILN_PACK_BLOCK);
   int32_t *s = (int32_t *)(d + nb);
@@ -80,7 +82,7 @@ KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, 
     const float amax = kiln_uk_f32_from_bits(abits);
     const float db = amax / 127.0f;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
-    int32_t sum = 0;
+    int32_t sum = 0, half = 0;
     int32_t j = 0;
     for (; j < count; ++j) {
       const float v = xb[j] * id;
@@ -89,13 +91,14 @@ KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, 
       const int32_t qi = (int32_t)r;
       q[i0 + j] = (int8_t)qi;
       sum += qi;
+      half += j < 16 ? qi : 0;
     }
     for (; j < KILN_PACK_BLOCK; ++j) /* a partial last block: zero codes */
       q[i0 + j] = 0;
     d[b] = db;
     s[b] = sum;
     ds[b] = db * (float)sum;
-    o[b] = -8 * sum;
+    o[b] = half_sums ? half : -8 * sum;
   }
 }
 
@@ -104,7 +107,8 @@ static void packed_quantize_task(void *arg, int32_t task, int32_t n_tasks) {
   int64_t t0, t1;
   kiln_uk_task_range(a->n, task, n_tasks, &t0, &t1);
   for (int64_t t = t0; t < t1; ++t)
-    packed_quantize_row(a->x + t * a->in, a->in, a->nb, a->qx + t * a->qx_stride);
+    packed_quantize_row(a->x + t * a->in, a->in, a->nb, a->qx + t * a->qx_stride,
+                        a->format == KILN_TYPE_Q6_K_R16);
 }
 
 /* The integer kernels run about 10x the fp32 kernels' multiply-adds per second, so a

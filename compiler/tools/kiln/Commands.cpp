@@ -204,8 +204,10 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     preq.packRows = fusion.layout == "r32" ? 32 : fusion.layout == "rows64" ? 0 : 16;
     preq.rowAlign = fusion.rowAlign;
     pipelines::KilnPipelineOptions rest;
-    if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error) ||
-        !pipelines::runPrecisionPasses(module, rest, records, error))
+    if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error))
+      return false;
+    rest.keepPackedKQuants = fusion.integerKQuants;
+    if (!pipelines::runPrecisionPasses(module, rest, records, error))
       return false;
     rest.fusion = fusion.fusion;
     rest.layout = fusion.layout;

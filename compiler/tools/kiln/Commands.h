@@ -42,6 +42,9 @@ struct FusionFlags {
   std::string fusion = "none"; // pipelines::parseFusion: all | none | auto | comma list
   std::string layout = "none"; // the codegen layout, which --fusion auto reads
   unsigned rowAlign = 64;      // the target's plain-row alignment (kiln compile)
+  // The codegen reads q4_K/q6_K with integer-dot kernels, so `--precision source` keeps
+  // them: kiln compile asks the target; eval and ppl take the host's (x86: yes).
+  bool integerKQuants = true;
   // The derived weights of the finished module are left as recipes: kiln compile's
   // lowering builds each one when it packs it (materializeDerivedWeight), so the fp32
   // stacked weights of --fusion all never exist all at once.

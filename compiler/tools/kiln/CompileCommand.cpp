@@ -153,6 +153,7 @@ int runCompile(const CompileOptions &opts) {
   fusion.fusion = opts.fusion;
   fusion.layout = back.layout == "packed" ? target->packedLayout() : back.layout;
   fusion.rowAlign = target->rowAlignBytes();
+  fusion.integerKQuants = fusion.layout == "r16" && target->integerKQuants();
   fusion.deferDerived = true; // built one at a time by the lowering, below
   progress.begin("slimming, precision, fusion");
   if (!runPasses(s, opts.slim, prec, applied, error, fusion))

@@ -53,8 +53,16 @@ extern "C" {
 
 #define KILN_PACK_BLOCK 32
 
+/* The K-quants in groups of 16 rows (layout below); rows of whole 256-element super-blocks. */
+#define KILN_TYPE_Q4_K_R16 1012u
+#define KILN_TYPE_Q6_K_R16 1014u
+
+static inline int kiln_is_packed_kquant(uint32_t type) {
+  return type == KILN_TYPE_Q4_K_R16 || type == KILN_TYPE_Q6_K_R16;
+}
 static inline int kiln_is_packed_r16(uint32_t type) {
-  return type == KILN_TYPE_Q4_0_R16 || type == KILN_TYPE_Q4_1_R16 || type == KILN_TYPE_Q8_0_R16;
+  return type == KILN_TYPE_Q4_0_R16 || type == KILN_TYPE_Q4_1_R16 || type == KILN_TYPE_Q8_0_R16 ||
+         kiln_is_packed_kquant(type);
 }
 static inline int kiln_is_packed_r32(uint32_t type) {
   return type == KILN_TYPE_Q4_0_R32 || type == KILN_TYPE_Q4_1_R32 || type == KILN_TYPE_Q8_0_R32;
@@ -69,13 +77,14 @@ static inline uint32_t kiln_packed_rows(uint32_t type) {
   return kiln_is_packed_r16(type) ? 16u : kiln_is_packed_r32(type) ? 32u : 0u;
 }
 
-/* The ggml block format a packed format holds (q4_0, q4_1, q8_0), 0 for other ids. */
+/* The ggml block format a packed format holds (q4_0, q4_1, q8_0, q4_K, q6_K), 0 for other
+ * ids. */
 static inline uint32_t kiln_packed_base_type(uint32_t type) {
   return kiln_is_packed_r16(type) ? type - 1000u : kiln_is_packed_r32(type) ? type - 2000u : 0u;
 }
 
-/* The packed id of a ggml block format (q4_0, q4_1, q8_0) in groups of `rows` (16 or 32);
- * 0 when there is none. */
+/* The packed id of a ggml block format (q4_0, q4_1, q8_0; q4_K, q6_K with 16 rows) in
+ * groups of `rows` (16 or 32); 0 when there is none. */
 static inline uint32_t kiln_packed_type(uint32_t base, uint32_t rows) {
   const uint32_t t = base + (rows == 16u ? 1000u : rows == 32u ? 2000u : 0u);
   return rows && kiln_is_packed(t) ? t : 0u;
@@ -110,9 +119,54 @@ static inline uint64_t kiln_packed_codes_offset(uint32_t type, uint64_t b) {
          b % ub * kiln_packed_code_bytes(type);
 }
 
+/* The K-quant groups (q4_K_r16, q6_K_r16): 16 rows, every byte of their ggml blocks kept,
+ * the codes in the chunks above so the same dot product instructions read them, and the
+ * super-block scales unpacked to one row per lane:
+ *
+ *   q4_K_r16  per super-block s, 2304 bytes at s * 2304: [16 fp16 d][16 fp16 dmin]
+ *             [8 x 16 bytes: sub-block j's 6-bit scale (low 4 bits in the low nibble) and
+ *             min (high nibble) of each row][16 x uint32: bits 4j..4j+3 of row r's word
+ *             hold the top 2 bits of scale j (bits 4j, 4j+1) and of min j]
+ *             [8 sub-blocks x 4 chunks of codes, as q4_1_r16's; element values
+ *             d * sc_j * q - dmin * m_j]
+ *   q6_K_r16  units of 2 super-blocks: [16 fp16 d of super-block 2u | of 2u + 1], then each
+ *             super-block's 3328 bytes: [8 x 32 int8 scales: sub-block j's scale of elements
+ *             0..15 for 16 rows, then of 16..31][8 sub-blocks x 6 chunks: 4 of the codes'
+ *             low 4 bits as q4_1_r16's, then 2 of their top 2 bits, byte 4r + i of the first
+ *             holding element 4k + i's at bits 2k, 2k + 1 (k = 0..3), the second element
+ *             16 + 4k + i's]; element values d * sc * (q - 32), q the 6-bit code. An odd
+ *             count of super-blocks ends on a unit of one and half a header.
+ * 64-byte aligned throughout, one forward stream; sizes equal the ggml rows' but for q6_K's
+ * half header with an odd super-block count. */
+#define KILN_PACK_SUPER 256u
+#define KILN_Q4_K_R16_SUPER_BYTES 2304u
+#define KILN_Q4_K_R16_CODES 256u /* offset of the codes in a q4_K_r16 super-block */
+#define KILN_Q6_K_R16_SUPER_BYTES 3328u
+#define KILN_Q6_K_R16_CODES 256u /* offset of the codes in a q6_K_r16 super-block */
+#define KILN_Q6_K_R16_SUB_BYTES 384u /* bytes of a q6_K_r16 sub-block's 6 chunks */
+
+/* Byte offset in a group of super-block s (its scales; q4_K_r16: its d and dmin). */
+static inline uint64_t kiln_packed_super_offset(uint32_t type, uint64_t s) {
+  return type == KILN_TYPE_Q4_K_R16
+             ? s * KILN_Q4_K_R16_SUPER_BYTES
+             : s / 2u * (64u + 2u * KILN_Q6_K_R16_SUPER_BYTES) + 64u +
+                   s % 2u * KILN_Q6_K_R16_SUPER_BYTES;
+}
+/* q6_K_r16: byte offset in a group of super-block s's 16 fp16 d. */
+static inline uint64_t kiln_packed_q6_k_d_offset(uint64_t s) {
+  return s / 2u * (64u + 2u * KILN_Q6_K_R16_SUPER_BYTES) + s % 2u * 32u;
+}
+
 /* Bytes of one group of row_length elements (a multiple of 4R: 64 or 128), 0 for other
- * ids. */
+ * ids (and for a K-quant row that is not whole super-blocks). */
 static inline uint64_t kiln_packed_group_bytes(uint32_t type, uint64_t row_length) {
+  if (kiln_is_packed_kquant(type)) {
+    if (row_length % KILN_PACK_SUPER)
+      return 0;
+    const uint64_t ns = row_length / KILN_PACK_SUPER;
+    return type == KILN_TYPE_Q4_K_R16 ? ns * KILN_Q4_K_R16_SUPER_BYTES
+                                      : ns * KILN_Q6_K_R16_SUPER_BYTES + (ns + 1u) / 2u * 64u;
+  }
   if (!kiln_is_packed(type))
     return 0;
   const uint64_t rows = kiln_packed_rows(type);
@@ -138,10 +192,11 @@ const char *kiln_packed_type_name(uint32_t type);
 const char *kiln_format_name(uint32_t type);
 
 /* Repacks `rows` rows of `src` (ggml q4_0 / q4_1 / q8_0 rows of row_length elements, a
- * multiple of 32, src_row_stride bytes apart) into `type` (the matching _r16 or _r32
- * format) at dst: ceil(rows / R) groups of kiln_packed_group_bytes(type, row_length) bytes.
- * Lossless. Fails with KILN_STATUS_INVALID_ARGUMENT for a mismatched type or a row length
- * that is not whole blocks. */
+ * multiple of 32, or q4_K / q6_K rows of whole 256-element super-blocks, src_row_stride
+ * bytes apart) into `type` (the matching _r16 or _r32 format) at dst: ceil(rows / R) groups
+ * of kiln_packed_group_bytes(type, row_length) bytes. Lossless. Fails with
+ * KILN_STATUS_INVALID_ARGUMENT for a mismatched type or a row length that is not whole
+ * blocks. */
 kiln_status_t kiln_repack_packed(uint32_t type, const void *src, uint64_t src_row_stride,
                               uint64_t rows, uint64_t row_length, void *dst);
 

@@ -5,6 +5,7 @@
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
 #include "kiln/quant_packed.h"
+#include "packed_kquant.h"
 
 const char *kiln_packed_type_name(uint32_t type) {
   switch (type) {
@@ -14,6 +15,8 @@ const char *kiln_packed_type_name(uint32_t type) {
   case KILN_TYPE_Q4_0_R32: return "q4_0_r32";
   case KILN_TYPE_Q4_1_R32: return "q4_1_r32";
   case KILN_TYPE_Q8_0_R32: return "q8_0_r32";
+  case KILN_TYPE_Q4_K_R16: return "q4_K_r16";
+  case KILN_TYPE_Q6_K_R16: return "q6_K_r16";
   default: return NULL;
   }
 }
@@ -24,7 +27,8 @@ const char *kiln_format_name(uint32_t type) {
 }
 
 static int valid_args(uint32_t type, uint64_t row_length) {
-  return kiln_is_packed(type) && row_length > 0 && row_length % KILN_PACK_BLOCK == 0;
+  const uint64_t block = kiln_is_packed_kquant(type) ? KILN_PACK_SUPER : KILN_PACK_BLOCK;
+  return kiln_is_packed(type) && row_length > 0 && row_length % block == 0;
 }
 
 kiln_status_t kiln_repack_packed(uint32_t type, const void *src, uint64_t src_row_stride,
@@ -38,6 +42,12 @@ kiln_status_t kiln_repack_packed(uint32_t type, const void *src, uint64_t src_ro
   const uint64_t R = kiln_packed_rows(type), chunk = 4u * R;
   const uint64_t groups = (rows + R - 1) / R;
   memset(dst, 0, groups * gbytes); /* padding rows: d = m = 0, so every value is 0 */
+  if (kiln_is_packed_kquant(type)) {
+    for (uint64_t r = 0; r < rows; ++r)
+      kiln_packed_kquant_put_row(type, (const uint8_t *)src + r * src_row_stride, r % R,
+                                 row_length, (uint8_t *)dst + (r / R) * gbytes);
+    return KILN_STATUS_OK;
+  }
   for (uint64_t r = 0; r < rows; ++r) {
     uint8_t *g = (uint8_t *)dst + (r / R) * gbytes;
     const uint64_t lane = r % R;
@@ -72,6 +82,16 @@ kiln_status_t kiln_dequantize_packed_row(uint32_t type, const void *packed, uint
   const uint64_t R = kiln_packed_rows(type), chunk = 4u * R;
   const uint8_t *g = (const uint8_t *)packed + (row / R) * kiln_packed_group_bytes(type, row_length);
   const uint64_t lane = row % R;
+  if (kiln_is_packed_kquant(type)) { /* the ggml super-blocks, one at a time */
+    uint8_t blk[sizeof(kiln_block_q6_K_t)]; /* the larger of the two */
+    for (uint64_t s = 0; s < row_length / KILN_PACK_SUPER; ++s) {
+      kiln_packed_kquant_get_super(type, g, lane, s, blk);
+      kiln_status_t st = kiln_dequantize(base, blk, dst + s * KILN_PACK_SUPER, KILN_PACK_SUPER);
+      if (st != KILN_STATUS_OK)
+        return st;
+    }
+    return KILN_STATUS_OK;
+  }
   /* rebuild the ggml block and decode it with the reference decoder */
   for (uint64_t b = 0; b < nb; ++b) {
     const uint8_t *codes = g + kiln_packed_codes_offset(type, b);

@@ -7,7 +7,43 @@
  * than a thread hand-off costs.
  */
 #include "common.h"
+#include "kiln/quant_packed.h"
 #include "ukernel_abi.h"
+
+/* Row `lane` of a q4_K_r16 / q6_K_r16 group (kiln/quant_packed.h): the values
+ * kiln_uk_decode_kquant gives for the ggml row, by the same float steps. */
+static void embed_kquant_r16(uint32_t format, const uint8_t *grp, int32_t lane, int32_t dim,
+                             float *o) {
+  for (int32_t i0 = 0; i0 < dim; i0 += 32) {
+    const int32_t s = i0 / 256, j = i0 % 256 / 32;
+    const uint8_t *sb = grp + kiln_packed_super_offset(format, (uint64_t)s);
+    if (format == KILN_TYPE_Q4_K_R16) {
+      const uint8_t lo = sb[64 + j * 16 + lane];
+      const uint32_t hi = kiln_uk_load_u32(sb + 192 + lane * 4) >> (4 * j);
+      const int32_t sc = (lo & 15) | (int32_t)(hi & 3) << 4;
+      const int32_t m = (lo >> 4) | (int32_t)((hi >> 2) & 3) << 4;
+      const float d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(sb + lane * 2)) * (float)sc;
+      const float m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(sb + 32 + lane * 2)) * (float)m;
+      const uint8_t *codes = sb + KILN_Q4_K_R16_CODES + j * 256 + lane * 4;
+      for (int32_t e = 0; e < 16; ++e) {
+        const uint8_t c = codes[e / 4 * 64 + e % 4];
+        o[i0 + e] = d1 * (float)(c & 15) - m1;
+        o[i0 + 16 + e] = d1 * (float)(c >> 4) - m1;
+      }
+    } else {
+      const float d =
+          kiln_uk_fp16_to_fp32(kiln_uk_load_u16(grp + kiln_packed_q6_k_d_offset((uint64_t)s) +
+                                                lane * 2));
+      const uint8_t *codes = sb + KILN_Q6_K_R16_CODES + j * KILN_Q6_K_R16_SUB_BYTES + lane * 4;
+      for (int32_t e = 0; e < 32; ++e) {
+        const int32_t k = e % 16 / 4, at = k * 64 + e % 4;
+        const int32_t low = e < 16 ? codes[at] & 15 : codes[at] >> 4;
+        const int32_t q = (low | ((codes[256 + (e < 16 ? 0 : 64) + e % 4] >> (2 * k)) & 3) << 4) - 32;
+        o[i0 + e] = d * (float)(int8_t)sb[j * 32 + (e < 16 ? 0 : 16) + lane] * (float)q;
+      }
+    }
+  }
+}
 
 void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *table,
                    int64_t row_stride, int32_t dim, const int32_t *ids, int32_t n, float *out) {
@@ -15,7 +51,9 @@ void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *t
   for (int32_t t = 0; t < n; ++t) {
     const uint8_t *row = table + (int64_t)ids[t] * row_stride;
     float *o = out + (int64_t)t * dim;
-    if (format == KILN_GGML_TYPE_F32) {
+    if (kiln_is_packed_kquant(format)) { /* a tied table in 16-row groups (row_stride: a group's) */
+      embed_kquant_r16(format, table + (int64_t)(ids[t] / 16) * row_stride, ids[t] % 16, dim, o);
+    } else if (format == KILN_GGML_TYPE_F32) {
       const kiln_uk_uf32_t *p = (const kiln_uk_uf32_t *)row;
       for (int32_t i = 0; i < dim; ++i)
         o[i] = p[i];

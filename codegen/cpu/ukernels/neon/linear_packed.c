@@ -322,10 +322,10 @@ KILN_UK_INLINE void mm_tile(const packed_args_t *a, uint32_t format, int64_t g, 
  * usmmla's activation operands: token t's 32 bytes become [t 0-7 | t+1 0-7 | t 8-15 |
  * t+1 8-15], token t + 1's the same for elements 16-31. Once per call (O(n * in)) instead
  * of once per group. The scales and sums stay per token; tokens past the last whole tile
- * stay as they are for the sdot tiles. r32 matrices (the portable code) read the codes as
- * quantised. */
+ * stay as they are for the sdot tiles. r32 matrices and the K-quants (the portable code)
+ * read the codes as quantised. */
 static void mm_interleave(const packed_args_t *a) {
-  if (!kiln_is_packed_r16(a->format))
+  if (!kiln_is_packed_r16(a->format) || kiln_is_packed_kquant(a->format))
     return;
   for (int32_t t = 0; t < a->n / MT * MT; t += 2) {
     int8_t *p = (int8_t *)a->qx + (int64_t)t * a->qx_stride;

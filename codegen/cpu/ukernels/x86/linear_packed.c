@@ -1,6 +1,7 @@
 /* kiln micro-kernels, x86: linear over the r16 repacked formats (q4_0_r16, q4_1_r16,
- * q8_0_r16; kiln/quant_packed.h). Overrides generic/linear_packed.c; same arithmetic. The
- * r32 formats (Hexagon's) run packed_generic_groups.
+ * q8_0_r16; kiln/quant_packed.h; q4_K_r16 and q6_K_r16 in x86/linear_packed_kquant.h).
+ * Overrides generic/linear_packed.c; same arithmetic. The r32 formats (Hexagon's) run
+ * packed_generic_groups.
  *
  * One 32-bit lane of a 64-byte code chunk is 4 weights of one row, so a u8 x s8 dot
  * product with 4 activation bytes broadcast to every lane accumulates 16 rows (AVX-512:
@@ -748,5 +749,7 @@ KILN_UK_INLINE void packed_decode_lanes(const packed_args_t *a, uint32_t format,
     packed_groups(a, format, lane * lanes, a->groups);
 }
 #endif
+
+#include "x86/linear_packed_kquant.h" /* q4_K_r16, q6_K_r16 */
 
 #include "linear_packed_entry.h"

@@ -1,10 +1,13 @@
 // RUN: kiln-opt --kiln-assign-source-format %s 2>&1 | FileCheck %s
 // RUN: kiln-opt --kiln-assign-source-format=keep-kquants=true %s 2>&1 | FileCheck %s --check-prefix=KEEP
+// RUN: kiln-opt --kiln-assign-source-format=keep-packed-kquants=true %s 2>&1 | FileCheck %s --check-prefix=PACKED
 
 // Formats kiln stores stay (a Q4_0 file is repacked, not requantised); the others become
 // the smallest 32-element block format with more bits per weight; norm scales keep f16 or
-// f32. K-quants go to q4_1/q8_0 (integer-dot kernels), with a remark, unless keep-kquants.
-// CHECK: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 q4_K -> q4_1, 1 q5_K -> q8_0, 1 q6_K -> q8_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0 (K-quants: into formats with integer-dot kernels; --precision lossless keeps them as the file stores them)
+// f32. K-quants go to q4_1/q8_0 (integer-dot kernels), with a remark, unless keep-kquants;
+// keep-packed-kquants (a target with q4_K_r16 / q6_K_r16 kernels) keeps q4_K and q6_K only.
+// CHECK: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 q4_K -> q4_1, 1 q5_K -> q8_0, 1 q6_K -> q8_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0 (K-quants the target has no integer-dot kernels for: into formats that have them; --precision lossless keeps them as the file stores them)
+// PACKED: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 q5_K -> q8_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0 (K-quants{{.*}}
 // KEEP: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0{{$}}
 // CHECK-LABEL: func.func @forward
 func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
@@ -25,6 +28,7 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   // 6.5625 bits -> 8.5; kept with keep-kquants
   // CHECK: weight "q6_k" format q8_0
   // KEEP: weight "q6_k" format q6_k
+  // PACKED: weight "q6_k" format q6_k
   %e = kiln.linear %d weight "q6_k" format q6_k : tensor<?x64xf32> -> tensor<?x64xf32>
   // 5.5 and 6 bits -> 8.5
   // CHECK: weight "q5_0" format q8_0
@@ -33,10 +37,12 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   %i = kiln.linear %f weight "q5_1" format q5_1 : tensor<?x64xf32> -> tensor<?x64xf32>
   // CHECK: weight "q5_k" format q8_0
   // KEEP: weight "q5_k" format q5_k
+  // PACKED: weight "q5_k" format q8_0
   %j = kiln.linear %i weight "q5_k" format q5_k : tensor<?x64xf32> -> tensor<?x64xf32>
   // 4.5 bits: q4_0 has no more, q4_1 (5) does
   // CHECK: weight "q4_k" format q4_1
   // KEEP: weight "q4_k" format q4_k
+  // PACKED: weight "q4_k" format q4_k
   %k = kiln.linear %j weight "q4_k" format q4_k : tensor<?x64xf32> -> tensor<?x64xf32>
   // CHECK: weight "iq4_nl" format q4_1
   // KEEP: weight "iq4_nl" format q4_1

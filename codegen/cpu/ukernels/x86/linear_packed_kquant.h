@@ -1,0 +1,271 @@
+/* kiln micro-kernels, x86: q4_K_r16 and q6_K_r16 (kiln/quant_packed.h) with the integer dot
+ * products of linear_packed.c, which includes this file; packed_kquant.h states the math and
+ * the float steps, which these follow to the bit.
+ *
+ * A sub-block is one 32-element activation block, so q4_K runs linear_packed.c's q4_1 block
+ * step (block_dot) with the scale d * sc_j and minimum -dmin * m_j of each row unpacked into
+ * lanes from the super-block's header (a few integer operations per sub-block, against 8 dot
+ * products). q6_K rebuilds its 6-bit codes (0..63) from the nibble chunks and the 2-bit
+ * chunks, takes one integer sum per 16-element half (two chains), and weights them by the
+ * int8 scales in int32. Decode walks a group's halves in one pass (each line read once);
+ * prefill tiles TT tokens on one register of rows, the codes decoded once per tile.
+ */
+#ifndef KILN_CODEGEN_CPU_UKERNELS_X86_LINEAR_PACKED_KQUANT_H_
+#define KILN_CODEGEN_CPU_UKERNELS_X86_LINEAR_PACKED_KQUANT_H_
+
+#if HALVES == 1
+#define KQ_U8_LANES(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p)))
+#define KQ_S8_LANES(p) _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p)))
+#define KQ_SRL32(a, n) _mm512_srli_epi32(a, n)
+#define KQ_SLL32(a, n) _mm512_slli_epi32(a, n)
+#define KQ_SLL16(a, n) _mm512_slli_epi16(a, n)
+#define KQ_SRL16(a, n) _mm512_srli_epi16(a, n)
+#define KQ_OR(a, b) _mm512_or_si512(a, b)
+#define KQ_MULLO(a, b) _mm512_mullo_epi32(a, b)
+#define KQ_NEG(v) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), VI_SET1((int)0x80000000u)))
+#else
+#define KQ_U8_LANES(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
+#define KQ_S8_LANES(p) _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
+#define KQ_SRL32(a, n) _mm256_srli_epi32(a, n)
+#define KQ_SLL32(a, n) _mm256_slli_epi32(a, n)
+#define KQ_SLL16(a, n) _mm256_slli_epi16(a, n)
+#define KQ_SRL16(a, n) _mm256_srli_epi16(a, n)
+#define KQ_OR(a, b) _mm256_or_si256(a, b)
+#define KQ_MULLO(a, b) _mm256_mullo_epi32(a, b)
+#define KQ_NEG(v) _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), VI_SET1((int)0x80000000u)))
+#endif
+
+#ifndef KQ_LANES
+#define KQ_LANES 4 /* decode streams per task; see kq_decode */
+#endif
+#define KQ_MAX_LANES 4
+
+/* Chunk k's 2-bit fields (bits 2k, 2k + 1 of each byte of h) moved to bits 4-5. */
+KILN_UK_INLINE vi_t kq6_high(vi_t h, int32_t k) {
+  const vi_t mask = VI_SET1_8(0x30);
+  switch (k) {
+  case 0: return VI_AND(KQ_SLL16(h, 4), mask);
+  case 1: return VI_AND(KQ_SLL16(h, 2), mask);
+  case 2: return VI_AND(h, mask);
+  default: return VI_AND(KQ_SRL16(h, 2), mask);
+  }
+}
+
+/* One q6_K sub-block (block b of the activations) of one register of rows for T tokens:
+ * acc[t] += (sc0 * (isum0 - 32 s0) + sc1 * (isum1 - 32 s1)) * (d * d_x). */
+KILN_UK_INLINE void kq6_block_dot(const uint8_t *codes, const qact_t *xq, int32_t b, int32_t T,
+                                  vf_t d, vi_t sc0, vi_t sc1, vf_t *acc) {
+  const vi_t low4 = VI_SET1_8(15);
+  const vi_t h0 = VI_LOAD(codes + 256), h1 = VI_LOAD(codes + 320);
+  vi_t lo[4], hi[4];
+  KILN_UK_UNROLL
+  for (int32_t k = 0; k < 4; ++k) {
+    const vi_t raw = VI_LOAD(codes + k * 64);
+    lo[k] = KQ_OR(VI_AND(raw, low4), kq6_high(h0, k));
+    hi[k] = KQ_OR(VI_AND(VI_SRL4(raw), low4), kq6_high(h1, k));
+  }
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < T; ++t) {
+    const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
+    const int32_t s0 = xq[t].o[b], s1 = xq[t].s[b] - s0;
+#if Q8_BIAS /* VNNI */
+    vi_t i0 = VI_SET1(-32 * s0), i1 = VI_SET1(-32 * s1);
+    KILN_UK_UNROLL
+    for (int32_t k = 0; k < 4; ++k) {
+      i0 = DOT_U8S8(i0, lo[k], bcast4(xb + 4 * k));
+      i1 = DOT_U8S8(i1, hi[k], bcast4(xb + 16 + 4 * k));
+    }
+#else
+    /* a code (<= 63) times |x| <= 127 is at most 8001, so two chunks' pairs add in int16 */
+    vi_t i0 = VI_SET1(-32 * s0), i1 = VI_SET1(-32 * s1);
+    KILN_UK_UNROLL
+    for (int32_t k = 0; k < 4; k += 2) {
+      i0 = VI_ADD(i0, I16_WIDEN(I16_ADD(U8S8_PAIRS(lo[k], bcast4(xb + 4 * k)),
+                                        U8S8_PAIRS(lo[k + 1], bcast4(xb + 4 * k + 4)))));
+      i1 = VI_ADD(i1, I16_WIDEN(I16_ADD(U8S8_PAIRS(hi[k], bcast4(xb + 16 + 4 * k)),
+                                        U8S8_PAIRS(hi[k + 1], bcast4(xb + 20 + 4 * k)))));
+    }
+#endif
+    acc[t] = add_block(acc[t], VI_ADD(KQ_MULLO(sc0, i0), KQ_MULLO(sc1, i1)), d, xq[t].d[b]);
+  }
+}
+
+/* Rows [h0*LANES, (h0+H)*LANES) of group g for tokens t0..t0+T-1 (H, T constant after
+ * inlining). */
+KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h0,
+                            int32_t H, int32_t t0, int32_t T) {
+  qact_t xq[TT];
+  vf_t acc[HALVES][TT];
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < T; ++t) {
+    xq[t] = packed_qact(a, t0 + t);
+    KILN_UK_UNROLL
+    for (int32_t h = 0; h < H; ++h)
+      acc[h][t] = VF_ZERO();
+  }
+  const uint8_t *grp = a->w + g * a->group_stride;
+  const int32_t ns = a->nb / 8;
+  const vi_t three = VI_SET1(3), fifteen = VI_SET1(15);
+  for (int32_t s = 0; s < ns; ++s) {
+    const uint8_t *sb = grp + kiln_packed_super_offset(format, (uint64_t)s);
+    if (format == KILN_TYPE_Q4_K_R16) {
+      vf_t d[HALVES], ndmin[HALVES];
+      vi_t high[HALVES];
+      KILN_UK_UNROLL
+      for (int32_t h = 0; h < H; ++h) {
+        const int32_t row0 = (h0 + h) * LANES;
+        d[h] = VF_HALVES(sb + row0 * 2);
+        ndmin[h] = KQ_NEG(VF_HALVES(sb + 32 + row0 * 2));
+        high[h] = VI_LOAD(sb + 192 + row0 * 4);
+      }
+      KILN_UK_NO_UNROLL
+      for (int32_t j = 0; j < 8; ++j) {
+        const int32_t b = s * 8 + j;
+        KILN_UK_UNROLL
+        for (int32_t h = 0; h < H; ++h) {
+          const int32_t row0 = (h0 + h) * LANES;
+          const vi_t lo = KQ_U8_LANES(sb + 64 + j * 16 + row0);
+          const vi_t hb = KQ_SRL32(high[h], 4 * j);
+          const vi_t sc = KQ_OR(VI_AND(lo, fifteen), KQ_SLL32(VI_AND(hb, three), 4));
+          const vi_t m = KQ_OR(KQ_SRL32(lo, 4), KQ_SLL32(VI_AND(KQ_SRL32(hb, 2), three), 4));
+          const vf_t dw = VF_MUL(d[h], VF_FROM_I(sc)), mw = VF_MUL(ndmin[h], VF_FROM_I(m));
+          block_dot(KILN_TYPE_Q4_1_R16, sb + KILN_Q4_K_R16_CODES + j * 256 + row0 * 4, xq, b,
+                    T, dw, acc[h]);
+          KILN_UK_UNROLL
+          for (int32_t t = 0; t < T; ++t)
+            acc[h][t] = VF_FMA(mw, VF_SET1(xq[t].ds[b]), acc[h][t]);
+        }
+      }
+    } else {
+      const uint8_t *dp = grp + kiln_packed_q6_k_d_offset((uint64_t)s);
+      KILN_UK_NO_UNROLL
+      for (int32_t j = 0; j < 8; ++j) {
+        const int32_t b = s * 8 + j;
+        KILN_UK_UNROLL
+        for (int32_t h = 0; h < H; ++h) {
+          const int32_t row0 = (h0 + h) * LANES;
+          kq6_block_dot(sb + KILN_Q6_K_R16_CODES + j * KILN_Q6_K_R16_SUB_BYTES + row0 * 4, xq,
+                        b, T, VF_HALVES(dp + row0 * 2), KQ_S8_LANES(sb + j * 32 + row0),
+                        KQ_S8_LANES(sb + j * 32 + 16 + row0), acc[h]);
+        }
+      }
+    }
+  }
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < T; ++t)
+    KILN_UK_UNROLL
+    for (int32_t h = 0; h < H; ++h)
+      packed_store(a, g, h0 + h, t0 + t, acc[h][t]);
+}
+
+/* Decode of the NG groups g, g + gstep, ... (NG constant after inlining): a sub-block of
+ * each in turn, so NG forward streams are in flight (see DECODE_STREAMS). */
+KILN_UK_INLINE void kq_decode(const packed_args_t *a, uint32_t format, int64_t g, int64_t gstep,
+                              int32_t NG) {
+  const qact_t xq = packed_qact(a, 0);
+  vf_t acc[KQ_MAX_LANES][HALVES];
+  const uint8_t *grp[KQ_MAX_LANES];
+  KILN_UK_UNROLL
+  for (int32_t k = 0; k < NG; ++k) {
+    grp[k] = a->w + (g + k * gstep) * a->group_stride;
+    KILN_UK_UNROLL
+    for (int32_t h = 0; h < HALVES; ++h)
+      acc[k][h] = VF_ZERO();
+  }
+  const int32_t ns = a->nb / 8;
+  const vi_t three = VI_SET1(3), fifteen = VI_SET1(15);
+  for (int32_t s = 0; s < ns; ++s) {
+    const uint64_t so = kiln_packed_super_offset(format, (uint64_t)s);
+    if (format == KILN_TYPE_Q4_K_R16) {
+      vf_t d[KQ_MAX_LANES][HALVES], ndmin[KQ_MAX_LANES][HALVES];
+      vi_t high[KQ_MAX_LANES][HALVES];
+      KILN_UK_UNROLL
+      for (int32_t k = 0; k < NG; ++k)
+        KILN_UK_UNROLL
+        for (int32_t h = 0; h < HALVES; ++h) {
+          const uint8_t *sb = grp[k] + so;
+          d[k][h] = VF_HALVES(sb + h * LANES * 2);
+          ndmin[k][h] = KQ_NEG(VF_HALVES(sb + 32 + h * LANES * 2));
+          high[k][h] = VI_LOAD(sb + 192 + h * LANES * 4);
+        }
+      KILN_UK_NO_UNROLL
+      for (int32_t j = 0; j < 8; ++j) {
+        const int32_t b = s * 8 + j;
+        KILN_UK_UNROLL
+        for (int32_t k = 0; k < NG; ++k)
+          KILN_UK_UNROLL
+          for (int32_t h = 0; h < HALVES; ++h) {
+            const uint8_t *sb = grp[k] + so;
+            const vi_t lo = KQ_U8_LANES(sb + 64 + j * 16 + h * LANES);
+            const vi_t hb = KQ_SRL32(high[k][h], 4 * j);
+            const vi_t sc = KQ_OR(VI_AND(lo, fifteen), KQ_SLL32(VI_AND(hb, three), 4));
+            const vi_t m = KQ_OR(KQ_SRL32(lo, 4), KQ_SLL32(VI_AND(KQ_SRL32(hb, 2), three), 4));
+            const vf_t dw = VF_MUL(d[k][h], VF_FROM_I(sc));
+            const vf_t mw = VF_MUL(ndmin[k][h], VF_FROM_I(m));
+            block_dot(KILN_TYPE_Q4_1_R16, sb + KILN_Q4_K_R16_CODES + j * 256 + h * LANES * 4,
+                      &xq, b, 1, dw, &acc[k][h]);
+            acc[k][h] = VF_FMA(mw, VF_SET1(xq.ds[b]), acc[k][h]);
+          }
+      }
+    } else {
+      KILN_UK_NO_UNROLL
+      for (int32_t j = 0; j < 8; ++j) {
+        const int32_t b = s * 8 + j;
+        KILN_UK_UNROLL
+        for (int32_t k = 0; k < NG; ++k)
+          KILN_UK_UNROLL
+          for (int32_t h = 0; h < HALVES; ++h) {
+            const uint8_t *sb = grp[k] + so;
+            const uint8_t *dp = grp[k] + kiln_packed_q6_k_d_offset((uint64_t)s);
+            kq6_block_dot(sb + KILN_Q6_K_R16_CODES + j * KILN_Q6_K_R16_SUB_BYTES + h * LANES * 4,
+                          &xq, b, 1, VF_HALVES(dp + h * LANES * 2),
+                          KQ_S8_LANES(sb + j * 32 + h * LANES),
+                          KQ_S8_LANES(sb + j * 32 + 16 + h * LANES), &acc[k][h]);
+          }
+      }
+    }
+  }
+  KILN_UK_UNROLL
+  for (int32_t k = 0; k < NG; ++k)
+    KILN_UK_UNROLL
+    for (int32_t h = 0; h < HALVES; ++h)
+      packed_store(a, g + k * gstep, h, 0, acc[k][h]);
+}
+
+/* Tokens of one register of rows: full tiles, then one constant-size remainder tile. */
+KILN_UK_INLINE void kq_group_tokens(const packed_args_t *a, uint32_t format, int64_t g,
+                                    int32_t h) {
+  int32_t t = 0;
+  for (; t + TT <= a->n; t += TT)
+    kq_tile(a, format, g, h, 1, t, TT);
+  switch (a->n - t) {
+  case 0: break;
+  case 1: kq_tile(a, format, g, h, 1, t, 1); break;
+  case 2: kq_tile(a, format, g, h, 1, t, 2); break;
+  case 3: kq_tile(a, format, g, h, 1, t, 3); break;
+#if TT > 4
+  case 4: kq_tile(a, format, g, h, 1, t, 4); break;
+  case 5: kq_tile(a, format, g, h, 1, t, 5); break;
+  case 6: kq_tile(a, format, g, h, 1, t, 6); break;
+  default: kq_tile(a, format, g, h, 1, t, 7); break;
+#endif
+  }
+}
+
+KILN_UK_INLINE void kq_x86_groups(const packed_args_t *a, uint32_t format, int64_t g0,
+                                  int64_t g1) {
+  if (a->n == 1) { /* decode: the task's groups as KQ_LANES forward streams */
+    const int64_t lane = (g1 - g0) / KQ_LANES;
+    for (int64_t i = 0; i < lane; ++i)
+      kq_decode(a, format, g0 + i, lane, KQ_LANES);
+    for (int64_t g = g0 + lane * KQ_LANES; g < g1; ++g)
+      kq_decode(a, format, g, 0, 1);
+    return;
+  }
+  for (int64_t g = g0; g < g1; ++g)
+    for (int32_t h = 0; h < HALVES; ++h)
+      kq_group_tokens(a, format, g, h);
+}
+#define packed_kquant_groups kq_x86_groups
+
+#endif /* KILN_CODEGEN_CPU_UKERNELS_X86_LINEAR_PACKED_KQUANT_H_ */
