@@ -161,7 +161,7 @@ KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, 
 /* Decode of the NG groups g, g + gstep, ... (NG constant after inlining): a sub-block of
  * each in turn, so NG forward streams are in flight (see DECODE_STREAMS). */
 KILN_UK_INLINE void kq_decode(const packed_args_t *a, uint32_t format, int64_t g, int64_t gstep,
-                              int32_t NG) {
+                              int32_t NG, float *stash) {
   const qact_t xq = packed_qact(a, 0);
   vf_t acc[KQ_MAX_LANES][HALVES];
   const uint8_t *grp[KQ_MAX_LANES];
@@ -228,8 +228,29 @@ KILN_UK_INLINE void kq_decode(const packed_args_t *a, uint32_t format, int64_t g
   KILN_UK_UNROLL
   for (int32_t k = 0; k < NG; ++k)
     KILN_UK_UNROLL
-    for (int32_t h = 0; h < HALVES; ++h)
-      packed_store(a, g + k * gstep, h, 0, acc[k][h]);
+    for (int32_t h = 0; h < HALVES; ++h) {
+      if (stash) /* kq_decode_stashed: lane k's run */
+        vf_store_rows(stash + k * STASH_ROWS + h * LANES, acc[k][h], LANES);
+      else
+        packed_store(a, g + k * gstep, h, 0, acc[k][h]);
+    }
+}
+
+/* Decode with a fused store step: up to STASH_GROUPS groups' results per lane held, then
+ * one run of rows per lane through the store step (as linear_packed.c's decode_stashed). */
+KILN_UK_INLINE void kq_decode_stashed(const packed_args_t *a, uint32_t format, int64_t g0,
+                                      int64_t g1, int64_t gstep, int32_t NG) {
+  float stash[KQ_MAX_LANES * STASH_ROWS] __attribute__((aligned(64)));
+  for (int64_t c0 = g0; c0 < g1; c0 += STASH_GROUPS) {
+    const int64_t c1 = KILN_UK_MIN(g1, c0 + STASH_GROUPS);
+    for (int64_t g = c0; g < c1; ++g)
+      kq_decode(a, format, g, gstep, NG, stash + (g - c0) * GROUP_ROWS);
+    for (int32_t k = 0; k < NG; ++k) {
+      const int64_t r0 = (c0 + k * gstep) * GROUP_ROWS;
+      const int64_t rows = KILN_UK_MIN((c1 - c0) * GROUP_ROWS, a->out_features - r0);
+      packed_store_fused(a, 0, r0, stash + k * STASH_ROWS, (int32_t)rows);
+    }
+  }
 }
 
 /* Tokens of one register of rows: full tiles, then one constant-size remainder tile. */
@@ -255,11 +276,16 @@ KILN_UK_INLINE void kq_group_tokens(const packed_args_t *a, uint32_t format, int
 KILN_UK_INLINE void kq_x86_groups(const packed_args_t *a, uint32_t format, int64_t g0,
                                   int64_t g1) {
   if (a->n == 1) { /* decode: the task's groups as KQ_LANES forward streams */
-    const int64_t lane = (g1 - g0) / KQ_LANES;
+    const int64_t lane = (g1 - g0) / KQ_LANES, rest = g0 + lane * KQ_LANES;
+    if (a->mode != KILN_UK_STORE_PLAIN) {
+      kq_decode_stashed(a, format, g0, g0 + lane, lane, KQ_LANES);
+      kq_decode_stashed(a, format, rest, g1, 0, 1);
+      return;
+    }
     for (int64_t i = 0; i < lane; ++i)
-      kq_decode(a, format, g0 + i, lane, KQ_LANES);
-    for (int64_t g = g0 + lane * KQ_LANES; g < g1; ++g)
-      kq_decode(a, format, g, 0, 1);
+      kq_decode(a, format, g0 + i, lane, KQ_LANES, NULL);
+    for (int64_t g = rest; g < g1; ++g)
+      kq_decode(a, format, g, 0, 1, NULL);
     return;
   }
   for (int64_t g = g0; g < g1; ++g)
