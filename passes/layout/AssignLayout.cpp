@@ -25,7 +25,9 @@ bool packable(StorageFormat f) {
 
 // The K-quants with an r16 form (q4_K_r16, q6_K_r16: rows of whole 256-element
 // super-blocks, kiln/quant_packed.h); q5_K has none yet.
-bool kquantPackable(StorageFormat f) { return f == StorageFormat::q4_k || f == StorageFormat::q6_k; }
+bool kquantPackable(StorageFormat f) {
+  return f == StorageFormat::q4_k || f == StorageFormat::q6_k;
+}
 
 // The row length of the op's own matrix (its first weight read), 0 when not known.
 int64_t matrixRowLength(Operation *op) {
@@ -58,12 +60,15 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
         return;
       auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
       StringRef weight = op->getAttrOfType<StringAttr>("weight").getValue();
-      const bool superRows = matrixRowLength(op) > 0 && matrixRowLength(op) % 256 == 0;
-      if (embedded.contains(weight) && fmt && kquantPackable(fmt.getValue()) &&
-          layout == "r16" && superRows) {
-        // embed reads one row from the 16-row groups (kiln_uk_embed), so a tied q4_K/q6_K
-        // classifier runs on the integer kernels: at 128k tokens it is a quarter of a 1B
-        // model's bytes per token
+      // q4_K and q6_K rows of whole super-blocks take the r16 layout (the integer-dot
+      // kernels; no r32 form), a tied table too: embed reads its rows from the groups
+      // (kiln_uk_embed), and at 128k tokens the classifier is a quarter of a 1B model's bytes
+      // per token. q3_0, q5_K and other K-quant rows keep rows of whole blocks: 64-byte rows
+      // would store a 64-wide q3_0 row (two 14-byte blocks) in 64 bytes, more than q4_0_r16
+      // takes, and a q6_K row of 2048 (1,680 bytes) in 1,728, more than the file.
+      const int64_t rowLength = matrixRowLength(op);
+      if (fmt && kquantPackable(fmt.getValue()) && layout == "r16" && rowLength > 0 &&
+          rowLength % 256 == 0) {
         op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "r16"));
         ++numPacked;
         return;
@@ -71,15 +76,6 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
       if (embedded.contains(weight)) {
         op->emitRemark() << "kiln-assign-layout: '" << weight
                          << "' is also read by embed, so it keeps the embedding's rows";
-        return;
-      }
-      // q4_K and q6_K rows of whole super-blocks take the r16 layout (the integer-dot
-      // kernels; no r32 form). q3_0, q5_K and other K-quant rows keep rows of whole blocks:
-      // 64-byte rows would store a 64-wide q3_0 row (two 14-byte blocks) in 64 bytes, more
-      // than q4_0_r16 takes, and a q6_K row of 2048 (1,680 bytes) in 1,728, more than the file.
-      if (fmt && kquantPackable(fmt.getValue()) && layout == "r16" && superRows) {
-        op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "r16"));
-        ++numPacked;
         return;
       }
       if (fmt && (fmt.getValue() == StorageFormat::q3_0 || fmt.getValue() == StorageFormat::q4_k ||

@@ -185,7 +185,8 @@ int main(int argc, char **argv) {
   const int64_t want = (argc > 5 ? atoll(argv[5]) : 1024) << 20; /* MiB streamed per token */
   b.panel = argc > 7 ? atoi(argv[7]) : b.tokens; /* tokens per kernel call */
   if (want <= 0 || b.tokens < 1 || b.tokens > 512 || b.rows < 16 || b.in < 32 || b.in % 32 ||
-      (kiln_is_packed_kquant(b.format) && b.in % 256) || b.threads < 1 || b.threads > 64 || b.panel < 1) {
+      (kiln_is_packed_kquant(b.format) && b.in % 256) || b.threads < 1 || b.threads > 64 ||
+      b.panel < 1) {
     fprintf(stderr, "usage: %s q4_0_r16|q4_1_r16|q8_0_r16|q4_K_r16|q6_K_r16 ROWS IN(multiple of 32; 256 "
             "for K) THREADS [MiB] [TOKENS] [PANEL]\n",
             argv[0]);

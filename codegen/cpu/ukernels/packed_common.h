@@ -6,8 +6,8 @@
  * scale d (fp32, not rounded to fp16), the code sum s, d * s and -8 * s, which the kernels
  * need for the weights' offsets (q4_0's -8, q8's +128 bias, q4_1's minimum; -8 * s is
  * q4_0's correction ready to load as the start of an integer sum; for q6_K_r16 that last
- * slot holds the sum of the block's first 16 codes instead, for its -32 per 16-scale). Portable C: it is
- * O(in) per token against O(in * out) for the product, and the same code on every ISA
+ * slot holds the sum of the block's first 16 codes instead, for its -32 per 16-element
+ * scale). Portable C: it is O(in) per token against O(in * out) for the product, and the same code on every ISA
  * gives the same int8 activations everywhere.
  */
 #ifndef KILN_CODEGEN_CPU_UKERNELS_PACKED_COMMON_H_

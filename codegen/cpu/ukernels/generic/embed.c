@@ -38,7 +38,8 @@ static void embed_kquant_r16(uint32_t format, const uint8_t *grp, int32_t lane, 
       for (int32_t e = 0; e < 32; ++e) {
         const int32_t k = e % 16 / 4, at = k * 64 + e % 4;
         const int32_t low = e < 16 ? codes[at] & 15 : codes[at] >> 4;
-        const int32_t q = (low | ((codes[256 + (e < 16 ? 0 : 64) + e % 4] >> (2 * k)) & 3) << 4) - 32;
+        const int32_t high = (codes[256 + (e < 16 ? 0 : 64) + e % 4] >> (2 * k)) & 3;
+        const int32_t q = (low | high << 4) - 32;
         o[i0 + e] = d * (float)(int8_t)sb[j * 32 + (e < 16 ? 0 : 16) + lane] * (float)q;
       }
     }
@@ -51,7 +52,7 @@ void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *t
   for (int32_t t = 0; t < n; ++t) {
     const uint8_t *row = table + (int64_t)ids[t] * row_stride;
     float *o = out + (int64_t)t * dim;
-    if (kiln_is_packed_kquant(format)) { /* a tied table in 16-row groups (row_stride: a group's) */
+    if (kiln_is_packed_kquant(format)) { /* a tied table in 16-row groups; row_stride: a group's */
       embed_kquant_r16(format, table + (int64_t)(ids[t] / 16) * row_stride, ids[t] % 16, dim, o);
     } else if (format == KILN_GGML_TYPE_F32) {
       const kiln_uk_uf32_t *p = (const kiln_uk_uf32_t *)row;

@@ -22,7 +22,8 @@
 #define KQ_SRL16(a, n) _mm512_srli_epi16(a, n)
 #define KQ_OR(a, b) _mm512_or_si512(a, b)
 #define KQ_MULLO(a, b) _mm512_mullo_epi32(a, b)
-#define KQ_NEG(v) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), VI_SET1((int)0x80000000u)))
+#define KQ_NEG(v)                                                                              \
+  _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), VI_SET1((int)0x80000000u)))
 #else
 #define KQ_U8_LANES(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
 #define KQ_S8_LANES(p) _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
@@ -32,7 +33,8 @@
 #define KQ_SRL16(a, n) _mm256_srli_epi16(a, n)
 #define KQ_OR(a, b) _mm256_or_si256(a, b)
 #define KQ_MULLO(a, b) _mm256_mullo_epi32(a, b)
-#define KQ_NEG(v) _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), VI_SET1((int)0x80000000u)))
+#define KQ_NEG(v)                                                                              \
+  _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), VI_SET1((int)0x80000000u)))
 #endif
 
 #ifndef KQ_LANES
