@@ -82,7 +82,7 @@ KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, 
     const float amax = kiln_uk_f32_from_bits(abits);
     const float db = amax / 127.0f;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
-    int32_t sum = 0, half = 0;
+    int32_t sum = 0;
     int32_t j = 0;
     for (; j < count; ++j) {
       const float v = xb[j] * id;
@@ -91,13 +91,15 @@ KILN_UK_INLINE void packed_quantize_row(const float *x, int32_t in, int32_t nb, 
       const int32_t qi = (int32_t)r;
       q[i0 + j] = (int8_t)qi;
       sum += qi;
-      half += j < 16 ? qi : 0;
     }
     for (; j < KILN_PACK_BLOCK; ++j) /* a partial last block: zero codes */
       q[i0 + j] = 0;
     d[b] = db;
     s[b] = sum;
     ds[b] = db * (float)sum;
+    int32_t half = 0;
+    for (int32_t k = 0; half_sums && k < 16; ++k)
+      half += q[i0 + k];
     o[b] = half_sums ? half : -8 * sum;
   }
 }

@@ -7,7 +7,7 @@
  * than a thread hand-off costs.
  */
 #include "common.h"
-#include "kiln/quant_packed.h"
+#include "kquant_r16.h"
 #include "ukernel_abi.h"
 
 /* Row `lane` of a q4_K_r16 / q6_K_r16 group (kiln/quant_packed.h): the values
@@ -18,10 +18,8 @@ static void embed_kquant_r16(uint32_t format, const uint8_t *grp, int32_t lane, 
     const int32_t s = i0 / 256, j = i0 % 256 / 32;
     const uint8_t *sb = grp + kiln_packed_super_offset(format, (uint64_t)s);
     if (format == KILN_TYPE_Q4_K_R16) {
-      const uint8_t lo = sb[64 + j * 16 + lane];
-      const uint32_t hi = kiln_uk_load_u32(sb + 192 + lane * 4) >> (4 * j);
-      const int32_t sc = (lo & 15) | (int32_t)(hi & 3) << 4;
-      const int32_t m = (lo >> 4) | (int32_t)((hi >> 2) & 3) << 4;
+      int32_t sc, m;
+      kq4_scale_min(sb, lane, j, &sc, &m);
       const float d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(sb + lane * 2)) * (float)sc;
       const float m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(sb + 32 + lane * 2)) * (float)m;
       const uint8_t *codes = sb + KILN_Q4_K_R16_CODES + j * 256 + lane * 4;
@@ -34,12 +32,9 @@ static void embed_kquant_r16(uint32_t format, const uint8_t *grp, int32_t lane, 
       const float d =
           kiln_uk_fp16_to_fp32(kiln_uk_load_u16(grp + kiln_packed_q6_k_d_offset((uint64_t)s) +
                                                 lane * 2));
-      const uint8_t *codes = sb + KILN_Q6_K_R16_CODES + j * KILN_Q6_K_R16_SUB_BYTES + lane * 4;
+      const uint8_t *codes = sb + KILN_Q6_K_R16_CODES + j * KILN_Q6_K_R16_SUB_BYTES;
       for (int32_t e = 0; e < 32; ++e) {
-        const int32_t k = e % 16 / 4, at = k * 64 + e % 4;
-        const int32_t low = e < 16 ? codes[at] & 15 : codes[at] >> 4;
-        const int32_t high = (codes[256 + (e < 16 ? 0 : 64) + e % 4] >> (2 * k)) & 3;
-        const int32_t q = (low | high << 4) - 32;
+        const int32_t q = kq6_code(codes, lane, e) - 32;
         o[i0 + e] = d * (float)(int8_t)sb[j * 32 + (e < 16 ? 0 : 16) + lane] * (float)q;
       }
     }

@@ -38,7 +38,7 @@
 #endif
 
 #ifndef KQ_LANES
-#define KQ_LANES 4 /* decode streams per task; see kq_decode */
+#define KQ_LANES 4 /* decode streams per task; see kq_tile */
 #endif
 #define KQ_MAX_LANES 4
 
@@ -92,150 +92,88 @@ KILN_UK_INLINE void kq6_block_dot(const uint8_t *codes, const qact_t *xq, int32_
   }
 }
 
-/* Rows [h0*LANES, (h0+H)*LANES) of group g for tokens t0..t0+T-1 (H, T constant after
- * inlining). */
-KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t h0,
-                            int32_t H, int32_t t0, int32_t T) {
+/* Rows [h0*LANES, (h0+H)*LANES) of the NG groups g, g + gstep, ... for tokens t0..t0+T-1
+ * (NG, H and T constant after inlining). Decode takes every half of NG groups (a sub-block
+ * of each in turn: NG forward streams in flight, see DECODE_STREAMS); a prefill tile one
+ * half of one group. Results go to y, or with `stash` to lane k's run (kq_decode_stashed). */
+KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, int64_t gstep,
+                            int32_t NG, int32_t h0, int32_t H, int32_t t0, int32_t T,
+                            float *stash) {
   qact_t xq[TT];
-  vf_t acc[HALVES][TT];
-  KILN_UK_UNROLL
-  for (int32_t t = 0; t < T; ++t) {
-    xq[t] = packed_qact(a, t0 + t);
-    KILN_UK_UNROLL
-    for (int32_t h = 0; h < H; ++h)
-      acc[h][t] = VF_ZERO();
-  }
-  const uint8_t *grp = a->w + g * a->group_stride;
-  const int32_t ns = a->nb / 8;
-  const vi_t three = VI_SET1(3), fifteen = VI_SET1(15);
-  for (int32_t s = 0; s < ns; ++s) {
-    const uint8_t *sb = grp + kiln_packed_super_offset(format, (uint64_t)s);
-    if (format == KILN_TYPE_Q4_K_R16) {
-      vf_t d[HALVES], ndmin[HALVES];
-      vi_t high[HALVES];
-      KILN_UK_UNROLL
-      for (int32_t h = 0; h < H; ++h) {
-        const int32_t row0 = (h0 + h) * LANES;
-        d[h] = VF_HALVES(sb + row0 * 2);
-        ndmin[h] = KQ_NEG(VF_HALVES(sb + 32 + row0 * 2));
-        high[h] = VI_LOAD(sb + 192 + row0 * 4);
-      }
-      KILN_UK_NO_UNROLL
-      for (int32_t j = 0; j < 8; ++j) {
-        const int32_t b = s * 8 + j;
-        KILN_UK_UNROLL
-        for (int32_t h = 0; h < H; ++h) {
-          const int32_t row0 = (h0 + h) * LANES;
-          const vi_t lo = KQ_U8_LANES(sb + 64 + j * 16 + row0);
-          const vi_t hb = KQ_SRL32(high[h], 4 * j);
-          const vi_t sc = KQ_OR(VI_AND(lo, fifteen), KQ_SLL32(VI_AND(hb, three), 4));
-          const vi_t m = KQ_OR(KQ_SRL32(lo, 4), KQ_SLL32(VI_AND(KQ_SRL32(hb, 2), three), 4));
-          const vf_t dw = VF_MUL(d[h], VF_FROM_I(sc)), mw = VF_MUL(ndmin[h], VF_FROM_I(m));
-          block_dot(KILN_TYPE_Q4_1_R16, sb + KILN_Q4_K_R16_CODES + j * 256 + row0 * 4, xq, b,
-                    T, dw, acc[h]);
-          KILN_UK_UNROLL
-          for (int32_t t = 0; t < T; ++t)
-            acc[h][t] = VF_FMA(mw, VF_SET1(xq[t].ds[b]), acc[h][t]);
-        }
-      }
-    } else {
-      const uint8_t *dp = grp + kiln_packed_q6_k_d_offset((uint64_t)s);
-      KILN_UK_NO_UNROLL
-      for (int32_t j = 0; j < 8; ++j) {
-        const int32_t b = s * 8 + j;
-        KILN_UK_UNROLL
-        for (int32_t h = 0; h < H; ++h) {
-          const int32_t row0 = (h0 + h) * LANES;
-          kq6_block_dot(sb + KILN_Q6_K_R16_CODES + j * KILN_Q6_K_R16_SUB_BYTES + row0 * 4, xq,
-                        b, T, VF_HALVES(dp + row0 * 2), KQ_S8_LANES(sb + j * 32 + row0),
-                        KQ_S8_LANES(sb + j * 32 + 16 + row0), acc[h]);
-        }
-      }
-    }
-  }
+  vf_t acc[KQ_MAX_LANES][HALVES][TT];
+  const uint8_t *grp[KQ_MAX_LANES];
   KILN_UK_UNROLL
   for (int32_t t = 0; t < T; ++t)
-    KILN_UK_UNROLL
-    for (int32_t h = 0; h < H; ++h)
-      packed_store(a, g, h0 + h, t0 + t, acc[h][t]);
-}
-
-/* Decode of the NG groups g, g + gstep, ... (NG constant after inlining): a sub-block of
- * each in turn, so NG forward streams are in flight (see DECODE_STREAMS). */
-KILN_UK_INLINE void kq_decode(const packed_args_t *a, uint32_t format, int64_t g, int64_t gstep,
-                              int32_t NG, float *stash) {
-  const qact_t xq = packed_qact(a, 0);
-  vf_t acc[KQ_MAX_LANES][HALVES];
-  const uint8_t *grp[KQ_MAX_LANES];
+    xq[t] = packed_qact(a, t0 + t);
   KILN_UK_UNROLL
   for (int32_t k = 0; k < NG; ++k) {
     grp[k] = a->w + (g + k * gstep) * a->group_stride;
     KILN_UK_UNROLL
-    for (int32_t h = 0; h < HALVES; ++h)
-      acc[k][h] = VF_ZERO();
+    for (int32_t h = 0; h < H; ++h)
+      KILN_UK_UNROLL
+      for (int32_t t = 0; t < T; ++t)
+        acc[k][h][t] = VF_ZERO();
   }
   const int32_t ns = a->nb / 8;
   const vi_t three = VI_SET1(3), fifteen = VI_SET1(15);
   for (int32_t s = 0; s < ns; ++s) {
     const uint64_t so = kiln_packed_super_offset(format, (uint64_t)s);
-    if (format == KILN_TYPE_Q4_K_R16) {
-      vf_t d[KQ_MAX_LANES][HALVES], ndmin[KQ_MAX_LANES][HALVES];
-      vi_t high[KQ_MAX_LANES][HALVES];
+    const uint64_t dq = kiln_packed_q6_k_d_offset((uint64_t)s); /* q6_K's d */
+    /* q4_K: the super-block's d, -dmin and top scale bits, per lane and register */
+    vf_t d[KQ_MAX_LANES][HALVES], ndmin[KQ_MAX_LANES][HALVES];
+    vi_t high[KQ_MAX_LANES][HALVES];
+    if (format == KILN_TYPE_Q4_K_R16)
       KILN_UK_UNROLL
       for (int32_t k = 0; k < NG; ++k)
         KILN_UK_UNROLL
-        for (int32_t h = 0; h < HALVES; ++h) {
+        for (int32_t h = 0; h < H; ++h) {
           const uint8_t *sb = grp[k] + so;
-          d[k][h] = VF_HALVES(sb + h * LANES * 2);
-          ndmin[k][h] = KQ_NEG(VF_HALVES(sb + 32 + h * LANES * 2));
-          high[k][h] = VI_LOAD(sb + 192 + h * LANES * 4);
+          const int32_t row0 = (h0 + h) * LANES;
+          d[k][h] = VF_HALVES(sb + row0 * 2);
+          ndmin[k][h] = KQ_NEG(VF_HALVES(sb + 32 + row0 * 2));
+          high[k][h] = VI_LOAD(sb + 192 + row0 * 4);
         }
-      KILN_UK_NO_UNROLL
-      for (int32_t j = 0; j < 8; ++j) {
-        const int32_t b = s * 8 + j;
+    KILN_UK_NO_UNROLL
+    for (int32_t j = 0; j < 8; ++j) {
+      const int32_t b = s * 8 + j;
+      KILN_UK_UNROLL
+      for (int32_t k = 0; k < NG; ++k)
         KILN_UK_UNROLL
-        for (int32_t k = 0; k < NG; ++k)
-          KILN_UK_UNROLL
-          for (int32_t h = 0; h < HALVES; ++h) {
-            const uint8_t *sb = grp[k] + so;
-            const vi_t lo = KQ_U8_LANES(sb + 64 + j * 16 + h * LANES);
+        for (int32_t h = 0; h < H; ++h) {
+          const uint8_t *sb = grp[k] + so;
+          const int32_t row0 = (h0 + h) * LANES;
+          if (format == KILN_TYPE_Q4_K_R16) {
+            const vi_t lo = KQ_U8_LANES(sb + 64 + j * 16 + row0);
             const vi_t hb = KQ_SRL32(high[k][h], 4 * j);
             const vi_t sc = KQ_OR(VI_AND(lo, fifteen), KQ_SLL32(VI_AND(hb, three), 4));
             const vi_t m = KQ_OR(KQ_SRL32(lo, 4), KQ_SLL32(VI_AND(KQ_SRL32(hb, 2), three), 4));
             const vf_t dw = VF_MUL(d[k][h], VF_FROM_I(sc));
             const vf_t mw = VF_MUL(ndmin[k][h], VF_FROM_I(m));
-            block_dot(KILN_TYPE_Q4_1_R16, sb + KILN_Q4_K_R16_CODES + j * 256 + h * LANES * 4,
-                      &xq, b, 1, dw, &acc[k][h]);
-            acc[k][h] = VF_FMA(mw, VF_SET1(xq.ds[b]), acc[k][h]);
+            block_dot(KILN_TYPE_Q4_1_R16, sb + KILN_Q4_K_R16_CODES + j * 256 + row0 * 4, xq, b,
+                      T, dw, acc[k][h]);
+            KILN_UK_UNROLL
+            for (int32_t t = 0; t < T; ++t)
+              acc[k][h][t] = VF_FMA(mw, VF_SET1(xq[t].ds[b]), acc[k][h][t]);
+          } else {
+            kq6_block_dot(sb + KILN_Q6_K_R16_CODES + j * KILN_Q6_K_R16_SUB_BYTES + row0 * 4, xq,
+                          b, T, VF_HALVES(grp[k] + dq + row0 * 2),
+                          KQ_S8_LANES(sb + j * 32 + row0),
+                          KQ_S8_LANES(sb + j * 32 + 16 + row0), acc[k][h]);
           }
-      }
-    } else {
-      KILN_UK_NO_UNROLL
-      for (int32_t j = 0; j < 8; ++j) {
-        const int32_t b = s * 8 + j;
-        KILN_UK_UNROLL
-        for (int32_t k = 0; k < NG; ++k)
-          KILN_UK_UNROLL
-          for (int32_t h = 0; h < HALVES; ++h) {
-            const uint8_t *sb = grp[k] + so;
-            const uint8_t *dp = grp[k] + kiln_packed_q6_k_d_offset((uint64_t)s);
-            kq6_block_dot(sb + KILN_Q6_K_R16_CODES + j * KILN_Q6_K_R16_SUB_BYTES + h * LANES * 4,
-                          &xq, b, 1, VF_HALVES(dp + h * LANES * 2),
-                          KQ_S8_LANES(sb + j * 32 + h * LANES),
-                          KQ_S8_LANES(sb + j * 32 + 16 + h * LANES), &acc[k][h]);
-          }
-      }
+        }
     }
   }
   KILN_UK_UNROLL
   for (int32_t k = 0; k < NG; ++k)
     KILN_UK_UNROLL
-    for (int32_t h = 0; h < HALVES; ++h) {
-      if (stash) /* kq_decode_stashed: lane k's run */
-        vf_store_rows(stash + k * STASH_ROWS + h * LANES, acc[k][h], LANES);
-      else
-        packed_store(a, g + k * gstep, h, 0, acc[k][h]);
-    }
+    for (int32_t t = 0; t < T; ++t)
+      KILN_UK_UNROLL
+      for (int32_t h = 0; h < H; ++h) {
+        if (stash)
+          vf_store_rows(stash + k * STASH_ROWS + (h0 + h) * LANES, acc[k][h][t], LANES);
+        else
+          packed_store(a, g + k * gstep, h0 + h, t0 + t, acc[k][h][t]);
+      }
 }
 
 /* Decode with a fused store step: up to STASH_GROUPS groups' results per lane held, then
@@ -246,7 +184,7 @@ KILN_UK_INLINE void kq_decode_stashed(const packed_args_t *a, uint32_t format, i
   for (int64_t c0 = g0; c0 < g1; c0 += STASH_GROUPS) {
     const int64_t c1 = KILN_UK_MIN(g1, c0 + STASH_GROUPS);
     for (int64_t g = c0; g < c1; ++g)
-      kq_decode(a, format, g, gstep, NG, stash + (g - c0) * GROUP_ROWS);
+      kq_tile(a, format, g, gstep, NG, 0, HALVES, 0, 1, stash + (g - c0) * GROUP_ROWS);
     for (int32_t k = 0; k < NG; ++k) {
       const int64_t r0 = (c0 + k * gstep) * GROUP_ROWS;
       const int64_t rows = KILN_UK_MIN((c1 - c0) * GROUP_ROWS, a->out_features - r0);
@@ -260,17 +198,17 @@ KILN_UK_INLINE void kq_group_tokens(const packed_args_t *a, uint32_t format, int
                                     int32_t h) {
   int32_t t = 0;
   for (; t + TT <= a->n; t += TT)
-    kq_tile(a, format, g, h, 1, t, TT);
+    kq_tile(a, format, g, 0, 1, h, 1, t, TT, NULL);
   switch (a->n - t) {
   case 0: break;
-  case 1: kq_tile(a, format, g, h, 1, t, 1); break;
-  case 2: kq_tile(a, format, g, h, 1, t, 2); break;
-  case 3: kq_tile(a, format, g, h, 1, t, 3); break;
+  case 1: kq_tile(a, format, g, 0, 1, h, 1, t, 1, NULL); break;
+  case 2: kq_tile(a, format, g, 0, 1, h, 1, t, 2, NULL); break;
+  case 3: kq_tile(a, format, g, 0, 1, h, 1, t, 3, NULL); break;
 #if TT > 4
-  case 4: kq_tile(a, format, g, h, 1, t, 4); break;
-  case 5: kq_tile(a, format, g, h, 1, t, 5); break;
-  case 6: kq_tile(a, format, g, h, 1, t, 6); break;
-  default: kq_tile(a, format, g, h, 1, t, 7); break;
+  case 4: kq_tile(a, format, g, 0, 1, h, 1, t, 4, NULL); break;
+  case 5: kq_tile(a, format, g, 0, 1, h, 1, t, 5, NULL); break;
+  case 6: kq_tile(a, format, g, 0, 1, h, 1, t, 6, NULL); break;
+  default: kq_tile(a, format, g, 0, 1, h, 1, t, 7, NULL); break;
 #endif
   }
 }
@@ -285,9 +223,9 @@ KILN_UK_INLINE void kq_x86_groups(const packed_args_t *a, uint32_t format, int64
       return;
     }
     for (int64_t i = 0; i < lane; ++i)
-      kq_decode(a, format, g0 + i, lane, KQ_LANES, NULL);
+      kq_tile(a, format, g0 + i, lane, KQ_LANES, 0, HALVES, 0, 1, NULL);
     for (int64_t g = rest; g < g1; ++g)
-      kq_decode(a, format, g, 0, 1, NULL);
+      kq_tile(a, format, g, 0, 1, 0, HALVES, 0, 1, NULL);
     return;
   }
   for (int64_t g = g0; g < g1; ++g)
