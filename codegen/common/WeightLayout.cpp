@@ -211,14 +211,24 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
   if (!sizeTensor(t, rowAlign, error))
     return false;
   t.conversion = conversionOf(src->format, format);
+  // calibration-aware rounding chose this weight's codes in this format (WeightStore.h)
+  const WeightEncoding *enc = store.encoding(name, format);
+  if (enc && enc->paddedRowLength != t.paddedRowLength)
+    enc = nullptr;
+  if (enc)
+    t.conversion = enc->method + "-rounded from " +
+                   (kiln_ggml_type_name(src->format) ? kiln_ggml_type_name(src->format) : "?");
   if (layout == RowLayout::R16 || layout == RowLayout::R32)
-    return addPacked(*src, format, t, error);
+    return addPacked(*src, format, t, enc ? enc->bytes.data() : nullptr, error);
   uint64_t blockRowBytes = 0;
   kiln_ggml_row_bytes(format, t.paddedRowLength, &blockRowBytes);
   t.offset = reserve(t.size, layout == RowLayout::Rows ? rowAlign : kAlign);
   uint8_t *dst = bytes_.data() + t.offset;
 
-  if (src->format == format && t.paddedRowLength == t.rowLength &&
+  if (enc) {
+    for (uint64_t r = 0; r < t.rows; ++r)
+      std::memcpy(dst + r * t.rowStride, enc->bytes.data() + r * blockRowBytes, blockRowBytes);
+  } else if (src->format == format && t.paddedRowLength == t.rowLength &&
       t.rowStride == blockRowBytes) {
     // Same format, no padding: the bytes are already what the kernels read.
     std::memcpy(dst, src->data, t.size);
@@ -243,13 +253,13 @@ bool WeightLayout::addWeight(const WeightStore &store, const std::string &name,
 // it is already that format with whole blocks, else quantised from fp32), then
 // kiln_repack_packed.
 bool WeightLayout::addPacked(const WeightView &src, uint32_t base, PackedTensor &t,
-                             std::string &error) {
+                             const uint8_t *encoded, std::string &error) {
   const uint32_t groupRows = t.layout == RowLayout::R32 ? 32 : 16;
   uint64_t rowBytes = 0;
   kiln_ggml_row_bytes(base, t.paddedRowLength, &rowBytes);
   std::vector<uint8_t> ggml;
-  const uint8_t *rows = src.data;
-  if (src.format != base || t.paddedRowLength != t.rowLength) {
+  const uint8_t *rows = encoded ? encoded : src.data;
+  if (!encoded && (src.format != base || t.paddedRowLength != t.rowLength)) {
     uint64_t srcRowBytes = 0;
     if (kiln_ggml_row_bytes(src.format, t.rowLength, &srcRowBytes) != KILN_STATUS_OK) {
       error = "weight '" + t.name + "': cannot decode its source format";
@@ -272,7 +282,7 @@ bool WeightLayout::addPacked(const WeightView &src, uint32_t base, PackedTensor 
     error = "weight '" + t.name + "': repacking failed: " + kiln_status_message(st);
     return false;
   }
-  t.repacked = src.format == base;
+  t.repacked = !encoded && src.format == base;
   tensors_.push_back(std::move(t));
   return true;
 }

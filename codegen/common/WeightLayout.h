@@ -33,7 +33,8 @@ struct PackedTensor {
   uint64_t paddingBytes = 0;     // bytes spent on padding elements
   bool repacked = false;         // copied losslessly from the source
   RowLayout layout = RowLayout::Block;
-  std::string conversion;        // "lossless" or "requantised from q6_K" (kiln inspect)
+  std::string conversion;        // "lossless", "requantised from q6_K", "gptq-rounded from
+                                 // f32" (kiln inspect)
 };
 
 class WeightLayout {
@@ -64,7 +65,9 @@ public:
 private:
   uint64_t reserve(uint64_t size, uint64_t align = kAlign);
   static bool sizeTensor(PackedTensor &t, uint64_t rowAlign, std::string &error);
-  bool addPacked(const WeightView &src, uint32_t base, PackedTensor &t, std::string &error);
+  // encoded: the weight's ggml rows in `base` already (a calibrated encoding), or null
+  bool addPacked(const WeightView &src, uint32_t base, PackedTensor &t,
+                 const uint8_t *encoded, std::string &error);
   std::vector<PackedTensor> tensors_;
   std::vector<uint8_t> bytes_;
 };

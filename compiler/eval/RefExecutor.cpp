@@ -44,6 +44,7 @@ struct RefExecutor::Impl {
   std::vector<int> stepOut;        // result slot of each step
   ResultObserver resultObserver;
   AttentionObserver attentionObserver;
+  InputObserver inputObserver;
   size_t numSlots = 0;
   int resultSlot = -1;
 
@@ -348,6 +349,8 @@ bool RefExecutor::Impl::compile(func::FuncOp fn, std::string &error) {
         info.layer = int32_t(layer.getInt());
       if (auto w = op.getAttrOfType<StringAttr>("weight"))
         info.weight = w.getValue().str();
+      if (isa<LinearOp, LogitsOp, FusedLinearOp>(op) && slots.count(op.getOperand(0)))
+        info.input = slotOf(op.getOperand(0));
       stepOps.push_back(std::move(info));
       stepOut.push_back(slotOf(op.getResult(0)));
     }
@@ -425,6 +428,8 @@ bool RefExecutor::forward(const std::vector<int32_t> &tokens, uint32_t startPos,
       return false;
     }
   for (size_t i = 0; i < impl_->steps.size(); ++i) {
+    if (impl_->inputObserver && impl_->stepOps[i].input >= 0)
+      impl_->inputObserver(impl_->stepOps[i], f.act[size_t(impl_->stepOps[i].input)]);
     if (!impl_->steps[i](f, error))
       return false;
     if (impl_->resultObserver)
@@ -440,6 +445,10 @@ void RefExecutor::setResultObserver(ResultObserver observer) {
 
 void RefExecutor::setAttentionObserver(AttentionObserver observer) {
   impl_->attentionObserver = std::move(observer);
+}
+
+void RefExecutor::setInputObserver(InputObserver observer) {
+  impl_->inputObserver = std::move(observer);
 }
 
 const std::vector<ObservedOp> &RefExecutor::ops() const { return impl_->stepOps; }

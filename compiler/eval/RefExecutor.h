@@ -40,12 +40,17 @@ struct ObservedOp {
   std::string name;    // e.g. "kiln.linear"
   int32_t layer = -1;  // the op's kiln.layer attribute; -1 when it has none
   std::string weight;  // the weight it reads; empty for ops without one
+  // linear, logits, fused_linear: the activation it multiplies (one id per value, so
+  // ops reading the same value - q, k and v - share it); -1 for other ops
+  int32_t input = -1;
 };
 
 // Observation hooks for analyses (importance scores, calibration statistics). Unset, they
 // cost nothing; set, they see values but cannot change them.
 // Called after each op with the op's result ([tokens, features] of this forward call).
 using ResultObserver = std::function<void(const ObservedOp &op, const Matrix &result)>;
+// Called before each linear, logits and fused_linear op with its input ([tokens, in]).
+using InputObserver = std::function<void(const ObservedOp &op, const Matrix &input)>;
 // Called by every attention op for each query row `t` of this forward call and each query
 // head, with the softmax probabilities over cache positions 0..pos (pos = the row's
 // position; entries sum to 1).
@@ -74,6 +79,7 @@ public:
   // Observation hooks (see above); an empty function removes one.
   void setResultObserver(ResultObserver observer);
   void setAttentionObserver(AttentionObserver observer);
+  void setInputObserver(InputObserver observer);
   // The ops forward() runs, in order (every op of @forward but the return).
   const std::vector<ObservedOp> &ops() const;
 

@@ -235,6 +235,8 @@ bool resolveAuto(ModuleOp module, const WeightStore &store, const PrecisionReque
     for (uint32_t f : u.formats) {
       double kld = 0;
       if (f != 0) {
+        if (req.prepare && !req.prepare(u.weight, f, error))
+          return false;
         setUnit(u, f);
         bool ok = scorer.kld(*ref, kld, error);
         setUnit(u, 0);
@@ -295,7 +297,7 @@ bool resolveAuto(ModuleOp module, const WeightStore &store, const PrecisionReque
        "calib=" + req.calib->name + ",ctx=" + std::to_string(req.calib->ctx) +
            ",positions=" + std::to_string(scorer.positions()) + "," +
            (req.bpw.empty() ? "max_weight_bytes=" + req.maxWeightBytes : "bpw=" + req.bpw) +
-           ",budget_bytes=" + std::to_string(budget),
+           ",budget_bytes=" + std::to_string(budget) + ",rounding=" + req.rounding,
        "weight_bytes=" + std::to_string(bytes) + ",bpw=" + bpwText + ",mix=" + mix +
            ",predicted_kld=" + num(predicted, "%.6f") + ",measured_kld=" +
            num(measured, "%.6f")});

@@ -14,7 +14,7 @@
 //     2. sensitivity: for each weight (a tied table once) and each format it may take
 //        (f16, q8_0, q4_1, q4_0, q3_0, and q6_K/q5_K/q4_K where the rows fill their
 //        256-element blocks; f16 for norm scales), the mean KL(P_f32 || P) with only
-//        that weight stored in that format;
+//        that weight stored in that format (rounded as --rounding asks: prepare);
 //     3. choice: one format per weight minimising the summed KLDs with the bytes as the
 //        weight layout stores them (rows padded to whole blocks) within the budget
 //        (PrecisionKnapsack.h, exact dynamic programming);
@@ -45,6 +45,10 @@ struct PrecisionRequest {
   // writes (precision::storedBytes): rows per packed group (0: rows64) and row alignment.
   uint32_t packRows = 16;
   uint64_t rowAlign = 64;
+  // --rounding other than nearest: called before a weight is measured in a format, so the
+  // measurement sees the weight as it will be rounded (CalibratedRounding.h)
+  std::string rounding = "nearest";
+  std::function<bool(const std::string &weight, uint32_t format, std::string &error)> prepare;
 };
 
 // Checks the request (one-line error for a bad one) and fills the precision fields of

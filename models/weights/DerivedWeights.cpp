@@ -82,6 +82,32 @@ bool copyRows(const std::string &name, const std::vector<const WeightView *> &so
   return true;
 }
 
+// The stacked weight keeps the sources' calibrated encodings (WeightStore.h) in every
+// format all of them have one in: rows are independent, so stacking the encoded rows is
+// the encoding of the stack.
+void copyEncodings(const std::string &name, const std::vector<std::string> &sources,
+                   const std::vector<std::pair<size_t, uint64_t>> &rows, WeightStore &store) {
+  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
+                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0)}) {
+    const WeightEncoding *first = store.encoding(sources[0], format);
+    std::vector<const WeightEncoding *> enc;
+    for (const std::string &s : sources)
+      if (const WeightEncoding *e = store.encoding(s, format);
+          first && e && e->paddedRowLength == first->paddedRowLength)
+        enc.push_back(e);
+    if (enc.size() != sources.size())
+      continue;
+    uint64_t rowBytes = 0;
+    kiln_ggml_row_bytes(format, enc[0]->paddedRowLength, &rowBytes);
+    WeightEncoding out{format, enc[0]->paddedRowLength, enc[0]->method, {}};
+    out.bytes.resize(rows.size() * rowBytes);
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::memcpy(out.bytes.data() + i * rowBytes,
+                  enc[rows[i].first]->bytes.data() + rows[i].second * rowBytes, rowBytes);
+    store.setEncoding(name, std::move(out));
+  }
+}
+
 // concat_rows: the sources' rows one after another (all of one row length).
 // interleave_rows: two sources of one shape, row 2j from the first, 2j+1 from the second.
 // In the sources' format when they share one (copyRows), else fp32.
@@ -122,8 +148,10 @@ bool materializeMulti(const std::string &name, DictionaryAttr recipe, Dictionary
     for (size_t i = 0; i < views.size(); ++i)
       for (uint64_t r = 0; r < views[i]->numRows(); ++r)
         rows.push_back({i, r});
-  if (copyRows(name, views, rows, store))
+  if (copyRows(name, views, rows, store)) {
+    copyEncodings(name, names, rows, store);
     return true;
+  }
   const uint64_t cols = views[0]->rowLength();
   std::vector<std::vector<float>> parts(names.size());
   for (size_t i = 0; i < names.size(); ++i)
@@ -134,6 +162,7 @@ bool materializeMulti(const std::string &name, DictionaryAttr recipe, Dictionary
   for (const auto &[i, r] : rows)
     out.insert(out.end(), parts[i].begin() + r * cols, parts[i].begin() + (r + 1) * cols);
   store.addOwnedF32(name, {cols, uint64_t(rows.size())}, std::move(out));
+  copyEncodings(name, names, rows, store);
   return true;
 }
 

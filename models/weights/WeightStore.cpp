@@ -59,11 +59,32 @@ bool WeightStore::dequantize(const std::string &name, std::vector<float> &out,
   return true;
 }
 
+const WeightEncoding *WeightStore::encoding(const std::string &name, uint32_t format) const {
+  auto it = encodings_.find({name, format});
+  return it == encodings_.end() ? nullptr : &it->second;
+}
+
 bool WeightStore::dequantizeAs(const std::string &name, uint32_t format,
                                std::vector<float> &out, std::string &error) const {
+  const WeightView *w = find(name);
+  if (const WeightEncoding *e = w ? encoding(name, format) : nullptr) {
+    const uint64_t n = w->rowLength(), rows = w->numRows(), padded = e->paddedRowLength;
+    uint64_t rowBytes = 0;
+    if (padded < n || kiln_ggml_row_bytes(format, padded, &rowBytes) != KILN_STATUS_OK ||
+        rowBytes * rows != e->bytes.size()) {
+      error = "weight '" + name + "': its " + e->method + " encoding does not fit its shape";
+      return false;
+    }
+    std::vector<float> row(padded);
+    out.resize(n * rows);
+    for (uint64_t r = 0; r < rows; ++r) {
+      kiln_dequantize(format, e->bytes.data() + r * rowBytes, row.data(), padded);
+      std::copy(row.begin(), row.begin() + long(n), out.begin() + long(r * n));
+    }
+    return true;
+  }
   if (!dequantize(name, out, error))
     return false;
-  const WeightView *w = find(name);
   const uint64_t block = kiln_ggml_block_elems(format), n = w->rowLength();
   if (block == 0) {
     error = "weight '" + name + "': unknown storage format " + std::to_string(format);

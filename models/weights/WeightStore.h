@@ -25,9 +25,23 @@ struct WeightView {
   uint64_t numRows() const;     // product of dims[1..]
 };
 
+// A weight's bytes in one storage format as calibration-aware rounding chose them
+// (CalibratedQuant.h), rows padded with zeros to whole blocks. The reference executor
+// (dequantizeAs) and the weight layout read these instead of rounding to nearest.
+struct WeightEncoding {
+  uint32_t format = 0;
+  uint64_t paddedRowLength = 0;
+  std::string method;         // how it was rounded ("gptq", "weighted")
+  std::vector<uint8_t> bytes; // numRows rows of paddedRowLength elements in `format`
+};
+
 class WeightStore {
 public:
-  void add(WeightView view) { views_[view.name] = std::move(view); }
+  // Adds (or replaces) a tensor; a replaced tensor's encodings go with it.
+  void add(WeightView view) {
+    dropEncodings(view.name);
+    views_[view.name] = std::move(view);
+  }
   // Adds (or replaces) a tensor whose fp32 bytes the store owns - a weight a pass derived.
   void addOwnedF32(const std::string &name, std::vector<uint64_t> dims,
                    std::vector<float> data);
@@ -37,21 +51,31 @@ public:
                 std::vector<uint8_t> bytes);
   const WeightView *find(const std::string &name) const;
   void remove(const std::string &name) {
-    views_.erase(name), owned_.erase(name), ownedBytes_.erase(name);
+    views_.erase(name), owned_.erase(name), ownedBytes_.erase(name), dropEncodings(name);
   }
+  // The encoding of weight `name` in `format` (replacing one it had); null when none.
+  void setEncoding(const std::string &name, WeightEncoding e) {
+    uint32_t format = e.format;
+    encodings_[{name, format}] = std::move(e);
+  }
+  const WeightEncoding *encoding(const std::string &name, uint32_t format) const;
   const std::map<std::string, WeightView> &all() const { return views_; }
 
   // Decodes a whole tensor to fp32, row-major [numRows, rowLength]. One-line error
   // naming the tensor on failure.
   bool dequantize(const std::string &name, std::vector<float> &out, std::string &error) const;
   // The fp32 values the compiled code sees when the tensor is stored in `format` (ggml id):
-  // rows padded with zeros to the format's block, encoded with runtime-min's quantizers
+  // its encoding in that format when it has one, else rows padded with zeros to the format's block, encoded with runtime-min's quantizers
   // and decoded again, as codegen's WeightLayout stores them. Same as dequantize() when
   // the tensor is already in `format` with whole blocks.
   bool dequantizeAs(const std::string &name, uint32_t format, std::vector<float> &out,
                     std::string &error) const;
 
 private:
+  void dropEncodings(const std::string &name) {
+    encodings_.erase(encodings_.lower_bound({name, 0}), encodings_.upper_bound({name, ~0u}));
+  }
+  std::map<std::pair<std::string, uint32_t>, WeightEncoding> encodings_;
   std::map<std::string, WeightView> views_;
   std::map<std::string, std::vector<float>> owned_; // backing of addOwnedF32 views
   std::map<std::string, std::vector<uint8_t>> ownedBytes_; // backing of addOwned views

@@ -9,7 +9,8 @@
 #   tests/bench/precision_table.sh [OUT.md]
 #   KILN_MODELS_DIR=../shared/models  KILN_BUILD_DIR=build  KILN_PREC_DIR=/tmp/kiln-precision
 #   KILN_PREC_CALIB_CHUNKS=8 (auto's calibration chunks)  KILN_PREC_CHUNKS=0 (dev chunks, 0 = all)
-#   KILN_PREC_ROWS="f32 q4_0 ..." (a subset of the row names below)
+#   KILN_PREC_ROWS="f32 q4_0 ..." (a subset of the row names below; NAME@weighted or
+#   NAME@gptq rounds that row's formats with --rounding on the calibration text)
 #   KILN_BENCH_OUT=build/bench-results (the rows as CSV, precision_table-<UTC time>.csv; empty:
 #   none; build/ is ignored by git; a relative path is from the caller's directory)
 set -euo pipefail
@@ -24,7 +25,7 @@ WORK=${KILN_PREC_DIR:-/tmp/kiln-precision}
 OUT=${1:-$WORK/precision.md}
 CALIB_CHUNKS=${KILN_PREC_CALIB_CHUNKS:-8}
 CHUNKS=${KILN_PREC_CHUNKS:-0}
-ROWS=${KILN_PREC_ROWS:-"f32 q4_0 q8_0 q3_0 rules llama-mix auto-4.5 auto-5 auto-6 auto-rules-size auto-387104"}
+ROWS=${KILN_PREC_ROWS:-"f32 q4_0 q4_0@weighted q4_0@gptq q8_0 q3_0 q3_0@gptq rules llama-mix auto-4.5 auto-4.5@gptq auto-4@gptq auto-5 auto-5@gptq auto-6 auto-rules-size auto-387104"}
 for f in stories260K.gguf tinystories-calib.txt tinystories-dev.txt; do
   if [ ! -f "$MODELS/$f" ]; then
     echo "precision_table.sh: $MODELS/$f not found (set KILN_MODELS_DIR)" >&2
@@ -40,8 +41,16 @@ CALIB=(--calib "$MODELS/tinystories-calib.txt" --calib-chunks "$CALIB_CHUNKS")
 RULES="rules:attn_qkv=q4_0,ffn=q8_0,norms=f16,default=q8_0"
 mkdir -p "$WORK"
 
-# Sets LABEL and SPEC (the --precision value and auto's flags) for a row name.
+# Sets LABEL and SPEC (the --precision value and auto's flags) for a row name, and ROUND
+# (the --rounding flags of NAME@METHOD, replayed by the reference).
 row_spec() {
+  ROUND=()
+  if [[ $1 == *@* ]]; then
+    row_spec "${1%@*}"
+    LABEL="$LABEL, \`--rounding ${1#*@}\`"
+    ROUND=(--rounding "${1#*@}")
+    return
+  fi
   case "$1" in
     f32|q4_0|q8_0|q3_0) LABEL="uniform $1"; SPEC=(--precision "uniform:$1") ;;
     rules) LABEL="rules \`${RULES#rules:}\`"; SPEC=(--precision "$RULES") ;;
@@ -77,7 +86,13 @@ fi
 for row in $ROWS; do
   row_spec "$row"
   art="$WORK/$row.kiln"
-  if ! "$KILN" compile "$MODEL" --ctx 256 "${SPEC[@]}" -o "$art" > "$WORK/$row.log" 2>&1; then
+  # the rounding's calibration text, unless auto's flags name it already
+  RCALIB=()
+  [ ${#ROUND[@]} -eq 0 ] || RCALIB=("${CALIB[@]}")
+  COMPILE_RCALIB=("${RCALIB[@]}")
+  [[ " ${SPEC[*]} " != *" --calib "* ]] || COMPILE_RCALIB=()
+  if ! "$KILN" compile "$MODEL" --ctx 256 "${SPEC[@]}" "${ROUND[@]}" "${COMPILE_RCALIB[@]}" -o "$art" \
+      > "$WORK/$row.log" 2>&1; then
     cat "$WORK/$row.log" >&2; exit 1
   fi
   info=$("$KILN" inspect "$art")
@@ -85,7 +100,7 @@ for row in $ROWS; do
   map=$(field '^  kiln-apply-precision-map \[map=([^]]+)\].*' "$info")
   [ -z "$map" ] || SPEC=(--precision "map:$map")
   ref=$("$KILN" ppl "$MODEL" "$DEV" --ctx 256 --chunks "$CHUNKS" --compare "$MODEL" \
-        "${SPEC[@]}" 2>/dev/null)
+        "${SPEC[@]}" "${ROUND[@]}" "${RCALIB[@]}" 2>/dev/null)
   runppl=$("$RUN" ppl "$art" "$DEV" --ctx 256 --chunks "$CHUNKS" 2>/dev/null)
   # Weight bytes: the tensors as stored, less the RoPE tables (what the budget counts); bits
   # per weight over the weights of those tensors (logical shapes, padding not counted).

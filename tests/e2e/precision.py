@@ -20,6 +20,10 @@ Cases:
               the artifact's dev PPL (kiln-run, --layout none: fp32 activations) equals
               the reference's (kiln ppl --precision map:, the artifact's map replayed) on 24
               chunks: the reference reads q3_0 exactly as the artifact stores it
+  gptq        --precision uniform:q4_0 --rounding gptq calibrated on tinystories-calib.txt:
+              every matrix is stored gptq-rounded, the artifact (--layout none) has the
+              reference's dev PPL to every digit, and that PPL is below rounding to nearest
+              by at least 0.2 (measured 6.2892 against 6.5850 on all 196 chunks)
 """
 import argparse
 import os
@@ -48,7 +52,7 @@ def ppl_of(out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["llama-mix", "auto-budget", "auto-bpw45"])
+    ap.add_argument("case", choices=["llama-mix", "auto-budget", "auto-bpw45", "gptq"])
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--kiln-run", required=True)
     ap.add_argument("--work", required=True)
@@ -74,6 +78,9 @@ def main():
     art = os.path.join(a.work, "auto.kiln")
     if a.case == "auto-bpw45":
         auto_bpw45(a, f32, calib, dev, art)
+        return
+    if a.case == "gptq":
+        gptq(a, f32, calib, dev)
         return
     _, log = run([a.kiln, "compile", f32, "--ctx", "256", "-o", art, "--precision", "auto",
                   "--max-weight-bytes", "387104", "--calib", calib, "--calib-chunks", "4"])
@@ -118,6 +125,29 @@ def auto_bpw45(a, f32, calib, dev, art):
     print(f"dev PPL (24 chunks): artifact {ppl_of(art_out)}, reference {ppl_of(ref_out)}")
     if ppl_of(art_out) != ppl_of(ref_out):
         fail("the artifact's PPL differs from the reference's")
+
+
+def gptq(a, f32, calib, dev):
+    flags = ["--precision", "uniform:q4_0", "--rounding", "gptq", "--calib", calib]
+    art = os.path.join(a.work, "gptq.kiln")
+    _, log = run([a.kiln, "compile", f32, "--ctx", "256", "--layout", "none", "-o", art] + flags)
+    sys.stdout.write(log)
+    inspect, _ = run([a.kiln, "inspect", art])
+    rounded = re.findall(r"^  \S+\s+q4_0\s.*gptq-rounded from f32$", inspect, re.M)
+    if len(rounded) != 37:  # 5 layers x 7 matrices, token_embd and output
+        fail(f"{len(rounded)} gptq-rounded tensors, expected 37")
+    if not re.search(r"calibrated-rounding \[method=gptq,.*positions=9472\] weights=37,", inspect):
+        fail("no calibrated-rounding record for 37 weights over the 37 chunks' 9472 positions")
+    common = [dev, "--ctx", "256"]
+    art_out, _ = run([a.kiln_run, "ppl", art] + common)
+    ref_out, _ = run([a.kiln, "ppl", f32] + common + flags)
+    near_out, _ = run([a.kiln, "ppl", f32] + common + ["--precision", "uniform:q4_0"])
+    print(f"dev PPL: artifact {ppl_of(art_out)}, reference {ppl_of(ref_out)}, "
+          f"rounded to nearest {ppl_of(near_out)}")
+    if ppl_of(art_out) != ppl_of(ref_out):
+        fail("the artifact's PPL differs from the reference's")
+    if float(ppl_of(ref_out)) > float(ppl_of(near_out)) - 0.2:
+        fail("gptq rounding does not lower the PPL by 0.2 against rounding to nearest")
 
 
 def recorded_and_stored(inspect):

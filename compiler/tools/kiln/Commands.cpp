@@ -15,6 +15,7 @@
 
 #include "compiler/eval/Perplexity.h"
 #include "compiler/frontends/onnx/OnnxImport.h"
+#include "compiler/pipelines/CalibratedRounding.h"
 #include "compiler/pipelines/CompilePipeline.h"
 #include "compiler/pipelines/PrecisionSearch.h"
 #include "compiler/pipelines/SlimmingSearch.h"
@@ -154,10 +155,27 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
   req.compensate = f.compensate;
   req.log = [](const std::string &line) { std::fprintf(stderr, "kiln: %s\n", line.c_str()); };
   pipelines::Calibration calib;
-  const bool measured = anyPruning(f) || prec.precision == "auto";
+  quant::Rounding rounding;
+  if (!quant::parseRounding(prec.rounding, rounding)) {
+    error = "--rounding: unknown method '" + prec.rounding + "' (expected nearest, weighted "
+            "or gptq)";
+    return false;
+  }
+  if (rounding != quant::Rounding::Nearest && f.calib.empty()) {
+    error = "--rounding " + prec.rounding + " needs --calib TEXT (the text whose inputs it "
+            "weights the rounding by)";
+    return false;
+  }
+  if (rounding != quant::Rounding::Nearest && prec.precision.empty()) {
+    error = "--rounding " + prec.rounding + " rounds the formats --precision assigns; give "
+            "--precision";
+    return false;
+  }
+  const bool measured =
+      anyPruning(f) || prec.precision == "auto" || rounding != quant::Rounding::Nearest;
   if (!f.calib.empty() && !measured)
-    std::fprintf(stderr, "kiln: warning: --calib is only used by --prune-layers/--prune-heads"
-                         " and --precision auto\n");
+    std::fprintf(stderr, "kiln: warning: --calib is only used by --prune-layers/--prune-heads,"
+                         " --precision auto and --rounding\n");
   if (!f.calib.empty() && measured) {
     std::string text;
     if (!readFile(f.calib, text)) {
@@ -203,12 +221,40 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     // the bytes kiln compile's layout will store; r16's padding without one (eval, ppl)
     preq.packRows = fusion.layout == "r32" ? 32 : fusion.layout == "rows64" ? 0 : 16;
     preq.rowAlign = fusion.rowAlign;
+    // Calibration-aware rounding: the inputs of the slimmed f32 model, then each weight
+    // encoded in the format it gets (auto measures its candidates so encoded).
+    pipelines::CalibratedRounding calibrated(rounding);
+    if (rounding != quant::Rounding::Nearest) {
+      if (!calibrated.collect(module, s.model.weights, calib, error))
+        return false;
+      preq.rounding = prec.rounding;
+      preq.prepare = [&](const std::string &weight, uint32_t format, std::string &err) {
+        return calibrated.encode(s.model.weights, weight, format, err);
+      };
+    }
     pipelines::KilnPipelineOptions rest;
     if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error))
       return false;
     rest.keepPackedKQuants = fusion.integerKQuants;
     if (!pipelines::runPrecisionPasses(module, rest, records, error))
       return false;
+    if (rounding != quant::Rounding::Nearest) {
+      size_t count = 0;
+      if (!calibrated.encodeModule(module, s.model.weights, count, error))
+        return false;
+      char secs[32], stats[32];
+      std::snprintf(secs, sizeof secs, "%.1f", calibrated.encodeSeconds());
+      std::snprintf(stats, sizeof stats, "%.1f", calibrated.statsSeconds());
+      req.log("rounding " + prec.rounding + ": " + std::to_string(count) +
+              " weights encoded from the inputs of " + std::to_string(calibrated.positions()) +
+              " calibration positions (statistics " + stats + " s, encoding " + secs + " s)");
+      records.push_back({"calibrated-rounding",
+                         "method=" + prec.rounding + ",calib=" + calib.name +
+                             ",ctx=" + std::to_string(calib.ctx) +
+                             ",positions=" + std::to_string(calibrated.positions()),
+                         "weights=" + std::to_string(count) + ",stats_seconds=" + stats +
+                             ",encode_seconds=" + secs});
+    }
     rest.fusion = fusion.fusion;
     rest.layout = fusion.layout;
     if (!pipelines::runFusionPasses(module, rest, records, error))

@@ -35,6 +35,7 @@ struct PrecisionFlags {
   std::string precision;      // --precision source | uniform:FMT | rules:... | auto; "" = as stored
   std::string bpw;            // --bpw B (auto)
   std::string maxWeightBytes; // --max-weight-bytes N (auto)
+  std::string rounding = "nearest"; // --rounding nearest | weighted | gptq (--calib)
 };
 
 // Fusions runPasses applies (kiln compile; eval and ppl run the unfused module).

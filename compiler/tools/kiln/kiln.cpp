@@ -61,6 +61,10 @@ void addPrecisionFlags(CLI::App *cmd, PrecisionFlags &f) {
                   "printed map) or auto (--calib, --bpw or --max-weight-bytes)");
   cmd->add_option("--bpw", f.bpw, "auto's budget: average bits per weight as stored");
   cmd->add_option("--max-weight-bytes", f.maxWeightBytes, "auto's budget: total weight bytes");
+  cmd->add_option("--rounding", f.rounding,
+                  "how q8_0/q4_0/q4_1/q3_0 weights are rounded: nearest (default), weighted "
+                  "(scales searched under the calibration inputs' importance) or gptq (and "
+                  "the rounding error compensated column by column); needs --calib");
 }
 
 // --kv of eval, ppl and compile: f32, f16 or k=<f32|f16|int8>,v=<f32|f16> (KvFormat.h).
