@@ -5,6 +5,7 @@
 # Auto calibrates on tinystories-calib.txt and is judged on tinystories-dev.txt.
 # Not a test: it prints numbers (minutes on 2 cores, most of it auto's search, run once per
 # auto row by `kiln compile`; the reference replays the artifact's map with --precision map:).
+# With a CSV (KILN_BENCH_OUT) it also draws OUT's .svg (precision_frontier.py).
 #
 #   tests/bench/precision_table.sh [OUT.md]
 #   KILN_MODELS_DIR=../shared/models  KILN_BUILD_DIR=build  KILN_PREC_DIR=/tmp/kiln-precision
@@ -134,4 +135,8 @@ for row in $ROWS; do
   fi
 done
 echo "wrote $OUT"
-[ -z "$DATA" ] || echo "wrote $DATA" >&2
+if [ -n "$DATA" ]; then
+  echo "wrote $DATA" >&2
+  # the frontier drawn: bits per weight against PPL, one colour per rounding
+  python3 "$(dirname "$0")/precision_frontier.py" "$DATA" "${OUT%.md}.svg" >&2
+fi
