@@ -164,18 +164,12 @@ void packBlock(uint32_t format, const Format &f, const Grid &g, const int *k, ui
     std::memcpy(dst, &b, sizeof b);
     return;
   }
-  default: { // q3_0 (kiln/quant_blocks.h): 2 low bits in qs, the third in qh
+  default: { // q3_0
     kiln_block_q3_0_t b;
-    std::memset(&b, 0, sizeof b);
-    b.d = d;
-    uint32_t qh = 0;
-    for (int j = 0; j < kBlock; ++j) {
-      const int q = k[j] - f.kmin;
-      b.qs[j % 8] = uint8_t(b.qs[j % 8] | (q & 3) << (2 * (j / 8)));
-      qh |= uint32_t(q >> 2) << j;
-    }
-    for (int i = 0; i < 4; ++i)
-      b.qh[i] = uint8_t(qh >> (8 * i));
+    uint8_t q[kBlock];
+    for (int j = 0; j < kBlock; ++j)
+      q[j] = uint8_t(k[j] - f.kmin);
+    kiln_pack_q3_0(&b, d, q);
     std::memcpy(dst, &b, sizeof b);
   }
   }
@@ -376,7 +370,6 @@ bool encodeCalibrated(uint32_t format, const RoundingPlan &plan, const float *w,
     return false;
   }
   const bool gptq = rounding == Rounding::Gptq;
-  const bool actOrder = gptq; // static groups: grids fixed before any update
   const std::vector<uint64_t> &perm = plan.order;
   const std::vector<float> &wt = plan.importance;
   Eigen::Map<const MatF> u(plan.u.data(), gptq ? Eigen::Index(pc) : 0,
@@ -393,25 +386,17 @@ bool encodeCalibrated(uint32_t format, const RoundingPlan &plan, const float *w,
       for (uint64_t i = 0; i < pc; ++i)
         wc(Eigen::Index(r), Eigen::Index(i)) = padded[(r0 + r) * pc + perm[i]];
     std::vector<Grid> grids(nr * nb);
-    auto search = [&](uint64_t r, uint64_t b, const float *x) {
-      grids[r * nb + b] = searchGrid(f, x, wt.data() + b * kBlock);
-    };
-    if (actOrder)
-      for (uint64_t r = 0; r < nr; ++r)
-        for (uint64_t b = 0; b < nb; ++b)
-          search(r, b, padded.data() + (r0 + r) * pc + b * kBlock);
+    // every block's grid from the weights before any update (GPTQ's static groups;
+    // weighted rounding has no updates)
+    for (uint64_t r = 0; r < nr; ++r)
+      for (uint64_t b = 0; b < nb; ++b)
+        grids[r * nb + b] =
+            searchGrid(f, padded.data() + (r0 + r) * pc + b * kBlock, wt.data() + b * kBlock);
     std::vector<int> codes(nr * pc);
     for (uint64_t b0 = 0; b0 < pc; b0 += kBatch) {
       const uint64_t b1 = std::min(pc, b0 + kBatch);
       MatF err(Eigen::Index(nr), Eigen::Index(b1 - b0));
       for (uint64_t i = b0; i < b1; ++i) {
-        if (!actOrder && i % kBlock == 0)
-          for (uint64_t r = 0; r < nr; ++r) {
-            float x[kBlock];
-            for (int j = 0; j < kBlock; ++j)
-              x[j] = wc(Eigen::Index(r), Eigen::Index(i + j));
-            search(r, i / kBlock, x);
-          }
         const uint64_t col = perm[i];
         for (uint64_t r = 0; r < nr; ++r) {
           const Grid &g = grids[r * nb + col / kBlock];

@@ -87,13 +87,12 @@ bool copyRows(const std::string &name, const std::vector<const WeightView *> &so
 // the encoding of the stack.
 void copyEncodings(const std::string &name, const std::vector<std::string> &sources,
                    const std::vector<std::pair<size_t, uint64_t>> &rows, WeightStore &store) {
-  for (uint32_t format : {uint32_t(KILN_GGML_TYPE_Q8_0), uint32_t(KILN_GGML_TYPE_Q4_0),
-                          uint32_t(KILN_GGML_TYPE_Q4_1), uint32_t(KILN_TYPE_Q3_0)}) {
+  for (uint32_t format : store.encodedFormats(sources[0])) {
     const WeightEncoding *first = store.encoding(sources[0], format);
     std::vector<const WeightEncoding *> enc;
     for (const std::string &s : sources)
       if (const WeightEncoding *e = store.encoding(s, format);
-          first && e && e->paddedRowLength == first->paddedRowLength)
+          e && e->paddedRowLength == first->paddedRowLength)
         enc.push_back(e);
     if (enc.size() != sources.size())
       continue;

@@ -64,6 +64,14 @@ const WeightEncoding *WeightStore::encoding(const std::string &name, uint32_t fo
   return it == encodings_.end() ? nullptr : &it->second;
 }
 
+std::vector<uint32_t> WeightStore::encodedFormats(const std::string &name) const {
+  std::vector<uint32_t> out;
+  auto it = encodings_.lower_bound({name, 0});
+  for (; it != encodings_.end() && it->first.first == name; ++it)
+    out.push_back(it->first.second);
+  return out;
+}
+
 bool WeightStore::dequantizeAs(const std::string &name, uint32_t format,
                                std::vector<float> &out, std::string &error) const {
   const WeightView *w = find(name);

@@ -59,6 +59,8 @@ public:
     encodings_[{name, format}] = std::move(e);
   }
   const WeightEncoding *encoding(const std::string &name, uint32_t format) const;
+  // The formats weight `name` has an encoding in.
+  std::vector<uint32_t> encodedFormats(const std::string &name) const;
   const std::map<std::string, WeightView> &all() const { return views_; }
 
   // Decodes a whole tensor to fp32, row-major [numRows, rowLength]. One-line error

@@ -69,6 +69,21 @@ typedef struct kiln_block_q3_0_s {
 } kiln_block_q3_0_t;
 KILN_STATIC_ASSERT(sizeof(kiln_block_q3_0_t) == 2 + QK3_0 / 4 + QK3_0 / 8, "q3_0 block size");
 
+/* Writes codes q[0..31] (each 0..7) and scale d into *b in the layout above: the one
+ * packing of q3_0, shared by runtime-min's encoder and the compiler's calibrated one. */
+static inline void kiln_pack_q3_0(kiln_block_q3_0_t *b, kiln_half_t d, const uint8_t *q) {
+  uint32_t qh = 0;
+  b->d = d;
+  for (int i = 0; i < QK3_0 / 4; ++i)
+    b->qs[i] = 0;
+  for (int j = 0; j < QK3_0; ++j) {
+    b->qs[j % 8] = (uint8_t)(b->qs[j % 8] | (q[j] & 3) << (2 * (j / 8)));
+    qh |= (uint32_t)(q[j] >> 2) << j;
+  }
+  for (int i = 0; i < QK3_0 / 8; ++i)
+    b->qh[i] = (uint8_t)(qh >> (8 * i)); /* little-endian, as the decoder reads it */
+}
+
 typedef struct kiln_block_q8_0_s {
   kiln_half_t d;
   int8_t qs[QK8_0];

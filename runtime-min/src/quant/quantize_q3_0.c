@@ -88,16 +88,10 @@ static void quantize_block(const float *x, kiln_block_q3_0_t *b) {
   }
   const float d16 = kiln_fp16_to_fp32(best16);
   const float id = d16 != 0.0f ? 1.0f / d16 : 0.0f;
-  memset(b, 0, sizeof *b);
-  b->d = best16;
-  uint32_t qh = 0;
-  for (int j = 0; j < QK3_0; ++j) {
-    const int q = q3_code(x[j] * id) + 4; /* 0..7 */
-    b->qs[j % 8] = (uint8_t)(b->qs[j % 8] | (q & 3) << (2 * (j / 8)));
-    qh |= (uint32_t)(q >> 2) << j;
-  }
-  for (int i = 0; i < 4; ++i)
-    b->qh[i] = (uint8_t)(qh >> (8 * i)); /* little-endian, as the decoder reads it */
+  uint8_t q[QK3_0];
+  for (int j = 0; j < QK3_0; ++j)
+    q[j] = (uint8_t)(q3_code(x[j] * id) + 4); /* 0..7 */
+  kiln_pack_q3_0(b, best16, q);
 }
 
 void kiln_quantize_row_q3_0(const float *src, void *dst, uint64_t n) {
