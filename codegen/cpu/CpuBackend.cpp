@@ -31,9 +31,10 @@ public:
   // The row groups the target's kernels read: 16, or 32 for HVX's 128-byte vectors.
   std::string packedLayout() const override { return t.packRows == 32 ? "r32" : "r16"; }
   unsigned rowAlignBytes() const override { return t.rowAlignBytes; }
-  // x86/linear_packed_kquant.h; NEON and HVX run the portable code for q4_K_r16/q6_K_r16
+  // x86/ and neon/linear_packed_kquant.h; HVX's r32 layout has no K-quant form
   bool integerKQuants() const override {
-    return t.packRows == 16 && t.triple.rfind("x86_64", 0) == 0;
+    return t.packRows == 16 &&
+           (t.triple.rfind("x86_64", 0) == 0 || t.triple.rfind("aarch64", 0) == 0);
   }
   bool supportsOp(mlir::Operation *op) const override {
     return mlir::isa<EmbedOp, RmsNormOp, RmsNormalizeOp, LinearOp, FusedLinearOp, LogitsOp,

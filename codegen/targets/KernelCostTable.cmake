@@ -1,5 +1,6 @@
 # Writes kernel_costs.inc: llvm-mca's cost of the NEON r16 kernel's inner loop (one
-# 32-element block of 16 rows x T tokens) for each Arm core a chip profile names, read by
+# 32-element block of 16 rows x T tokens; for q4_K/q6_K one sub-block, the super-block's
+# header loads, once per 8, left out) for each Arm core a chip profile names, read by
 # KernelCost.cpp for `kiln inspect --chip` (tests/bench/mca_kernels.py runs it for any CPUs):
 # compile neon/linear_packed.c to assembly for the core with the markers of one tile switched
 # on (KILN_UK_MCA_*), cut out the loop around the marked block, run llvm-mca on it.
@@ -12,7 +13,7 @@ foreach(var CLANG MCA SRC CPUS WORK OUTPUT)
 endforeach()
 string(REPLACE "|" ";" CPUS "${CPUS}")
 file(MAKE_DIRECTORY ${WORK})
-set(formats "q8_0_r16=1008" "q4_0_r16=1002" "q4_1_r16=1003")
+set(formats "q8_0_r16=1008" "q4_0_r16=1002" "q4_1_r16=1003" "q4_K_r16=1012" "q6_K_r16=1014")
 set(rows "")
 foreach(cpu ${CPUS})
   foreach(f ${formats})

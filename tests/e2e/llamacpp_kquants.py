@@ -6,7 +6,7 @@ q4_k_m`, quantised with kiln's ggml-identical quantizers):
   - `kiln compile --precision lossless` keeps every tensor's format: `kiln inspect` says
     "lossless" for each, q4_K/q6_K repacked into q4_K_r16/q6_K_r16 (the tied table too), and
     the weights section holds the file's tensor bytes (no growth); the default (`source`)
-    keeps them too for x86, and requantises them for a NEON target (no integer K kernels);
+    keeps them too for x86 and NEON targets, and requantises them for HVX (no K form);
   - with `--layout none` (ggml rows, fp32 kernels) the artifact's greedy text equals the
     reference executor's (`kiln eval`) on the file, and its PPL on tinystories-dev.txt is the
     reference's within 1e-4 (the weights decoded exactly: only summation order differs); the
@@ -92,7 +92,8 @@ def main():
         fail(f"formats in the artifact {formats}, want {want}")
     print(f"kiln inspect: {len(weights)} weights lossless, {formats}")
     # the default (--precision source) keeps them where the target has integer K kernels
-    # (x86: the host), and requantises them into formats that have some elsewhere (NEON)
+    # (x86: the host, and NEON), and requantises them into formats that have some elsewhere
+    # (HVX's r32 layout)
     p = run([args.kiln, "compile", gguf, "-o", w("source.kiln"), "--quiet"])
     if b"requantised" in p.stderr:
         fail(f"kiln compile for the host requantised: {p.stderr!r}")
@@ -101,12 +102,19 @@ def main():
         fail(f"--precision source should keep 48 q4_K and 9 q6_K weights on x86:\n{src}")
     p = run([args.kiln, "compile", gguf, "-o", w("source-neon.kiln"), "--quiet", "--target",
              "snapdragon-8-gen-3:cpu"])
-    if b"requantised 48 q4_K -> q4_1, 9 q6_K -> q8_0 (K-quants" not in p.stderr:
-        fail(f"kiln compile for NEON did not say it requantised the 57 K-quant weights: "
-             f"{p.stderr!r}")
+    if b"requantised" in p.stderr:
+        fail(f"kiln compile for NEON requantised: {p.stderr!r}")
     src = run([args.kiln, "inspect", w("source-neon.kiln")]).stdout.decode()
+    if src.count("q4_K_r16") != 48 or src.count("q6_K_r16") != 9:
+        fail(f"--precision source should keep 48 q4_K and 9 q6_K weights on NEON:\n{src}")
+    p = run([args.kiln, "compile", gguf, "-o", w("source-hvx.kiln"), "--quiet", "--target",
+             "snapdragon-8-gen-3:hvx"])
+    if b"requantised 48 q4_K -> q4_1, 9 q6_K -> q8_0 (K-quants" not in p.stderr:
+        fail(f"kiln compile for HVX did not say it requantised the 57 K-quant weights: "
+             f"{p.stderr!r}")
+    src = run([args.kiln, "inspect", w("source-hvx.kiln")]).stdout.decode()
     if src.count("requantised from q4_K") != 48 or src.count("requantised from q6_K") != 9:
-        fail(f"--precision source should requantise 48 q4_K and 9 q6_K weights for NEON:\n{src}")
+        fail(f"--precision source should requantise 48 q4_K and 9 q6_K weights for HVX:\n{src}")
 
     # 2. the artifact runs what the reference executor runs on the file (the PPL compares the
     # logits of every position of the text): in fp32 on ggml rows exactly, and with int8

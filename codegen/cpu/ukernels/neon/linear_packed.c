@@ -1,7 +1,8 @@
 /* kiln micro-kernels, aarch64 NEON: linear over the r16 repacked formats (q4_0_r16,
  * q4_1_r16, q8_0_r16; kiln/quant_packed.h). Overrides generic/linear_packed.c; same
  * arithmetic, same float operations (so the same results, bit for bit, as the generic file
- * compiled by clang for aarch64). The r32 formats (Hexagon's) run packed_generic_groups.
+ * compiled by clang for aarch64). The r32 formats (Hexagon's) run packed_generic_groups;
+ * the K-quants q4_K_r16 and q6_K_r16 run the same tiles in linear_packed_kquant.h.
  *
  * One 32-bit lane of a 64-byte code chunk is 4 weights of one row, so `sdot` by element
  * (vdotq_laneq_s32: 4 activation bytes of one lane against every lane's 4 weights)
@@ -360,4 +361,5 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
   }
 }
 
+#include "linear_packed_kquant.h"
 #include "linear_packed_entry.h"
