@@ -5,7 +5,8 @@ A Llama 3-style GGUF (kiln synth --tokenizer: the Llama 3.1 tokenizer.json from 
 "llama-bpe", 128,256 tokens and 280,147 merges; tied embeddings, rope_freqs) is tokenized by
 llama.cpp (node-llama-cpp's prebuilt build, vocabulary only) and by `kiln tokenize`, which
 runs runtime-min's tokenizer: the ids must be identical on the whole of tinystories-dev.txt
-and on a multilingual / code / emoji text this script writes, and decode back to the text.
+and on a multilingual / code / emoji text this script writes, and decode back to the text; the
+same with SmolLM's pre-tokenizer (llama.cpp's "smollm") over the same vocabulary.
 Then the model compiles (the tokenizer goes into the artifact), `kiln-run generate`
 tokenizes a prompt to BOS + llama.cpp's ids, and (--roundtrip) the artifact's tokenizer built
 with ASan/UBSan encodes and decodes both texts and as many random bytes exactly.
@@ -71,6 +72,19 @@ def kiln_ids(args, model, path):
     return [int(x) for x in p.stdout.split()]
 
 
+def compare(args, model, oracle, paths, pre):
+    for path in paths:
+        want, got = oracle[path], kiln_ids(args, model, path)
+        first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b),
+                     None if len(want) == len(got) else min(len(want), len(got)))
+        size = os.path.getsize(path)
+        if first is not None:
+            fail(f"{pre}, {os.path.basename(path)}: kiln's ids differ from llama.cpp's at token "
+                 f"{first}: {got[first:first + 8]} vs {want[first:first + 8]}")
+        print(f"{pre}, {os.path.basename(path)} ({size} bytes): {len(got)} ids identical to "
+              f"llama.cpp's; they decode back to the text")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("--kiln", "--kiln-run", "--node", "--oracles", "--models", "--work"):
@@ -109,16 +123,43 @@ def main():
         fail(f"llama.cpp oracle exit {p.returncode}: {p.stderr.decode(errors='replace')}")
     oracle = json.load(open(w("llamacpp.json")))
 
-    for path in (dev, multi):
-        want, got = oracle[path], kiln_ids(args, model, path)
-        first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b),
-                     None if len(want) == len(got) else min(len(want), len(got)))
-        size = os.path.getsize(path)
-        if first is not None:
-            fail(f"{os.path.basename(path)}: kiln's ids differ from llama.cpp's at token "
-                 f"{first}: {got[first:first + 8]} vs {want[first:first + 8]}")
-        print(f"{os.path.basename(path)} ({size} bytes): {len(got)} ids identical to "
-              f"llama.cpp's; they decode back to the text")
+    compare(args, model, oracle, (dev, multi), "llama-bpe")
+
+    # SmolLM's pre-tokenizer (llama.cpp's "smollm": each digit alone, GPT-2's regex between)
+    # on the same vocabulary: the tokenizer.json with SmolLM's pre_tokenizer, and merges
+    # applied to whole pieces too (only llama-bpe ignores them in llama.cpp)
+    tj = json.load(open(tok_json, encoding="utf-8"))
+    tj["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+         "use_regex": True}]}
+    tj["model"]["ignore_merges"] = False
+    os.makedirs(w("smollm"), exist_ok=True)
+    with open(w("smollm/tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tj, f, ensure_ascii=False)
+    smol = w("smollm-vocab.gguf")
+    run([args.kiln, "synth", "-o", smol, "--tokenizer", w("smollm/tokenizer.json"), "--dim",
+         "64", "--heads", "4", "--kv-heads", "2", "--layers", "1", "--ffn", "64", "--tied"])
+    with open(smol, "rb") as f:  # GGUF key, type string (8), length 6, value
+        key = b"tokenizer.ggml.pre" + (8).to_bytes(4, "little") + (6).to_bytes(8, "little")
+        if key + b"smollm" not in f.read():
+            fail(f"{smol} does not say tokenizer.ggml.pre = smollm")
+    cmd = [args.node, script, smol, w("llamacpp-smollm.json"), dev, multi]
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, capture_output=True)
+    if p.returncode != 0:
+        fail(f"llama.cpp oracle exit {p.returncode}: {p.stderr.decode(errors='replace')}")
+    smol_oracle = json.load(open(w("llamacpp-smollm.json")))
+    if smol_oracle[dev] == oracle[dev]:
+        fail("the smollm and llama-bpe vocabularies tokenize the text alike: not a test")
+    compare(args, smol, smol_oracle, (dev, multi), "smollm")
+    smol_art = w("smollm-vocab.kiln")  # the artifact carries the pre-tokenizer's name
+    run([args.kiln, "compile", smol, "--weights", "q8_0", "-o", smol_art])
+    if args.roundtrip:
+        p = run([args.roundtrip, smol_art, dev, multi])
+        print("smollm: " + p.stdout.decode().rstrip())
+        if p.stdout.count(b"round trip exact") != 4:
+            fail("smollm: a round trip under ASan/UBSan did not give the input back")
 
     artifact = w("llama3-vocab.kiln")
     run([args.kiln, "compile", model, "--weights", "q8_0", "-o", artifact])

@@ -176,7 +176,7 @@ static void fuzz_vocab(const uint8_t *d, size_t n) {
   v.add_space_prefix = (flags >> 2) & 1;
   if (flags & 8) {
     v.kind = KILN_TOKENIZER_BPE;
-    v.pretokenizer = (kiln_pretokenizer_t)((flags >> 5) & 1);
+    v.pretokenizer = (kiln_pretokenizer_t)((flags >> 5) % 3); /* llama3, gpt2, smollm */
     v.n_merges = count / 2;
     v.merges = texts + count - v.n_merges;
     v.merge_lens = lens + count - v.n_merges;

@@ -310,6 +310,22 @@ TEST(ByteLevelBpePreTokenize, Gpt2) {
   EXPECT_EQ(split("(foo) !!"), (Pieces{"(", "foo", ")", " !!"}));
 }
 
+TEST(ByteLevelBpePreTokenize, SmolLM) {
+  auto split = [](const std::string &s) {
+    return ByteLevelBpe::preTokenize(s, ByteLevelBpe::Pattern::SmolLM);
+  };
+  EXPECT_EQ(split(""), Pieces{});
+  // every digit alone; GPT-2's regex between them, a digit ending its stretch (so the two
+  // spaces before one are a whole \s+(?!\S), where GPT-2 alone gives " ", " 1234567")
+  EXPECT_EQ(split("x  1234567"), (Pieces{"x", "  ", "1", "2", "3", "4", "5", "6", "7"}));
+  EXPECT_EQ(split("Hello world 2024!"),
+            (Pieces{"Hello", " world", " ", "2", "0", "2", "4", "!"}));
+  EXPECT_EQ(split("a1b 3.14"), (Pieces{"a", "1", "b", " ", "3", ".", "1", "4"}));
+  EXPECT_EQ(split("x \xC2\xBD y"), (Pieces{"x", " ", "\xC2\xBD", " y"})); // U+00BD is \p{N}
+  EXPECT_EQ(split("I'M it's"), (Pieces{"I", "'", "M", " it", "'s"}));
+  EXPECT_EQ(split("a\r\n\r\nb"), (Pieces{"a", "\r\n\r", "\n", "b"}));
+}
+
 // ---- a hand-written vocabulary ----
 //
 // Ids 0..255: the byte characters (GPT-2's bytes_to_unicode, id = byte value; byte 0x20 is
@@ -478,6 +494,19 @@ TEST(ByteLevelBpeFixture, Gpt2Shape) {
   t = parseOk(f);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->pattern(), ByteLevelBpe::Pattern::Gpt2);
+  // SmolLM's: digits alone, then GPT-2's regex
+  f.preTokenizer = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", "
+                   "\"individual_digits\": true}, {\"type\": \"ByteLevel\", "
+                   "\"add_prefix_space\": false, \"use_regex\": true}]}";
+  t = parseOk(f);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->pattern(), ByteLevelBpe::Pattern::SmolLM);
+  EXPECT_EQ(t->encode("ab 12", false), (Ids{257, 32, 49, 50}));
+  f.preTokenizer = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", "
+                   "\"individual_digits\": false}, {\"type\": \"ByteLevel\", "
+                   "\"add_prefix_space\": false, \"use_regex\": true}]}";
+  EXPECT_EQ(parseError(f.str()), "fixture: pre_tokenizer.pretokenizers[0].individual_digits: "
+                                 "must be true (runs of digits as one piece are not supported)");
 }
 
 TEST(ByteLevelBpeFixture, Config) {
@@ -560,11 +589,12 @@ TEST(ByteLevelBpeFixture, Errors) {
             "fixture: normalizer: NFC is not supported (byte-level BPE with no normalizer only)");
   EXPECT_EQ(parseError(with([](Fixture &f) {
               f.preTokenizer = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
-                               "\"Digits\"}, {\"type\": \"ByteLevel\"}]}";
+                               "\"Punctuation\"}, {\"type\": \"ByteLevel\"}]}";
             })),
-            "fixture: pre_tokenizer: Sequence[Digits, ByteLevel] is not supported (byte-level "
+            "fixture: pre_tokenizer: Sequence[Punctuation, ByteLevel] is not supported (byte-level "
             "BPE needs Sequence[Split(Llama 3 or GPT-2 regex, Isolated), ByteLevel(use_regex "
-            "false)] or ByteLevel(use_regex true))");
+            "false)], ByteLevel(use_regex true) or Sequence[Digits(individual_digits true), "
+            "ByteLevel(use_regex true)])");
   EXPECT_EQ(parseError(with([](Fixture &f) {
               f.preTokenizer = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
                                "\"Split\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"behavior\": "

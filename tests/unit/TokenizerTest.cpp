@@ -606,6 +606,11 @@ TEST(GgufVocab, Errors) {
   g = tinyVocab("model");
   g.str("tokenizer.ggml.model", "gpt2");
   has(vocabError(g), "tokenizer.ggml.merges: missing");
+  g.strs("tokenizer.ggml.merges", {});
+  g.str("tokenizer.ggml.pre", "qwen2");
+  e = vocabError(g);
+  has(e, "tokenizer.ggml.pre: \"qwen2\" is not supported");
+  has(e, "\"smollm\"");
 
   g = tinyVocab("model");
   g.u32("tokenizer.ggml.model", 1);

@@ -200,7 +200,7 @@ bool readBpeRecord(const GgufFile &file, artifact::TokenizerRecord &rec, std::st
   for (const Value &m : merges->array)
     rec.merges.push_back(m.str);
   // llama.cpp's pre-tokenizer names: llama-bpe is Llama 3's regex with ignore_merges (and a
-  // BOS by default); gpt2 is GPT-2's.
+  // BOS by default); gpt2 is GPT-2's; smollm is GPT-2's with every digit alone (SmolLM).
   const Value *pre = file.find("tokenizer.ggml.pre");
   const std::string preName = pre && pre->type == ValueType::String ? pre->str : "";
   bool addBos = false;
@@ -208,9 +208,11 @@ bool readBpeRecord(const GgufFile &file, artifact::TokenizerRecord &rec, std::st
     rec.pretokenizer = "llama3", rec.ignoreMerges = true, addBos = true;
   } else if (preName == "gpt2" || preName == "default") {
     rec.pretokenizer = "gpt2";
+  } else if (preName == "smollm") {
+    rec.pretokenizer = "smollm";
   } else {
     error = "tokenizer.ggml.pre: \"" + preName +
-            "\" is not supported (\"llama-bpe\" for Llama 3.x or \"gpt2\")";
+            "\" is not supported (\"llama-bpe\" for Llama 3.x, \"gpt2\" or \"smollm\")";
     return false;
   }
   rec.addSpacePrefix = false;
@@ -260,12 +262,16 @@ std::unique_ptr<Tokenizer> Tokenizer::fromRecord(const artifact::TokenizerRecord
   desc.add_space_prefix = rec.addSpacePrefix ? 1 : 0;
   if (rec.model == "gpt2") {
     desc.kind = KILN_TOKENIZER_BPE;
-    if (rec.pretokenizer != "llama3" && rec.pretokenizer != "gpt2") {
+    if (rec.pretokenizer == "llama3") {
+      desc.pretokenizer = KILN_PRETOKENIZER_LLAMA3;
+    } else if (rec.pretokenizer == "gpt2") {
+      desc.pretokenizer = KILN_PRETOKENIZER_GPT2;
+    } else if (rec.pretokenizer == "smollm") {
+      desc.pretokenizer = KILN_PRETOKENIZER_SMOLLM;
+    } else {
       error = "tokenizer: pre-tokenizer \"" + rec.pretokenizer + "\" is not supported";
       return nullptr;
     }
-    desc.pretokenizer =
-        rec.pretokenizer == "llama3" ? KILN_PRETOKENIZER_LLAMA3 : KILN_PRETOKENIZER_GPT2;
     desc.ignore_merges = rec.ignoreMerges ? 1 : 0;
     desc.n_merges = static_cast<uint32_t>(merges.size());
     desc.merges = merges.data();

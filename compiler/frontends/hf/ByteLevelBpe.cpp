@@ -125,8 +125,9 @@ bool ByteLevelReader::readPreTokenizer(const json::Object &root, ByteLevelBpe &t
   if (!member(root, "", "pre_tokenizer", json::Value::Object, "object", pre))
     return false;
   const std::string want = " is not supported (byte-level BPE needs Sequence[Split(Llama 3 or "
-                           "GPT-2 regex, Isolated), ByteLevel(use_regex false)] or "
-                           "ByteLevel(use_regex true))";
+                           "GPT-2 regex, Isolated), ByteLevel(use_regex false)], "
+                           "ByteLevel(use_regex true) or Sequence[Digits(individual_digits "
+                           "true), ByteLevel(use_regex true)])";
   if (!pre)
     return fail("pre_tokenizer", "null" + want);
   const json::Object &o = *pre->getAsObject();
@@ -136,6 +137,14 @@ bool ByteLevelReader::readPreTokenizer(const json::Object &root, ByteLevelBpe &t
     return checkByteLevel(o, "pre_tokenizer", true);
   }
   const json::Array *members = type == "Sequence" ? o.getArray("pretokenizers") : nullptr;
+  if (members && members->size() == 2 && typeOf(&(*members)[0]) == "Digits" &&
+      typeOf(&(*members)[1]) == "ByteLevel") { // SmolLM's
+    if (!(*members)[0].getAsObject()->getBoolean("individual_digits").value_or(false))
+      return fail("pre_tokenizer.pretokenizers[0].individual_digits",
+                  "must be true (runs of digits as one piece are not supported)");
+    t.pattern_ = ByteLevelBpe::Pattern::SmolLM;
+    return checkByteLevel(*(*members)[1].getAsObject(), "pre_tokenizer.pretokenizers[1]", true);
+  }
   if (!members || members->size() != 2 || typeOf(&(*members)[0]) != "Split" ||
       typeOf(&(*members)[1]) != "ByteLevel")
     return fail("pre_tokenizer", describe(pre) + want);
@@ -468,8 +477,7 @@ bool ByteLevelReader::buildRuntime(ByteLevelBpe &t) {
   d.eos_id = t.eos_;
   d.unk_id = -1;
   d.kind = KILN_TOKENIZER_BPE;
-  d.pretokenizer = t.pattern_ == ByteLevelBpe::Pattern::Llama3 ? KILN_PRETOKENIZER_LLAMA3
-                                                               : KILN_PRETOKENIZER_GPT2;
+  d.pretokenizer = ByteLevelBpe::runtimePattern(t.pattern_);
   d.ignore_merges = t.ignoreMerges_;
   d.n_merges = uint32_t(merges.size());
   d.merges = merges.data();
@@ -507,9 +515,24 @@ std::unique_ptr<ByteLevelBpe> readByteLevelBpe(const std::string &path, std::str
 char ByteLevelBpe::charClass(uint32_t cp) { return kiln_bpe_char_class(cp); }
 const char *ByteLevelBpe::unicodeVersion() { return kiln_unicode_version; }
 
+kiln_pretokenizer_t ByteLevelBpe::runtimePattern(Pattern p) {
+  switch (p) {
+  case Pattern::Llama3: return KILN_PRETOKENIZER_LLAMA3;
+  case Pattern::SmolLM: return KILN_PRETOKENIZER_SMOLLM;
+  default: return KILN_PRETOKENIZER_GPT2;
+  }
+}
+
+const char *ByteLevelBpe::patternName(Pattern p) {
+  switch (p) {
+  case Pattern::Llama3: return "llama3";
+  case Pattern::SmolLM: return "smollm";
+  default: return "gpt2";
+  }
+}
+
 std::vector<std::string> ByteLevelBpe::preTokenize(const std::string &text, Pattern pattern) {
-  const kiln_pretokenizer_t pre =
-      pattern == Pattern::Llama3 ? KILN_PRETOKENIZER_LLAMA3 : KILN_PRETOKENIZER_GPT2;
+  const kiln_pretokenizer_t pre = runtimePattern(pattern);
   std::vector<size_t> ends(text.size() + 1);
   ends.resize(kiln_bpe_split(pre, text.data(), text.size(), ends.data(), ends.size()));
   std::vector<std::string> pieces;
@@ -575,7 +598,7 @@ std::unique_ptr<TextTokenizer> loadTokenizerJson(const std::string &path,
   record.tokens = bpe->tokens();
   record.types = bpe->types();
   record.merges = bpe->merges();
-  record.pretokenizer = bpe->pattern() == ByteLevelBpe::Pattern::Llama3 ? "llama3" : "gpt2";
+  record.pretokenizer = ByteLevelBpe::patternName(bpe->pattern());
   record.ignoreMerges = bpe->ignoreMerges();
   record.bosId = bpe->bos();
   record.eosId = bpe->eos();

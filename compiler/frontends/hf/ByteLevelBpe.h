@@ -7,6 +7,8 @@
 //   pre_tokenizer   Sequence[Split(Regex LLAMA3 or GPT2, behavior "Isolated", invert false),
 //                            ByteLevel(add_prefix_space false, use_regex false)]
 //                   or ByteLevel(add_prefix_space false, use_regex true)  (GPT-2's regex)
+//                   or Sequence[Digits(individual_digits true), ByteLevel(use_regex true)]
+//                   (SmolLM's)
 //   model           {"type": "BPE", "byte_fallback": false (or absent), "ignore_merges",
 //                    "vocab": {text: id}, "merges": ["a b", ...] or [["a", "b"], ...]}
 //   added_tokens    [{"id", "content", "special", "normalized", lstrip/rstrip/single_word
@@ -31,6 +33,7 @@
 #define KILN_FRONTENDS_HF_BYTELEVELBPE_H
 
 #include "compiler/frontends/hf/TextTokenizer.h"
+#include "kiln/tokenizer.h"
 
 #include <cstdint>
 #include <memory>
@@ -44,7 +47,10 @@ namespace kiln::hf {
 
 class ByteLevelBpe : public TextTokenizer {
 public:
-  enum class Pattern { Llama3, Gpt2 };
+  // Llama 3's regex; GPT-2's; SmolLM's (each digit alone, then GPT-2's)
+  enum class Pattern { Llama3, Gpt2, SmolLM };
+  static kiln_pretokenizer_t runtimePattern(Pattern p);
+  static const char *patternName(Pattern p); // the artifact's / kiln's name: llama3, gpt2, smollm
 
   // The pre-tokenizer regexes exactly as tokenizer.json spells them.
   static const char *const kLlama3Regex;

@@ -108,7 +108,8 @@ void writeVocabulary(models::ModelWriter &w, const artifact::TokenizerRecord &r)
     w.addI32Array("tokenizer.ggml.token_type", r.types);
   if (r.model == "gpt2") {
     w.addStringArray("tokenizer.ggml.merges", r.merges);
-    w.addString("tokenizer.ggml.pre", r.pretokenizer == "llama3" ? "llama-bpe" : "gpt2");
+    // llama.cpp's names: "llama3" is its llama-bpe; gpt2 and smollm are as kiln names them
+    w.addString("tokenizer.ggml.pre", r.pretokenizer == "llama3" ? "llama-bpe" : r.pretokenizer);
   } else {
     w.addBool("tokenizer.ggml.add_space_prefix", r.addSpacePrefix);
   }

@@ -42,6 +42,7 @@ typedef enum kiln_tokenizer_kind_e {
 typedef enum kiln_pretokenizer_e {
   KILN_PRETOKENIZER_LLAMA3 = 0, /* llama.cpp's "llama-bpe" (Llama 3.x) */
   KILN_PRETOKENIZER_GPT2 = 1,   /* GPT-2's */
+  KILN_PRETOKENIZER_SMOLLM = 2, /* llama.cpp's "smollm": each digit alone, GPT-2's between */
 } kiln_pretokenizer_t;
 
 typedef struct kiln_vocab_desc_s {

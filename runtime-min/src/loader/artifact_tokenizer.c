@@ -29,9 +29,12 @@ static kiln_status_t fill_bpe(const kiln_fb_table_t *t, const kiln_fb_vector_t *
     d->pretokenizer = KILN_PRETOKENIZER_LLAMA3;
   else if (strcmp(pre.data, "gpt2") == 0)
     d->pretokenizer = KILN_PRETOKENIZER_GPT2;
+  else if (strcmp(pre.data, "smollm") == 0)
+    d->pretokenizer = KILN_PRETOKENIZER_SMOLLM;
   else
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
-                          "tokenizer: pre-tokenizer '%.32s' is not supported (llama3, gpt2)",
+                          "tokenizer: pre-tokenizer '%.32s' is not supported (llama3, gpt2, "
+                          "smollm)",
                           pre.data);
   for (uint32_t i = 0; i < merges->count; ++i) {
     kiln_fb_string_t s;

@@ -135,7 +135,8 @@ static kiln_status_t build_merges(kiln_tokenizer_t *t, kiln_bpe_t *b,
 }
 
 kiln_status_t kiln_bpe_build(kiln_tokenizer_t *t, const kiln_vocab_desc_t *d) {
-  if (d->pretokenizer != KILN_PRETOKENIZER_LLAMA3 && d->pretokenizer != KILN_PRETOKENIZER_GPT2)
+  if (d->pretokenizer != KILN_PRETOKENIZER_LLAMA3 && d->pretokenizer != KILN_PRETOKENIZER_GPT2 &&
+      d->pretokenizer != KILN_PRETOKENIZER_SMOLLM)
     return KILN_STATUS_INVALID_ARGUMENT;
   kiln_bpe_t *b = kiln_tok_calloc(&t->alloc, 1, sizeof *b);
   if (!b)
@@ -340,6 +341,31 @@ static size_t match_gpt2(const chars_t *c, size_t i) {
   return match_spaces(c, i, 0);
 }
 
+/* SmolLM's: \p{N} alone (Hugging Face's Digits(individual_digits), llama.cpp's first regex),
+ * then GPT-2's regex over each stretch between digits as if it were the whole text (so
+ * \s+(?!\S) sees a digit as the end). *seg caches where the current stretch ends. */
+static size_t match_smollm(const chars_t *c, size_t i, size_t *seg) {
+  if (c->cls[i] == kNumber)
+    return i + 1;
+  if (*seg <= i) {
+    *seg = i;
+    while (*seg < c->n && c->cls[*seg] != kNumber)
+      ++*seg;
+  }
+  chars_t stretch = *c;
+  stretch.n = *seg;
+  return match_gpt2(&stretch, i);
+}
+
+/* Where the piece starting at character i ends; *seg starts at 0 for each text. */
+static size_t match_piece(kiln_pretokenizer_t pre, const chars_t *c, size_t i, size_t *seg) {
+  switch (pre) {
+  case KILN_PRETOKENIZER_LLAMA3: return match_llama3(c, i);
+  case KILN_PRETOKENIZER_SMOLLM: return match_smollm(c, i, seg);
+  default: return match_gpt2(c, i);
+  }
+}
+
 /* ---- encoding ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -455,9 +481,9 @@ static void encode_stretch(encoder_t *e, const unsigned char *p, size_t len) {
   if (len == 0)
     return;
   decode_utf8(p, len, &e->chars);
+  size_t seg = 0;
   for (size_t i = 0; i < e->chars.n;) {
-    size_t end = e->bpe->pre == KILN_PRETOKENIZER_LLAMA3 ? match_llama3(&e->chars, i)
-                                                          : match_gpt2(&e->chars, i);
+    size_t end = match_piece(e->bpe->pre, &e->chars, i, &seg);
     encode_piece(e, p + e->chars.at[i], e->chars.at[end] - e->chars.at[i]);
     i = end;
   }
@@ -578,8 +604,9 @@ size_t kiln_bpe_split(kiln_pretokenizer_t pre, const char *text, size_t len, siz
   size_t count = 0;
   if (c.cp && c.cls && c.at && len) {
     decode_utf8((const unsigned char *)text, len, &c);
+    size_t seg = 0;
     for (size_t i = 0; i < c.n; ++count) {
-      i = pre == KILN_PRETOKENIZER_LLAMA3 ? match_llama3(&c, i) : match_gpt2(&c, i);
+      i = match_piece(pre, &c, i, &seg);
       if (count < cap)
         ends[count] = c.at[i];
     }
