@@ -313,13 +313,13 @@ LogicalResult UkernelLowering::addWeight(Operation *op, const WeightRead &w, Row
 // Every weight in op order (the section's order), RoPE tables where their op first asks.
 LogicalResult UkernelLowering::storeWeights(ArrayRef<Operation *> ops) {
   reserveWeights(ops);
-  // An embedding table a classifier reads in 16-row groups (tied q4_K/q6_K; kiln-assign-layout)
+  // An embedding table a classifier reads in 16-row groups (a tied table; kiln-assign-layout)
   // is stored that way for both: embed decodes its rows from the groups.
   llvm::StringSet<> r16Tables;
   for (Operation *op : ops)
     if (isa<LogitsOp>(op) && weightLayoutOf(op) == RowLayout::R16)
       for (const WeightRead &w : weightReads(op))
-        if (w.matrix && kiln_is_packed_kquant(kiln_packed_type(w.format, 16)))
+        if (w.matrix && kiln_packed_type(w.format, 16))
           r16Tables.insert(w.name);
   for (Operation *op : ops) {
     for (const WeightRead &w : weightReads(op)) {

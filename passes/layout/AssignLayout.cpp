@@ -51,8 +51,8 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
                                  << " is not a power of two in 64..4096";
       return signalPassFailure();
     }
-    // Weights embed reads stay in ggml rows (a weight is stored once), but for q4_K/q6_K
-    // in r16, which embed can read.
+    // Weights embed reads stay in ggml rows (a weight is stored once), but in r16, which
+    // embed can read.
     llvm::StringSet<> embedded;
     getOperation().walk([&](EmbedOp e) { embedded.insert(e.getWeight()); });
     getOperation().walk([&](Operation *op) {
@@ -69,6 +69,12 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
       const int64_t rowLength = matrixRowLength(op);
       if (fmt && kquantPackable(fmt.getValue()) && layout == "r16" && rowLength > 0 &&
           rowLength % 256 == 0) {
+        op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "r16"));
+        ++numPacked;
+        return;
+      }
+      // A tied q4_0/q4_1/q8_0 table likewise: the classifier on the integer kernels.
+      if (embedded.contains(weight) && layout == "r16" && fmt && packable(fmt.getValue())) {
         op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "r16"));
         ++numPacked;
         return;

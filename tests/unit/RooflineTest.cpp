@@ -92,20 +92,26 @@ TEST(TargetResolver, ChipEnginesGenerateAarch64AndHexagon) {
 //              k, v   2048 x  512 x 18/32 =   589,824 each
 //              gate, up, down 2048 x 8192 x 18/32 = 9,437,184 each
 //              2 norms 2 x 2048 x 4 = 16,384          -> 34,226,176; x 16 = 547,618,816
-//   final norm 8,192; one embedding row 2048 x 18/32 = 1,152;
-//   classifier (the tied embedding) 128256 x 1,152 = 147,750,912   -> 695,379,072
+//   final norm 8,192; classifier (the tied embedding, in 16-row groups of 16 x 1,152 bytes)
+//   128256 x 1,152 = 147,750,912; the embedding row is read from its group: 18,432
+//                                                                   -> 695,396,352
 TEST(LlamaShapes, Llama32OneBAtQ4_0ByHand) {
   const tool::LlamaShape *s = tool::findLlamaShape("llama-3.2-1b");
   ASSERT_NE(s, nullptr);
   precision::Rules q4;
   q4.defaultFormat = KILN_GGML_TYPE_Q4_0;
   q4.byClass["norms"] = KILN_GGML_TYPE_F32;
-  EXPECT_EQ(tool::decodeWeightBytes(*s, q4), 695379072u);
-  // An 8-bit classifier and embedding (34 bytes per 32): 128256 x 2176 + 2176 instead.
+  EXPECT_EQ(tool::decodeWeightBytes(*s, q4), 695396352u);
+  // An 8-bit classifier and embedding (34 bytes per 32): 128256 x 2176 + 16 x 2176 instead.
   precision::Rules mixed = q4;
   mixed.byClass["embedding"] = mixed.byClass["output"] = KILN_GGML_TYPE_Q8_0;
-  EXPECT_EQ(tool::decodeWeightBytes(*s, mixed), 695379072u - 147750912u - 1152u +
-                                                    128256u * 2176u + 2176u);
+  EXPECT_EQ(tool::decodeWeightBytes(*s, mixed), 695396352u - 147750912u - 18432u +
+                                                    128256u * 2176u + 16u * 2176u);
+  // f16 has no groups: a tied f16 table is read as rows (one embedding row, 4,096 bytes)
+  precision::Rules half = q4;
+  half.byClass["embedding"] = half.byClass["output"] = KILN_GGML_TYPE_F16;
+  EXPECT_EQ(tool::decodeWeightBytes(*s, half), 695396352u - 147750912u - 18432u +
+                                                   128256u * 4096u + 4096u);
   // KV f16: 16 layers x 8 heads x 64 x (2 + 2) bytes per position.
   EXPECT_EQ(tool::kvBytesPerPosition(*s, KvFormat{KvElem::F16, KvElem::F16}), 32768u);
   EXPECT_EQ(tool::kvBytesPerPosition(*s, KvFormat{KvElem::I8, KvElem::F16}),

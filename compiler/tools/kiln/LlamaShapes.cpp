@@ -70,9 +70,12 @@ uint64_t decodeWeightBytes(const LlamaShape &s, const precision::Rules &f) {
   }
   bytes += stored(norm, s.dim, 1, false);
   const uint32_t embed = f.formatOf("embedding"), output = f.formatOf("output");
-  bytes += stored(embed, s.dim, 1, false); // one row
-  // A tied classifier in the embedding's format is the embedding's tensor, rows unpacked.
-  bytes += stored(output, s.dim, s.vocab, !(s.tied && output == embed));
+  // A tied classifier in the embedding's format is the embedding's tensor: in 16-row groups
+  // where the format has them, else rows unpacked. Embed reads one row, or one row of a
+  // group, whose bytes are spread over the group's cache lines: the group.
+  const bool tiedGroups = s.tied && output == embed && kiln_is_packed_r16(output + 1000u);
+  bytes += stored(embed, s.dim, 1, tiedGroups);
+  bytes += stored(output, s.dim, s.vocab, tiedGroups || !(s.tied && output == embed));
   return bytes;
 }
 

@@ -1,7 +1,8 @@
 /* kiln micro-kernels, portable C: embedding lookup (decode one table row per token).
  *
  * Formats: f32, f16, q8_0, q4_0, q4_1 and q3_0 (a row of dim elements in ceil(dim/32) blocks,
- * the last one zero-padded) and q4_K/q5_K/q6_K (ceil(dim/256) super-blocks); exactly the
+ * the last one zero-padded) and q4_K/q5_K/q6_K (ceil(dim/256) super-blocks), and a tied
+ * table the classifier reads in 16-row groups (q4_0/q4_1/q8_0/q4_K/q6_K_r16); exactly the
  * values kiln_dequantize gives. Token ids were
  * range-checked by the generated entry point. Serial: it moves n * dim floats, far less
  * than a thread hand-off costs.
@@ -41,14 +42,49 @@ static void embed_kquant_r16(uint32_t format, const uint8_t *grp, int32_t lane, 
   }
 }
 
+/* Row `lane` of a q4_0_r16 / q4_1_r16 / q8_0_r16 group: each block's ggml bytes gathered
+ * from the group and decoded as the plain rows are (the values kiln_dequantize gives). */
+static void embed_block_r16(uint32_t format, const uint8_t *grp, int32_t lane, int32_t dim,
+                            float *o) {
+  const uint32_t base = kiln_packed_base_type(format);
+  float tmp[32];
+  for (int32_t i0 = 0, b = 0; i0 < dim; i0 += 32, ++b) {
+    const uint8_t *codes = grp + kiln_packed_codes_offset(format, (uint64_t)b) + lane * 4;
+    const uint8_t *d = grp + kiln_packed_scales_offset(format, (uint64_t)b) + lane * 2;
+    if (base == KILN_GGML_TYPE_Q8_0) { /* codes biased by 128 */
+      const float df = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(d));
+      for (int32_t e = 0; e < 32; ++e)
+        tmp[e] = (float)(int8_t)(codes[e / 4 * 64 + e % 4] ^ 0x80u) * df;
+    } else { /* nibble j: element j (low) and 16 + j (high), as in a ggml block */
+      uint8_t blk[20];
+      const int32_t head = base == KILN_GGML_TYPE_Q4_1 ? 4 : 2;
+      blk[0] = d[0], blk[1] = d[1];
+      if (base == KILN_GGML_TYPE_Q4_1) {
+        const uint8_t *m = grp + kiln_packed_mins_offset(format, (uint64_t)b) + lane * 2;
+        blk[2] = m[0], blk[3] = m[1];
+      }
+      for (int32_t j = 0; j < 16; ++j)
+        blk[head + j] = codes[j / 4 * 64 + j % 4];
+      kiln_uk_decode_q4(base, blk, tmp);
+    }
+    const int32_t count = KILN_UK_MIN(32, dim - i0);
+    for (int32_t j = 0; j < count; ++j)
+      o[i0 + j] = tmp[j];
+  }
+}
+
 void kiln_uk_embed(const kiln_exec_ctx_t *ctx, uint32_t format, const uint8_t *table,
                    int64_t row_stride, int32_t dim, const int32_t *ids, int32_t n, float *out) {
   (void)ctx;
   for (int32_t t = 0; t < n; ++t) {
     const uint8_t *row = table + (int64_t)ids[t] * row_stride;
     float *o = out + (int64_t)t * dim;
-    if (kiln_is_packed_kquant(format)) { /* a tied table in 16-row groups; row_stride: a group's */
-      embed_kquant_r16(format, table + (int64_t)(ids[t] / 16) * row_stride, ids[t] % 16, dim, o);
+    if (kiln_is_packed_r16(format)) { /* a tied table in 16-row groups; row_stride: a group's */
+      const uint8_t *grp = table + (int64_t)(ids[t] / 16) * row_stride;
+      if (kiln_is_packed_kquant(format))
+        embed_kquant_r16(format, grp, ids[t] % 16, dim, o);
+      else
+        embed_block_r16(format, grp, ids[t] % 16, dim, o);
     } else if (format == KILN_GGML_TYPE_F32) {
       const kiln_uk_uf32_t *p = (const kiln_uk_uf32_t *)row;
       for (int32_t i = 0; i < dim; ++i)
