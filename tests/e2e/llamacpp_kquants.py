@@ -94,19 +94,14 @@ def main():
     # the default (--precision source) keeps them where the target has integer K kernels
     # (x86: the host, and NEON), and requantises them into formats that have some elsewhere
     # (HVX's r32 layout)
-    p = run([args.kiln, "compile", gguf, "-o", w("source.kiln"), "--quiet"])
-    if b"requantised" in p.stderr:
-        fail(f"kiln compile for the host requantised: {p.stderr!r}")
-    src = run([args.kiln, "inspect", w("source.kiln")]).stdout.decode()
-    if src.count("q4_K_r16") != 48 or src.count("q6_K_r16") != 9:
-        fail(f"--precision source should keep 48 q4_K and 9 q6_K weights on x86:\n{src}")
-    p = run([args.kiln, "compile", gguf, "-o", w("source-neon.kiln"), "--quiet", "--target",
-             "snapdragon-8-gen-3:cpu"])
-    if b"requantised" in p.stderr:
-        fail(f"kiln compile for NEON requantised: {p.stderr!r}")
-    src = run([args.kiln, "inspect", w("source-neon.kiln")]).stdout.decode()
-    if src.count("q4_K_r16") != 48 or src.count("q6_K_r16") != 9:
-        fail(f"--precision source should keep 48 q4_K and 9 q6_K weights on NEON:\n{src}")
+    for name, target in (("x86", "host"), ("NEON", "snapdragon-8-gen-3:cpu")):
+        src_art = w(f"source-{name}.kiln")
+        p = run([args.kiln, "compile", gguf, "-o", src_art, "--quiet", "--target", target])
+        if b"requantised" in p.stderr:
+            fail(f"kiln compile for {name} requantised: {p.stderr!r}")
+        src = run([args.kiln, "inspect", src_art]).stdout.decode()
+        if src.count("q4_K_r16") != 48 or src.count("q6_K_r16") != 9:
+            fail(f"--precision source should keep 48 q4_K and 9 q6_K weights on {name}:\n{src}")
     p = run([args.kiln, "compile", gguf, "-o", w("source-hvx.kiln"), "--quiet", "--target",
              "snapdragon-8-gen-3:hvx"])
     if b"requantised 48 q4_K -> q4_1, 9 q6_K -> q8_0 (K-quants" not in p.stderr:

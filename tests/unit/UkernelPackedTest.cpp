@@ -316,6 +316,19 @@ TEST_F(UkernelPacked, ExtremeCodesDoNotSaturate) {
   }
 }
 
+// embed's rows of a table in r16 groups are the ggml rows' values, bit for bit.
+void expectEmbedRows(const PackedWeights &w, uint32_t base, int32_t in,
+                     const std::vector<int32_t> &ids) {
+  std::vector<float> rowsOut(ids.size() * size_t(in));
+  Ctx serial(1);
+  kiln_uk_embed(&serial.ctx, w.packed, w.bytes.data(), w.groupStride, in, ids.data(),
+                int32_t(ids.size()), rowsOut.data());
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (int32_t i = 0; i < in; ++i)
+      ASSERT_EQ(rowsOut[t * size_t(in) + size_t(i)], w.deq[size_t(ids[t] * in + i)])
+          << kiln_ggml_type_name(base) << " embed row " << ids[t] << " element " << i;
+}
+
 // Packing moves bits only: unpacked rows decode exactly as the ggml rows did, and padding
 // rows of the last group are zero.
 TEST_F(UkernelPacked, RepackIsLossless) {
@@ -335,17 +348,8 @@ TEST_F(UkernelPacked, RepackIsLossless) {
         ASSERT_EQ(dec[size_t(i)], r < rows ? w.deq[size_t(r * in + i)] : 0.0f)
             << kiln_ggml_type_name(base) << " row " << r << " element " << i;
     }
-    if (groupRows == 16) { // embed reads a tied r16 table's rows: the same values, bit for bit
-      const std::vector<int32_t> ids = {0, rows - 1, 7, 15, 16, 31};
-      std::vector<float> rowsOut(ids.size() * size_t(in));
-      Ctx serial(1);
-      kiln_uk_embed(&serial.ctx, w.packed, w.bytes.data(), w.groupStride, in, ids.data(),
-                    int32_t(ids.size()), rowsOut.data());
-      for (size_t t = 0; t < ids.size(); ++t)
-        for (int32_t i = 0; i < in; ++i)
-          ASSERT_EQ(rowsOut[t * size_t(in) + size_t(i)], w.deq[size_t(ids[t] * in + i)])
-              << kiln_ggml_type_name(base) << " embed row " << ids[t] << " element " << i;
-    }
+    if (groupRows == 16) // embed reads a tied r16 table's rows
+      expectEmbedRows(w, base, in, {0, rows - 1, 7, 15, 16, 31});
     EXPECT_EQ(kiln_repack_packed(w.packed, w.bytes.data(), 1, 1, 33, dec.data()),
               KILN_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(kiln_repack_packed(KILN_GGML_TYPE_Q4_0, w.bytes.data(), 1, 1, 32, dec.data()),
@@ -373,16 +377,7 @@ TEST_F(UkernelPacked, RepackIsLossless) {
           ASSERT_EQ(dec[size_t(i)], r < rows ? w.deq[size_t(r * in + i)] : 0.0f)
               << kiln_ggml_type_name(base) << " row " << r << " element " << i;
       }
-      // embed reads a tied table's rows from the groups: the same values, bit for bit
-      const std::vector<int32_t> ids = {0, 20, 7, 15, 16};
-      std::vector<float> rowsOut(ids.size() * size_t(in));
-      Ctx serial(1);
-      kiln_uk_embed(&serial.ctx, w.packed, w.bytes.data(), w.groupStride, in, ids.data(),
-                    int32_t(ids.size()), rowsOut.data());
-      for (size_t t = 0; t < ids.size(); ++t)
-        for (int32_t i = 0; i < in; ++i)
-          ASSERT_EQ(rowsOut[t * size_t(in) + size_t(i)], w.deq[size_t(ids[t] * in + i)])
-              << kiln_ggml_type_name(base) << " embed row " << ids[t] << " element " << i;
+      expectEmbedRows(w, base, in, {0, 20, 7, 15, 16}); // a tied table's rows from the groups
       EXPECT_EQ(kiln_repack_packed(w.packed, w.bytes.data(), 1, 1, 288, dec.data()),
                 KILN_STATUS_INVALID_ARGUMENT); // not whole super-blocks
       EXPECT_EQ(kiln_packed_type(base, 32), 0u); // no r32 form
