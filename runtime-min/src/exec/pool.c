@@ -23,10 +23,16 @@ struct kiln_pool_s {
   kiln_allocator_t alloc;
   uint32_t n_threads;
   uint32_t n_workers;          /* started */
+  /* Threads that take part in jobs (kiln_pool_set_active): the caller and workers 1..
+   * active-1; the others park on cv until they are wanted again. Written by the caller
+   * between jobs only. */
+  atomic_uint active;
   pthread_t *threads;
   slot_t *slots;               /* n_threads: the caller's is 0, worker i's is i + 1 */
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  pthread_cond_t ack;          /* a worker parked or left the park */
+  uint32_t parked;             /* under mu */
   /* The job: written by the caller before gen is incremented, read by workers after. */
   kiln_task_fn_t fn;
   void *arg;
@@ -68,18 +74,22 @@ static void run_tasks(kiln_pool_t *p, uint32_t self) {
   const int32_t n = p->n_tasks;
   for (int32_t i; (i = take(&p->slots[self], 0)) >= 0;)
     p->fn(p->arg, i, n);
-  for (uint32_t k = 1; k < p->n_threads; ++k) {
-    slot_t *victim = &p->slots[(self + k) % p->n_threads];
+  const uint32_t t = atomic_load_explicit(&p->active, memory_order_relaxed);
+  for (uint32_t k = 1; k < t; ++k) {
+    slot_t *victim = &p->slots[(self + k) % t];
     for (int32_t i; (i = take(victim, 1)) >= 0;)
       p->fn(p->arg, i, n);
   }
 }
 
-static unsigned wait_job(kiln_pool_t *p, unsigned seen) {
+/* Returns the next job's number, or `seen` when this worker left the active set. */
+static unsigned wait_job(kiln_pool_t *p, unsigned seen, uint32_t self) {
   for (int spin = 0; spin < KILN_POOL_SPINS + KILN_POOL_YIELDS; ++spin) {
     unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
     if (g != seen)
       return g;
+    if (self >= atomic_load_explicit(&p->active, memory_order_relaxed))
+      return seen;
     if (spin < KILN_POOL_SPINS)
       cpu_relax();
     else
@@ -88,11 +98,27 @@ static unsigned wait_job(kiln_pool_t *p, unsigned seen) {
   pthread_mutex_lock(&p->mu);
   atomic_fetch_add(&p->sleeping, 1);
   unsigned g;
-  while ((g = atomic_load(&p->gen)) == seen)
+  while ((g = atomic_load(&p->gen)) == seen && self < atomic_load(&p->active))
     pthread_cond_wait(&p->cv, &p->mu);
   atomic_fetch_sub(&p->sleeping, 1);
   pthread_mutex_unlock(&p->mu);
   return g;
+}
+
+/* Off the core until kiln_pool_set_active wants this worker again (or stop); the handshake
+ * on `parked` lets set_active return only when every worker is where it belongs, so no
+ * job is published while one is on its way in or out. */
+static unsigned park(kiln_pool_t *p, uint32_t self) {
+  pthread_mutex_lock(&p->mu);
+  ++p->parked;
+  pthread_cond_broadcast(&p->ack);
+  while (self >= atomic_load(&p->active) && !atomic_load(&p->stop))
+    pthread_cond_wait(&p->cv, &p->mu);
+  --p->parked;
+  const unsigned seen = atomic_load(&p->gen);
+  pthread_cond_broadcast(&p->ack);
+  pthread_mutex_unlock(&p->mu);
+  return seen;
 }
 
 static void *worker_main(void *arg) {
@@ -100,17 +126,21 @@ static void *worker_main(void *arg) {
   const uint32_t self = atomic_fetch_add_explicit(&p->started, 1, memory_order_relaxed) + 1;
   unsigned seen = 0; /* gen starts at 0; no job is published before every worker exists */
   for (;;) {
-    seen = wait_job(p, seen);
+    seen = wait_job(p, seen, self);
     if (atomic_load_explicit(&p->stop, memory_order_acquire))
       return NULL;
+    if (self >= atomic_load_explicit(&p->active, memory_order_relaxed)) {
+      seen = park(p, self);
+      continue;
+    }
     run_tasks(p, self);
     atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
   }
 }
 
 /* Publishes a job (or the stop request) to every worker. */
-static void publish(kiln_pool_t *p) {
-  atomic_store_explicit(&p->pending, p->n_workers, memory_order_relaxed);
+static void publish(kiln_pool_t *p, uint32_t workers) {
+  atomic_store_explicit(&p->pending, workers, memory_order_relaxed);
   atomic_fetch_add(&p->gen, 1); /* seq_cst: pairs with the workers' sleeping/gen check */
   if (atomic_load(&p->sleeping)) {
     pthread_mutex_lock(&p->mu);
@@ -123,7 +153,8 @@ void kiln_pool_parallel_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_
   kiln_pool_t *p = pool;
   if (n_tasks <= 0)
     return;
-  if (!p || p->n_workers == 0 || n_tasks == 1) {
+  const uint32_t active = p ? atomic_load_explicit(&p->active, memory_order_relaxed) : 1;
+  if (!p || active <= 1 || n_tasks == 1) {
     for (int32_t i = 0; i < n_tasks; ++i)
       fn(arg, i, n_tasks);
     return;
@@ -131,11 +162,11 @@ void kiln_pool_parallel_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_
   p->fn = fn;
   p->arg = arg;
   p->n_tasks = n_tasks;
-  const uint64_t n = (uint64_t)n_tasks, t = p->n_threads;
+  const uint64_t n = (uint64_t)n_tasks, t = active;
   for (uint64_t i = 0; i < t; ++i) /* even contiguous shares; publish() orders the stores */
     atomic_store_explicit(&p->slots[i].range, n * i / t | (n * (i + 1) / t) << 32,
                           memory_order_relaxed);
-  publish(p);
+  publish(p, active - 1);
   run_tasks(p, 0);
   for (unsigned spin = 0; atomic_load_explicit(&p->pending, memory_order_acquire) != 0; ++spin) {
     if (spin < KILN_POOL_SPINS)
@@ -149,7 +180,10 @@ static void stop_workers(kiln_pool_t *p) {
   if (p->n_workers == 0)
     return;
   atomic_store_explicit(&p->stop, 1, memory_order_release);
-  publish(p);
+  publish(p, p->n_workers);
+  pthread_mutex_lock(&p->mu); /* the parked workers too */
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
   for (uint32_t i = 0; i < p->n_workers; ++i)
     pthread_join(p->threads[i], NULL);
   p->n_workers = 0;
@@ -167,6 +201,7 @@ kiln_status_t kiln_pool_create(uint32_t n_threads, const kiln_allocator_t *alloc
   memset(p, 0, sizeof *p);
   p->alloc = *alloc;
   p->n_threads = n_threads;
+  atomic_init(&p->active, n_threads);
   if (n_threads > 1) {
     p->threads = kiln_mem_alloc(alloc, (n_threads - 1) * sizeof *p->threads, 64,
                                 "the thread pool", err);
@@ -183,6 +218,7 @@ kiln_status_t kiln_pool_create(uint32_t n_threads, const kiln_allocator_t *alloc
   }
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
+  pthread_cond_init(&p->ack, NULL);
   for (uint32_t i = 0; i + 1 < n_threads; ++i) {
     int rc = pthread_create(&p->threads[i], NULL, worker_main, p);
     if (rc != 0) {
@@ -202,6 +238,7 @@ void kiln_pool_destroy(kiln_pool_t *p) {
     return;
   stop_workers(p);
   pthread_cond_destroy(&p->cv);
+  pthread_cond_destroy(&p->ack);
   pthread_mutex_destroy(&p->mu);
   kiln_allocator_t alloc = p->alloc;
   kiln_mem_free(&alloc, p->threads, (p->n_threads - 1) * sizeof *p->threads);
@@ -210,3 +247,20 @@ void kiln_pool_destroy(kiln_pool_t *p) {
 }
 
 uint32_t kiln_pool_threads(const kiln_pool_t *p) { return p ? p->n_threads : 1; }
+
+uint32_t kiln_pool_set_active(kiln_pool_t *p, uint32_t n) {
+  if (!p)
+    return 1;
+  if (n < 1)
+    n = 1;
+  if (n > p->n_threads)
+    n = p->n_threads;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->active, n);
+  pthread_cond_broadcast(&p->cv);
+  const uint32_t out = p->n_workers + 1 > n ? p->n_workers + 1 - n : 0;
+  while (p->parked != out)
+    pthread_cond_wait(&p->ack, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+  return n;
+}

@@ -21,6 +21,10 @@ kiln_status_t kiln_pool_create(uint32_t n_threads, const kiln_allocator_t *alloc
                                kiln_pool_t **out_pool, kiln_error_t *err);
 void kiln_pool_destroy(kiln_pool_t *pool);
 uint32_t kiln_pool_threads(const kiln_pool_t *pool);
+/* Jobs from now on run on the caller and the first n - 1 workers (n clamped to
+ * 1..threads); the others park off their cores until wanted. Call between jobs, from the
+ * thread that calls parallel_for; returns once every worker is parked or back. Returns n. */
+uint32_t kiln_pool_set_active(kiln_pool_t *pool, uint32_t n);
 
 /* A kiln_parallel_for_fn_t; pool is a kiln_pool_t *. Not reentrant: fn must not call it. */
 void kiln_pool_parallel_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_tasks);

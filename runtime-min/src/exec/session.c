@@ -6,6 +6,7 @@
 #include "../platform/error.h"
 #include "../platform/platform.h"
 #include "pool.h"
+#include "session_internal.h"
 
 /* What the allocator gave for one buffer (freed with its size); the buffer may start past
  * base (buffer()). */
@@ -32,6 +33,8 @@ struct kiln_session_s {
   int decoding, timing_ttft;
   double ttft_start, ttft, prefill_s, decode_s;
   uint64_t prefill_tokens, decode_tokens;
+  kiln_session_pacer_t pacer; /* kiln_session_set_governor; before == NULL: unpaced */
+  uint32_t max_threads;       /* the pool's */
 };
 
 kiln_session_options_t kiln_session_options_default(void) {
@@ -103,6 +106,7 @@ static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o
     return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
   s->ctx.abi_version = KILN_ABI_VERSION;
   s->ctx.n_threads = threads;
+  s->max_threads = threads;
   s->ctx.weights = s->artifact->weights;
   s->ctx.parallel_for = kiln_pool_parallel_for;
   s->ctx.pool = s->pool;
@@ -151,6 +155,8 @@ kiln_status_t kiln_session_create(const kiln_artifact_t *artifact,
 void kiln_session_destroy(kiln_session_t *s) {
   if (!s)
     return;
+  if (s->pacer.detach)
+    s->pacer.detach(s->pacer.user);
   kiln_pool_destroy(s->pool);
   kiln_sampler_destroy(s->sampler);
   kiln_mem_free(&s->alloc, s->kv_mem.base, s->kv_mem.size);
@@ -216,9 +222,14 @@ kiln_status_t kiln_session_prefill(kiln_session_t *s, const int32_t *tokens, siz
 
 kiln_status_t kiln_session_decode(kiln_session_t *s, int32_t token, kiln_error_t *out_error) {
   kiln_error_clear(out_error);
+  if (s && s->pacer.before)
+    s->pacer.before(s->pacer.user);
   const double t0 = kiln_platform_now();
   KILN_RETURN_IF_ERROR(forward(s, &token, 1, out_error));
-  s->decode_s += kiln_platform_now() - t0;
+  const double dt = kiln_platform_now() - t0;
+  s->decode_s += dt;
+  if (s->pacer.after)
+    s->pacer.after(s->pacer.user, s, dt, s->ctx.n_threads);
   s->decode_tokens += 1;
   s->decoding = 1;
   return KILN_STATUS_OK;
@@ -280,4 +291,20 @@ void kiln_session_stats(const kiln_session_t *s, kiln_session_stats_t *out) {
   out->session_bytes = s->session_bytes;
   out->peak_memory_bytes = s->session_bytes + s->artifact->map.size;
   out->n_threads = s->ctx.n_threads;
+}
+
+void kiln_session_set_pacer(kiln_session_t *s, const kiln_session_pacer_t *pacer) {
+  if (s->pacer.detach)
+    s->pacer.detach(s->pacer.user);
+  if (pacer)
+    s->pacer = *pacer;
+  else
+    memset(&s->pacer, 0, sizeof s->pacer);
+}
+
+uint32_t kiln_session_max_threads(const kiln_session_t *s) { return s->max_threads; }
+
+uint32_t kiln_session_use_threads(kiln_session_t *s, uint32_t n) {
+  s->ctx.n_threads = kiln_pool_set_active(s->pool, n);
+  return s->ctx.n_threads;
 }

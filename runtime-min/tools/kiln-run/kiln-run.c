@@ -6,6 +6,7 @@
  *   kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N] [--weights map|huge]
  *   kiln-run bench A.kiln [-p 64] [-n 128] [-r 5] [--threads N] [--weights map|huge]
  *                  [--all-logits]
+ * generate, chat, bench: --governor SPEC [--governor-log FILE] (governor_flag.c).
  *
  * --weights: map the artifact (the default) or read it into 2 MiB pages
  * (KILN_WEIGHTS_HUGE_PAGES in kiln/kiln.h). --all-logits: bench computes every prompt
@@ -39,7 +40,10 @@ static const char kUsage[] =
     "every command: [--public-key KEY.pub] opens only an artifact signed with its secret key\n"
     "--weights map: the artifact is mapped from its file (the default); huge: read into\n"
     "memory in 2 MiB pages where the OS has them (faster decode, slower open)\n"
-    "--all-logits: bench's prefill computes every position's logits (ppl always does)\n";
+    "--all-logits: bench's prefill computes every position's logits (ppl always does)\n"
+    "generate, chat, bench: [--governor SPEC [--governor-log FILE]] paces decode on heat,\n"
+    "power and load; SPEC: tok-s=T,temp=C,power=W,headroom=H,slowdown=X,period=S,stale=S,\n"
+    "min-threads=N,max-threads=N,zones=P1:P2,zone-types=T1:T2,power-path=P\n";
 
 int run_fail(const char *fmt, ...) {
   va_list ap;
@@ -142,6 +146,11 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
       else
         return run_fail("--weights expects 'map' or 'huge', got '%s'", v);
     }
+    else if ((gen || bench) && (!strcmp(a, "--governor") || !strcmp(a, "--governor-log"))) {
+      if (!v)
+        return run_fail("%s needs a value", a);
+      *(a[10] ? &o->governor_log : &o->governor) = v;
+    }
     else if (!strcmp(a, "--public-key")) {
       if (!v)
         return run_fail("--public-key needs a file (kiln keygen writes NAME.pub)");
@@ -170,6 +179,8 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
     return run_fail("generate needs a prompt (-p)");
   if (gen && !chat && o->system && !o->chat)
     return run_fail("--system needs --chat");
+  if (o->governor_log && !o->governor)
+    return run_fail("--governor-log needs --governor");
   if (o->chat && o->no_bos)
     return run_fail("--chat and --no-bos do not go together (the template decides)");
   return 0;
@@ -233,10 +244,17 @@ int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
     *out_artifact = NULL;
     return run_fail("%s", err.message);
   }
+  if (run_governor_attach(o, *out_session)) {
+    run_close(*out_artifact, *out_session);
+    *out_artifact = NULL;
+    *out_session = NULL;
+    return 1;
+  }
   return 0;
 }
 
 void run_close(kiln_artifact_t *a, kiln_session_t *s) {
+  run_governor_close();
   kiln_session_destroy(s);
   kiln_artifact_close(a);
 }

@@ -25,6 +25,8 @@ typedef struct run_options_s {
   int no_bos;
   int all_logits;          /* every position's logits: ppl, bench --all-logits */
   kiln_sampler_params_t sampler;
+  const char *governor;     /* --governor SPEC (governor_flag.c) */
+  const char *governor_log; /* --governor-log FILE */
 } run_options_t;
 
 /* Prints "kiln-run: error: <message>" to stderr; returns 1. */
@@ -38,6 +40,10 @@ int run_fail(const char *fmt, ...)
 int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
              kiln_session_t **out_session);
 void run_close(kiln_artifact_t *a, kiln_session_t *s);
+/* governor_flag.c: attaches the --governor to the session (nothing without one); the
+ * governor goes with run_close. */
+int run_governor_attach(const run_options_t *o, kiln_session_t *s);
+void run_governor_close(void);
 
 /* Tokenizes text into a malloc'ed array (*out_ids, freed by the caller). */
 int run_tokenize(const kiln_artifact_t *a, const char *text, size_t len, int add_bos,
