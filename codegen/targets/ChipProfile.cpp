@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "llvm/Support/SourceMgr.h"
@@ -19,6 +20,7 @@ using namespace kiln::codegen;
 LLVM_YAML_IS_SEQUENCE_VECTOR(CoreCluster)
 LLVM_YAML_IS_SEQUENCE_VECTOR(ProfileSource)
 LLVM_YAML_IS_SEQUENCE_VECTOR(EstimatedField)
+LLVM_YAML_IS_SEQUENCE_VECTOR(CorePower)
 
 namespace llvm::yaml {
 
@@ -63,6 +65,29 @@ template <> struct MappingTraits<DramSystem> {
   }
 };
 
+template <> struct MappingTraits<CorePower> {
+  static void mapping(IO &io, CorePower &c) {
+    io.mapRequired("core", c.core);
+    io.mapRequired("watts", c.watts);
+    io.mapRequired("stream_gbs", c.streamGbs);
+  }
+};
+
+template <> struct MappingTraits<ThermalModel> {
+  static void mapping(IO &io, ThermalModel &t) {
+    io.mapRequired("ambient_c", t.ambientC);
+    io.mapRequired("die_heat_capacity_j_per_k", t.dieHeatCapacityJPerK);
+    io.mapRequired("die_to_skin_k_per_w", t.dieToSkinKPerW);
+    io.mapRequired("skin_heat_capacity_j_per_k", t.skinHeatCapacityJPerK);
+    io.mapRequired("skin_to_ambient_k_per_w", t.skinToAmbientKPerW);
+    io.mapRequired("throttle_die_c", t.throttleDieC);
+    io.mapRequired("throttle_skin_c", t.throttleSkinC);
+    io.mapRequired("idle_w", t.idleW);
+    io.mapRequired("dram_pj_per_byte", t.dramPjPerByte);
+    io.mapRequired("cores", t.cores);
+  }
+};
+
 template <> struct MappingTraits<ProfileSource> {
   static void mapping(IO &io, ProfileSource &s) {
     io.mapRequired("id", s.id);
@@ -85,6 +110,7 @@ template <> struct MappingTraits<ChipProfile> {
     io.mapOptional("cpu", p.cpu);
     io.mapOptional("hexagon", p.hexagon);
     io.mapOptional("memory", p.memory);
+    io.mapOptional("thermal", p.thermal);
     io.mapRequired("sources", p.sources);
     io.mapOptional("estimated", p.estimated);
     io.mapOptional("notes", p.notes, std::string());
@@ -103,7 +129,11 @@ const std::vector<std::string> &numericFields() {
       "cpu.vector_bits", "cpu.cache_line_bytes", "cpu.l3_kib",       "cpu.clusters.count",
       "cpu.clusters.max_ghz", "cpu.clusters.l2_kib", "hexagon.hvx_bytes", "hexagon.vtcm_kib",
       "hexagon.l2_kib",
-      "memory.mts",      "memory.bus_bits",      "memory.bandwidth_gbs"};
+      "memory.mts",      "memory.bus_bits",      "memory.bandwidth_gbs",
+      "thermal.ambient_c", "thermal.die_heat_capacity_j_per_k", "thermal.die_to_skin_k_per_w",
+      "thermal.skin_heat_capacity_j_per_k", "thermal.skin_to_ambient_k_per_w",
+      "thermal.throttle_die_c", "thermal.throttle_skin_c", "thermal.idle_w",
+      "thermal.dram_pj_per_byte", "thermal.cores.watts", "thermal.cores.stream_gbs"};
   return f;
 }
 
@@ -187,6 +217,12 @@ void collectDiag(const llvm::SMDiagnostic &d, void *ctx) {
   std::string path = pathAt(*sink->text, line, col);
   sink->first = std::to_string(line) + ":" + std::to_string(col) + ": " +
                 (path.empty() ? "" : path + ": ") + d.getMessage().str();
+}
+
+std::string fmt(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
 }
 
 // Checks values and cross-field rules; returns "FIELD: problem" or "".
@@ -277,6 +313,38 @@ std::string validate(const ChipProfile &p) {
     if (std::fabs(m->bandwidthGbs - peak) > 0.01 * peak)
       return "memory.bandwidth_gbs: " + std::to_string(m->bandwidthGbs) +
              " disagrees with mts x bus_bits / 8 = " + std::to_string(peak);
+  }
+  if (const ThermalModel *t = p.thermal ? &*p.thermal : nullptr) {
+    if (!p.cpu || p.cpu->clusters.empty())
+      return "thermal: needs cpu.clusters (the cores it gives power for)";
+    struct Range {
+      const char *field;
+      double v, lo, hi;
+    } ranges[] = {{"ambient_c", t->ambientC, -20, 50},
+                  {"die_heat_capacity_j_per_k", t->dieHeatCapacityJPerK, 0.01, 1000},
+                  {"die_to_skin_k_per_w", t->dieToSkinKPerW, 0.01, 100},
+                  {"skin_heat_capacity_j_per_k", t->skinHeatCapacityJPerK, 1, 100000},
+                  {"skin_to_ambient_k_per_w", t->skinToAmbientKPerW, 0.01, 100},
+                  {"throttle_die_c", t->throttleDieC, 30, 150},
+                  {"throttle_skin_c", t->throttleSkinC, 25, 80},
+                  {"idle_w", t->idleW, 0, 50},
+                  {"dram_pj_per_byte", t->dramPjPerByte, 0, 10000}};
+    for (const Range &r : ranges)
+      if (!(r.v >= r.lo && r.v <= r.hi))
+        return std::string("thermal.") + r.field + ": must be in [" + fmt(r.lo) + ", " +
+               fmt(r.hi) + "], got " + fmt(r.v);
+    if (t->throttleSkinC <= t->ambientC)
+      return "thermal.throttle_skin_c: must be above ambient_c";
+    for (const CorePower &c : t->cores) {
+      if (!(c.watts > 0 && c.watts <= 50))
+        return "thermal.cores.watts: must be in (0, 50], got " + fmt(c.watts);
+      if (!(c.streamGbs > 0 && c.streamGbs <= 1000))
+        return "thermal.cores.stream_gbs: must be in (0, 1000], got " + fmt(c.streamGbs);
+    }
+    for (const CoreCluster &k : p.cpu->clusters)
+      if (std::none_of(t->cores.begin(), t->cores.end(),
+                       [&](const CorePower &c) { return c.core == k.core; }))
+        return "thermal.cores: no entry for the cluster core '" + k.core + "'";
   }
   if (p.sources.empty())
     return "sources: every profile names its public sources";

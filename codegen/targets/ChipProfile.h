@@ -49,6 +49,30 @@ struct DramSystem {
   double bandwidthGbs = 0; // theoretical peak, 1e9 bytes/s
 };
 
+// One core type's share of the thermal model: power at its cluster's top clock running
+// decode, and the DRAM read bandwidth one such core streams on its own.
+struct CorePower {
+  std::string core;      // a cpu.clusters core name
+  double watts = 0;      // per core, at max_ghz, under decode
+  double streamGbs = 0;  // one core's streaming read, 1e9 bytes/s
+};
+
+// The SoC as two heat capacities (die, then the phone's body up to its skin) behind
+// thermal resistances, with the points where the OS cuts the clocks: what `kiln
+// thermal-sim` runs the governor against (docs/targets.md, "Thermal model").
+struct ThermalModel {
+  double ambientC = 25;
+  double dieHeatCapacityJPerK = 0;
+  double dieToSkinKPerW = 0;
+  double skinHeatCapacityJPerK = 0;
+  double skinToAmbientKPerW = 0;
+  double throttleDieC = 0;   // the OS steps the CPU clocks down above either
+  double throttleSkinC = 0;
+  double idleW = 0;          // the rest of the SoC while the model runs (no display)
+  double dramPjPerByte = 0;  // DRAM, controller and fabric energy per byte read
+  std::vector<CorePower> cores;
+};
+
 struct ProfileSource {
   std::string id;   // the tag used in comments, e.g. qc-8g3-brief
   std::string cite; // publisher, title and where it is published
@@ -66,6 +90,7 @@ struct ChipProfile {
   std::optional<CpuEngine> cpu;
   std::optional<HexagonEngine> hexagon;
   std::optional<DramSystem> memory; // required on a SoC
+  std::optional<ThermalModel> thermal; // optional; `kiln thermal-sim` needs it
   std::vector<ProfileSource> sources;
   std::vector<EstimatedField> estimated;
   std::string notes;

@@ -250,3 +250,51 @@ TEST(ChipTargets, HexagonL2SizesShards) {
   EXPECT_EQ(u->shardCacheKib, 512u);
   EXPECT_EQ(u->shardCacheFrom, "assumed");
 }
+
+// The thermal section (kiln thermal-sim): read, and checked value by value.
+TEST(ChipProfile, ThermalSection) {
+  const std::string thermal = R"(thermal:
+  ambient_c: 25                     # [brief]
+  die_heat_capacity_j_per_k: 2.0    # [brief]
+  die_to_skin_k_per_w: 2.5          # [brief]
+  skin_heat_capacity_j_per_k: 150   # [brief]
+  skin_to_ambient_k_per_w: 3.6      # [brief]
+  throttle_die_c: 95                # [brief]
+  throttle_skin_c: 43               # [brief]
+  idle_w: 0.6                       # [brief]
+  dram_pj_per_byte: 64              # [brief]
+  cores:
+    - {core: cortex-x4, watts: 4.0, stream_gbs: 20}    # [brief]
+    - {core: cortex-a520, watts: 0.35, stream_gbs: 4}  # [brief]
+sources:
+)";
+  const std::string good = replaced("sources:\n", thermal);
+  std::string error;
+  std::optional<ChipProfile> p = loadChipProfile(good, "good.yaml", error);
+  ASSERT_TRUE(p) << error;
+  ASSERT_TRUE(p->thermal.has_value());
+  EXPECT_DOUBLE_EQ(p->thermal->skinToAmbientKPerW, 3.6);
+  EXPECT_EQ(p->thermal->cores.size(), 2u);
+  EXPECT_EQ(writeChipProfile(*parseChipProfile(writeChipProfile(*p), "x", error)),
+            writeChipProfile(*p));
+  auto errorIn = [&](const std::string &from, const std::string &to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    std::string e;
+    EXPECT_FALSE(loadChipProfile(text, "bad.yaml", e).has_value());
+    return e;
+  };
+  EXPECT_NE(errorIn("throttle_skin_c: 43", "throttle_skin_c: 20")
+                .find("thermal.throttle_skin_c: must be in [25, 80], got 20"),
+            std::string::npos);
+  EXPECT_NE(errorIn("die_to_skin_k_per_w: 2.5", "die_to_skin_k_per_w: -1")
+                .find("thermal.die_to_skin_k_per_w: must be in"),
+            std::string::npos);
+  EXPECT_NE(errorIn("    - {core: cortex-a520, watts: 0.35, stream_gbs: 4}  # [brief]\n", "")
+                .find("thermal.cores: no entry for the cluster core 'cortex-a520'"),
+            std::string::npos);
+  EXPECT_NE(errorIn("watts: 4.0,", "watts: 0,").find("thermal.cores.watts"), std::string::npos);
+  EXPECT_NE(errorIn("idle_w: 0.6                       # [brief]", "idle_w: 0.6")
+                .find("a number without a source"),
+            std::string::npos);
+}

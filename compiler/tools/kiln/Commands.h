@@ -159,6 +159,17 @@ struct PredictOptions {
   double efficiency = codegen::kDefaultDecodeEfficiency;
 };
 
+// kiln thermal-sim: decode of a Llama shape on a chip's thermal model, without and with
+// the governor (codegen/targets/ThermalSim.h).
+struct ThermalSimOptions {
+  PredictOptions model;          // --shape/dims, --weights/--precision, --kv, --ctx,
+                                 // --chip (required), --efficiency
+  double seconds = 300;
+  uint32_t threads = 0;          // 0: every core
+  std::string governor = "temp=41"; // kiln_governor_config_parse's SPEC
+  std::string svg, csv, log;     // outputs; empty: not written
+};
+
 struct AnalyzeOptions {
   std::string model;
   std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
@@ -184,6 +195,7 @@ int runSign(const std::string &artifact, const std::string &secretKey);
 int runAnalyze(const AnalyzeOptions &opts);
 int runTargets(const TargetsOptions &opts);
 int runPredict(const PredictOptions &opts);
+int runThermalSim(const ThermalSimOptions &opts);
 
 struct ModelSession;
 // Runs the kiln passes on `s`'s module: the slimming `flags` ask for (auto and N/layer

@@ -1,5 +1,7 @@
 #include "compiler/tools/kiln/LlamaShapes.h"
 
+#include "compiler/tools/kiln/Commands.h"
+
 #include "kiln/quant.h"
 #include "kiln/quant_packed.h"
 
@@ -81,6 +83,60 @@ uint64_t decodeWeightBytes(const LlamaShape &s, const precision::Rules &f) {
 
 uint64_t kvBytesPerPosition(const LlamaShape &s, KvFormat kv) {
   return s.layers * kvBytesPerTokenLayer(kv, s.kvHeads, s.dim / s.heads);
+}
+
+uint64_t decodeMacs(const LlamaShape &s, uint64_t ctx) {
+  const uint64_t headDim = s.dim / s.heads, kvDim = s.kvHeads * headDim;
+  const uint64_t perLayer = s.dim * s.dim * 2 + s.dim * kvDim * 2 + s.dim * s.ffn * 3 +
+                            2 * ctx * s.heads * headDim;
+  return s.layers * perLayer + s.vocab * s.dim;
+}
+
+bool resolvePredictModel(const PredictOptions &opts, LlamaShape &shape, precision::Rules &rules,
+                         KvFormat &kv, std::string &error) {
+  if (!opts.shape.empty()) {
+    const LlamaShape *known = findLlamaShape(opts.shape);
+    if (!known) {
+      std::string joined;
+      for (const LlamaShape &s : knownLlamaShapes())
+        joined += (joined.empty() ? "" : ", ") + s.name;
+      error = "unknown shape '" + opts.shape + "' (known: " + joined +
+              "; or give --dim --layers --heads --kv-heads --ffn --vocab)";
+      return false;
+    }
+    shape = *known;
+  } else if (opts.dim == 0) {
+    error = "give --shape NAME or the hyper-parameters --dim --layers --heads --kv-heads "
+            "--ffn --vocab [--tied]";
+    return false;
+  } else {
+    shape = {"custom", opts.dim, opts.layers, opts.heads, opts.kvHeads, opts.ffn, opts.vocab,
+             opts.tied, "the command line"};
+  }
+  if (std::string problem = checkLlamaShape(shape); !problem.empty()) {
+    error = problem;
+    return false;
+  }
+  // --weights F (uniform) or --precision uniform:F | rules:...; norms stay f32 unless named.
+  rules = precision::Rules();
+  std::string spec = opts.precision.empty() ? "uniform:" + opts.weights : opts.precision;
+  if (spec.rfind("uniform:", 0) == 0) {
+    if (!precision::parseFormat(spec.substr(8), rules.defaultFormat)) {
+      error = "unknown format '" + spec.substr(8) + "' (expected f32, f16, q8_0, q4_0 or q4_1)";
+      return false;
+    }
+  } else if (spec.rfind("rules:", 0) == 0) {
+    if (!precision::parseRules(spec.substr(6), rules, error))
+      return false;
+  } else {
+    error = "--precision takes uniform:FMT or rules:CLASS=FMT,... here, not '" + spec + "'";
+    return false;
+  }
+  bool normsNamed = false;
+  rules.formatOf("norms", &normsNamed);
+  if (!normsNamed)
+    rules.byClass["norms"] = KILN_GGML_TYPE_F32;
+  return parseKvFormat(opts.kv, kv, error);
 }
 
 } // namespace kiln::tool

@@ -35,6 +35,15 @@ std::string checkLlamaShape(const LlamaShape &s);
 uint64_t decodeWeightBytes(const LlamaShape &s, const precision::Rules &formats);
 // K and V bytes of one position over all layers.
 uint64_t kvBytesPerPosition(const LlamaShape &s, KvFormat kv);
+// Multiply-adds of one decoded token: every matrix (the classifier included) once, and
+// attention's scores and weighted sum over ctx positions.
+uint64_t decodeMacs(const LlamaShape &s, uint64_t ctx);
+
+struct PredictOptions;
+// The shape, formats and KV format `kiln predict` options name (shared by thermal-sim);
+// false + one line on a bad option.
+bool resolvePredictModel(const PredictOptions &opts, LlamaShape &shape,
+                         precision::Rules &rules, KvFormat &kv, std::string &error);
 
 } // namespace kiln::tool
 

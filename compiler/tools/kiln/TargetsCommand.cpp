@@ -144,45 +144,10 @@ int runTargets(const TargetsOptions &opts) {
 
 int runPredict(const PredictOptions &opts) {
   LlamaShape shape;
-  if (!opts.shape.empty()) {
-    const LlamaShape *known = findLlamaShape(opts.shape);
-    if (!known) {
-      std::vector<std::string> names;
-      for (const LlamaShape &s : knownLlamaShapes())
-        names.push_back(s.name);
-      return fail("unknown shape '" + opts.shape + "' (known: " + join(names, ", ") +
-                  "; or give --dim --layers --heads --kv-heads --ffn --vocab)");
-    }
-    shape = *known;
-  } else if (opts.dim == 0) {
-    return fail("give --shape NAME or the hyper-parameters --dim --layers --heads --kv-heads "
-                "--ffn --vocab [--tied]");
-  } else {
-    shape = {"custom", opts.dim, opts.layers, opts.heads, opts.kvHeads, opts.ffn, opts.vocab,
-             opts.tied, "the command line"};
-  }
-  if (std::string problem = checkLlamaShape(shape); !problem.empty())
-    return fail(problem);
-
-  // --weights F (uniform) or --precision uniform:F | rules:...; norms stay f32 unless named.
   precision::Rules rules;
-  std::string error;
-  std::string spec = opts.precision.empty() ? "uniform:" + opts.weights : opts.precision;
-  if (spec.rfind("uniform:", 0) == 0) {
-    if (!precision::parseFormat(spec.substr(8), rules.defaultFormat))
-      return fail("unknown format '" + spec.substr(8) + "' (expected f32, f16, q8_0, q4_0 or q4_1)");
-  } else if (spec.rfind("rules:", 0) == 0) {
-    if (!precision::parseRules(spec.substr(6), rules, error))
-      return fail(error);
-  } else {
-    return fail("--precision takes uniform:FMT or rules:CLASS=FMT,... here, not '" + spec + "'");
-  }
-  bool normsNamed = false;
-  rules.formatOf("norms", &normsNamed);
-  if (!normsNamed)
-    rules.byClass["norms"] = KILN_GGML_TYPE_F32;
   KvFormat kv;
-  if (!parseKvFormat(opts.kv, kv, error))
+  std::string error;
+  if (!resolvePredictModel(opts, shape, rules, kv, error))
     return fail(error);
 
   codegen::DecodeTraffic traffic;

@@ -10,6 +10,7 @@
 //   kiln analyze MODEL --calib TEXT            layer/head importance tables, JSON, SVG
 //   kiln targets [NAME] [--file F.yaml]        host targets and chip profiles
 //   kiln predict --shape S --weights F         roofline decode tok/s per chip
+//   kiln thermal-sim --chip C --shape S        decode on the chip's thermal model
 //===----------------------------------------------------------------------===//
 #include <cmath>
 #include <cstdlib>
@@ -313,6 +314,34 @@ int main(int argc, char **argv) {
                          "share of the peak bandwidth decode reaches (docs/targets.md)")
       ->check(CLI::Range(0.01, 1.0));
 
+  ThermalSimOptions sim;
+  auto *simCmd = app.add_subcommand(
+      "thermal-sim", "decode on a chip's thermal model, with and without the governor");
+  simCmd->add_option("--chip", sim.model.chip, "a chip profile with a thermal: section")
+      ->required();
+  simCmd->add_option("--shape", sim.model.shape,
+                                      "llama-3.2-1b, llama-3.2-3b, llama-3.1-8b or "
+                                      "tinyllama-1.1b")
+                       ->required();
+  simCmd->add_option("--weights", sim.model.weights, "one weight format (default q4_0)")
+      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_1"}));
+  simCmd->add_option("--kv", sim.model.kv, "KV cache storage (default f16)")
+      ->check(kvFormatCheck());
+  simCmd->add_option("--ctx", sim.model.ctx, "positions of KV cache read per token (1024)")
+      ->check(CLI::Range(uint64_t(0), uint64_t(1) << 24));
+  simCmd->add_option("--efficiency", sim.model.efficiency,
+                     "share of the peak bandwidth decode reaches (docs/targets.md)")
+      ->check(CLI::Range(0.01, 1.0));
+  simCmd->add_option("--seconds", sim.seconds, "length of the session (default 300)")
+      ->check(CLI::Range(1.0, 86400.0));
+  simCmd->add_option("--threads", sim.threads, "threads (default: every core)")
+      ->check(CLI::Range(1u, 64u));
+  simCmd->add_option("--governor", sim.governor,
+                     "governor SPEC as kiln-run's (default temp=41: skin ceiling)");
+  simCmd->add_option("--svg", sim.svg, "write tokens/s, temperature and clock as SVG");
+  simCmd->add_option("--csv", sim.csv, "write the per-second samples as CSV");
+  simCmd->add_option("--log", sim.log, "write the governor's decisions");
+
   AnalyzeOptions ana;
   auto *analyzeCmd =
       app.add_subcommand("analyze", "layer and head importance on calibration text");
@@ -332,6 +361,8 @@ int main(int argc, char **argv) {
     return runTargets(tgt);
   if (predictCmd->parsed())
     return runPredict(pre);
+  if (simCmd->parsed())
+    return runThermalSim(sim);
   if (analyzeCmd->parsed())
     return runAnalyze(ana);
   if (compileCmd->parsed())

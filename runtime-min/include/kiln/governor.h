@@ -14,8 +14,9 @@
  *   - target_tok_s: hold this pace, never faster (a reader reads ~10 tokens/s; the rest is
  *     heat);
  *   - max_temp_c / max_power_w / max_headroom / max_slowdown: over a ceiling the pace
- *     drops 15% per period, inside the hysteresis band it holds, below it rises 5% per
- *     period until it is released;
+ *     drops 15% per period (for temperature, which lags, only once the last cut had 15 s
+ *     to show or while the reading still climbs), inside the hysteresis band it holds,
+ *     below it rises 2% per period until it is released;
  *   - threads: the fewest threads whose measured speed is within 3% of the best (decode is
  *     bandwidth-bound, so past a few cores more threads only add power) and above the pace.
  * A sensor that cannot be opened, holds garbage or an absurd value, or has not changed for
@@ -95,6 +96,19 @@ typedef struct kiln_governor_config_s {
 
 /* No pace, no ceilings, every default above, the real sensors. */
 kiln_governor_config_t kiln_governor_config_default(void);
+
+/* Reads a config from "key=value,..." (kiln-run --governor, kiln thermal-sim --governor):
+ *   tok-s=T  temp=C  power=W  headroom=H  slowdown=X  period=S  stale=S
+ *   min-threads=N  max-threads=N  zones=P1:P2  zone-types=T1:T2  power-path=P
+ * Everything else is the default. The config's strings point into storage (cap bytes,
+ * at least strlen(spec) + 1), which must outlive kiln_governor_create. */
+kiln_status_t kiln_governor_config_parse(const char *spec, kiln_governor_config_t *config,
+                                         char *storage, size_t cap, kiln_error_t *out_error);
+
+/* A decision as one line, "governor t=... temp=...(ok) ... threads=N: reason"; returns
+ * snprintf's count. */
+int kiln_governor_format_decision(const kiln_governor_decision_t *decision, char *out,
+                                  size_t cap);
 
 /* Checks the config (a negative, NaN or absurd value is KILN_STATUS_INVALID_ARGUMENT) and
  * resolves the sensor files once. A file that is missing now is looked at again each

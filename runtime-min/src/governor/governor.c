@@ -12,9 +12,13 @@
 
 #define MAX_TRACKED_THREADS 64 /* per-thread-count speeds kept; more threads are not probed */
 #define BACKOFF 0.85           /* pace factor per period over a ceiling */
-#define RELEASE 1.05           /* pace factor per period below every ceiling's band */
+#define RELEASE 1.02           /* pace factor per period below every ceiling's band */
+#define CREEP 1.01             /* ... in the band and cooling since the last cut */
+#define TEMP_SETTLE_S 15.0     /* a cut's effect on temperature takes this long to show */
+#define TEMP_STILL_RISING_C 0.15 /* ... unless it climbs this far past where it was cut */
 #define THREAD_SLACK 0.03      /* unpaced: fewer threads if they keep 97% of the speed */
-#define PROBE_BLOCK_S 30.0     /* after a probe that lost speed, stay put this long */
+#define PROBE_BLOCK_S 30.0     /* after a probe that lost speed, stay put this long, */
+#define PROBE_BLOCK_MAX_S 480.0 /* doubled per failed probe in a row up to this */
 #define PROBE_UP_AFTER_S 60.0  /* unpaced: retry one thread more when its speed is this old */
 
 struct kiln_governor_s {
@@ -33,8 +37,9 @@ struct kiln_governor_s {
   double best[MAX_TRACKED_THREADS + 1], recent[MAX_TRACKED_THREADS + 1],
       recent_at[MAX_TRACKED_THREADS + 1];
   uint32_t threads, max_threads, probe_from;
-  double probe_blocked_until;
+  double probe_blocked_until, probe_block_s;
   double cap;  /* pace the ceilings allow; 0 = none */
+  double temp_cut_at, temp_cut_c; /* the last cut for temperature: when, at what reading */
   double pace; /* min(target, cap); 0 = unpaced */
   kiln_governor_decision_t last;
   kiln_session_t *session;
@@ -160,6 +165,7 @@ kiln_status_t kiln_governor_create(const kiln_governor_config_t *config,
   g->max_threads = c.max_threads;
   g->threads = c.max_threads;
   g->pace = c.target_tok_s;
+  g->temp_cut_at = -1e300;
   g->t0 = g->period_start = c.clock_s(c.hook_user);
   *out_governor = g;
   return KILN_STATUS_OK;
@@ -251,13 +257,13 @@ static double rate_at(const kiln_governor_t *g, uint32_t n) {
 
 /* The ceilings' cap on the pace, from this period's readings. */
 static const char *update_cap(kiln_governor_t *g, const kiln_governor_decision_t *d,
-                              double delivered) {
+                              double delivered, double now) {
   const kiln_governor_config_t *c = &g->cfg;
   const char *over = NULL;
-  int hold = 0;
+  int hold = 0, temp_over = 0;
   if (c->max_temp_c > 0 && d->temp_c == d->temp_c) {
     if (d->temp_c > c->max_temp_c)
-      over = "temperature over the ceiling";
+      temp_over = 1;
     else if (d->temp_c > c->max_temp_c - c->temp_band_c)
       hold = 1;
   }
@@ -277,6 +283,17 @@ static const char *update_cap(kiln_governor_t *g, const kiln_governor_decision_t
       d->token_s > c->max_slowdown * d->best_token_s)
     over = over ? over : "tokens slower than max_slowdown x the best: clocks cut or cores "
                          "shared";
+  if (!over && temp_over) {
+    /* Power shows at once; temperature lags it (a phone's skin by minutes). Cutting every
+     * period until the reading turns would run the pace down to the floor, so cut again
+     * only once the last cut had time to show, or while the reading still climbs. */
+    if (now - g->temp_cut_at < TEMP_SETTLE_S &&
+        d->temp_c <= g->temp_cut_c + TEMP_STILL_RISING_C)
+      return "temperature over the ceiling: the last cut is still taking effect";
+    over = "temperature over the ceiling";
+    g->temp_cut_at = now;
+    g->temp_cut_c = d->temp_c;
+  }
   if (over) {
     double base = d->token_s > 0 ? 1.0 / d->token_s : 0;
     if (delivered > 0 && (base == 0 || delivered < base))
@@ -286,6 +303,13 @@ static const char *update_cap(kiln_governor_t *g, const kiln_governor_decision_t
     if (base > 0)
       g->cap = fmax(c->min_tok_s, base * BACKOFF);
     return over;
+  }
+  if (hold && g->cap > 0 && d->temp_c == d->temp_c && d->temp_c < g->temp_cut_c - 0.5 &&
+      now - g->temp_cut_at >= TEMP_SETTLE_S) {
+    /* in the band but well under where it was last cut: the cut overshot, give back a
+     * little each period instead of waiting to fall out of the band */
+    g->cap *= CREEP;
+    return "inside the hysteresis band, cooling: pace creeps up";
   }
   if (hold)
     return g->cap > 0 ? "inside the hysteresis band: pace held" : "near a ceiling";
@@ -320,15 +344,22 @@ static const char *choose_threads(kiln_governor_t *g, double now) {
     int keep = r > 0 && r >= need;
     if (keep && g->pace == 0)
       keep = n < from ? r >= (1 - THREAD_SLACK) * r0 : r >= (1 + THREAD_SLACK) * r0;
-    if (keep)
+    if (keep) {
+      g->probe_block_s = 0;
       return n < from ? "one thread fewer holds the speed" : "one thread more is faster";
+    }
+    /* Each probe costs a period at the slower count: the same answer twice, ask half as
+     * often. */
     g->threads = from;
-    g->probe_blocked_until = now + PROBE_BLOCK_S;
+    g->probe_block_s = g->probe_block_s > 0 ? fmin(2 * g->probe_block_s, PROBE_BLOCK_MAX_S)
+                                            : PROBE_BLOCK_S;
+    g->probe_blocked_until = now + g->probe_block_s;
     return "the probed thread count was slower: back";
   }
   const double r = rate_at(g, n);
   if (r > 0 && g->pace > 0 && r < g->pace && n < hi) {
     g->threads = n + 1;
+    g->probe_block_s = 0;
     return "too slow for the pace: one thread more";
   }
   if (now < g->probe_blocked_until || r == 0)
@@ -374,7 +405,7 @@ static void decide(kiln_governor_t *g, double now) {
   d.headroom = read_headroom(g);
   const double elapsed = now - g->period_start;
   const double delivered = elapsed > 0 && g->tokens ? g->tokens / elapsed : 0;
-  const char *why = update_cap(g, &d, delivered);
+  const char *why = update_cap(g, &d, delivered, now);
   g->pace = c->target_tok_s;
   if (g->cap > 0 && (g->pace == 0 || g->cap < g->pace))
     g->pace = g->cap;
