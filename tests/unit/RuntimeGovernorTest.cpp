@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <sched.h>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -397,6 +398,42 @@ TEST(RuntimeGovernor, PacesASession) {
   ASSERT_EQ(kiln_session_set_governor(s, g, &err), KILN_STATUS_OK);
   kiln_session_destroy(s);
   kiln_governor_destroy(g);
+  kiln_artifact_close(a);
+}
+
+} // namespace
+
+namespace {
+
+// pin_threads: every pool thread on a core of its own, the caller's affinity given back.
+TEST(RuntimePlacement, PinnedSessionRunsAndRestoresTheCaller) {
+  TempFile file(fakeArtifact());
+  kiln_artifact_t *a = nullptr;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_artifact_open(file.path().c_str(), nullptr, &a, &err), KILN_STATUS_OK);
+  cpu_set_t before, after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  const uint32_t cores = std::min<uint32_t>(2, uint32_t(CPU_COUNT(&before)));
+  kiln_session_options_t o = kiln_session_options_default();
+  o.n_threads = 2;
+  o.pin_threads = 1;
+  kiln_session_t *s = nullptr;
+  ASSERT_EQ(kiln_session_create(a, &o, &s, &err), KILN_STATUS_OK) << err.message;
+  kiln_session_stats_t st;
+  kiln_session_stats(s, &st);
+  EXPECT_EQ(st.pinned_threads, cores);
+  int32_t tok = 3;
+  ASSERT_EQ(kiln_session_prefill(s, &tok, 1, &err), KILN_STATUS_OK);
+  for (int i = 0; i < 8; ++i)
+    ASSERT_EQ(kiln_session_decode(s, tok = (tok + 1) % 32, &err), KILN_STATUS_OK);
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the caller's affinity comes back after a call";
+  kiln_session_destroy(s);
+  o.pin_threads = 0;
+  ASSERT_EQ(kiln_session_create(a, &o, &s, &err), KILN_STATUS_OK);
+  kiln_session_stats(s, &st);
+  EXPECT_EQ(st.pinned_threads, 0u);
+  kiln_session_destroy(s);
   kiln_artifact_close(a);
 }
 

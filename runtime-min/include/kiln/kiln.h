@@ -230,9 +230,15 @@ typedef struct kiln_session_options_s {
   uint32_t all_logits;              /* nonzero: every position's logits (perplexity); 0:
                                        only each batch's last position's, which saves the
                                        output matrix for the others */
+  /* nonzero: pool thread i runs only on the i-th fastest core this process may use
+   * (cpufreq's maximum clock, else arm64's cpu_capacity; one hardware thread per core):
+   * the prime core first, then the performance cores. The calling thread takes the first
+   * core during each prefill/decode and gets its own affinity back after. 0: the OS
+   * places the threads. stats.pinned_threads says how many the OS allowed. */
+  uint32_t pin_threads;
 } kiln_session_options_t;
 
-/* n_threads 0, allocator NULL, greedy sampler, all_logits 0. */
+/* n_threads 0, allocator NULL, greedy sampler, all_logits 0, pin_threads 0. */
 kiln_session_options_t kiln_session_options_default(void);
 
 typedef struct kiln_session_stats_s {
@@ -247,6 +253,7 @@ typedef struct kiln_session_stats_s {
   uint64_t session_bytes;    /* everything the session allocated */
   uint64_t peak_memory_bytes; /* session_bytes + the mapped artifact */
   uint32_t n_threads;
+  uint32_t pinned_threads;   /* options.pin_threads: threads pinned to a core */
 } kiln_session_stats_t;
 
 /* Allocates the KV cache, scratch, logits [max_batch x vocab], positions, sampler buffers

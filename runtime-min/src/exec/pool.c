@@ -1,10 +1,15 @@
 /* The thread pool; see pool.h for the protocol. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity, gettid */
+#endif
 #include "pool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../platform/error.h"
 
@@ -17,6 +22,7 @@
  * thread's takes stay in its own cache until someone steals. */
 typedef struct {
   _Alignas(128) atomic_uint_fast64_t range;
+  pid_t tid; /* the worker's kernel thread id, for pinning */
 } slot_t;
 
 struct kiln_pool_s {
@@ -38,6 +44,10 @@ struct kiln_pool_s {
   void *arg;
   int32_t n_tasks;
   atomic_uint started;         /* workers that have taken their slot number */
+  atomic_uint tids_known;      /* workers that have written their tid */
+  int caller_cpu;              /* kiln_pool_pin: the caller's core in jobs, -1: none */
+  cpu_set_t caller_saved;      /* the caller's affinity outside kiln_pool_enter/leave */
+  int caller_pinned;
   atomic_uint gen;             /* job number */
   atomic_uint pending;         /* workers not yet done with the current job */
   atomic_uint sleeping;
@@ -124,6 +134,8 @@ static unsigned park(kiln_pool_t *p, uint32_t self) {
 static void *worker_main(void *arg) {
   kiln_pool_t *p = arg;
   const uint32_t self = atomic_fetch_add_explicit(&p->started, 1, memory_order_relaxed) + 1;
+  p->slots[self].tid = (pid_t)syscall(SYS_gettid);
+  atomic_fetch_add_explicit(&p->tids_known, 1, memory_order_release);
   unsigned seen = 0; /* gen starts at 0; no job is published before every worker exists */
   for (;;) {
     seen = wait_job(p, seen, self);
@@ -201,6 +213,7 @@ kiln_status_t kiln_pool_create(uint32_t n_threads, const kiln_allocator_t *alloc
   memset(p, 0, sizeof *p);
   p->alloc = *alloc;
   p->n_threads = n_threads;
+  p->caller_cpu = -1;
   atomic_init(&p->active, n_threads);
   if (n_threads > 1) {
     p->threads = kiln_mem_alloc(alloc, (n_threads - 1) * sizeof *p->threads, 64,
@@ -263,4 +276,41 @@ uint32_t kiln_pool_set_active(kiln_pool_t *p, uint32_t n) {
     pthread_cond_wait(&p->ack, &p->mu);
   pthread_mutex_unlock(&p->mu);
   return n;
+}
+
+static int pin_tid(pid_t tid, int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return sched_setaffinity(tid, sizeof one, &one) == 0;
+}
+
+uint32_t kiln_pool_pin(kiln_pool_t *p, const int32_t *cpus, uint32_t n) {
+  if (!p || !cpus || n == 0)
+    return 0;
+  while (atomic_load_explicit(&p->tids_known, memory_order_acquire) != p->n_workers)
+    sched_yield(); /* workers write their tid first thing; this waits microseconds */
+  uint32_t pinned = 0;
+  for (uint32_t i = 1; i < n && i <= p->n_workers; ++i)
+    pinned += (uint32_t)pin_tid(p->slots[i].tid, cpus[i]);
+  cpu_set_t probe; /* the caller is pinned per call; check once that the OS allows it */
+  if (sched_getaffinity(0, sizeof probe, &probe) == 0 && CPU_ISSET(cpus[0], &probe)) {
+    p->caller_cpu = cpus[0];
+    ++pinned;
+  }
+  return pinned;
+}
+
+void kiln_pool_enter(kiln_pool_t *p) {
+  if (!p || p->caller_cpu < 0)
+    return;
+  p->caller_pinned = sched_getaffinity(0, sizeof p->caller_saved, &p->caller_saved) == 0 &&
+                     pin_tid(0, p->caller_cpu);
+}
+
+void kiln_pool_leave(kiln_pool_t *p) {
+  if (!p || !p->caller_pinned)
+    return;
+  sched_setaffinity(0, sizeof p->caller_saved, &p->caller_saved);
+  p->caller_pinned = 0;
 }

@@ -26,6 +26,13 @@ uint32_t kiln_pool_threads(const kiln_pool_t *pool);
  * thread that calls parallel_for; returns once every worker is parked or back. Returns n. */
 uint32_t kiln_pool_set_active(kiln_pool_t *pool, uint32_t n);
 
+/* Pins worker i to core cpus[i] (1 <= i < n) and makes cpus[0] the caller's core between
+ * kiln_pool_enter and _leave (the caller's own affinity is restored after each call).
+ * Returns how many threads are pinned (the OS may refuse some). */
+uint32_t kiln_pool_pin(kiln_pool_t *pool, const int32_t *cpus, uint32_t n);
+void kiln_pool_enter(kiln_pool_t *pool);
+void kiln_pool_leave(kiln_pool_t *pool);
+
 /* A kiln_parallel_for_fn_t; pool is a kiln_pool_t *. Not reentrant: fn must not call it. */
 void kiln_pool_parallel_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_tasks);
 

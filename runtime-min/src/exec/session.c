@@ -35,6 +35,7 @@ struct kiln_session_s {
   uint64_t prefill_tokens, decode_tokens;
   kiln_session_pacer_t pacer; /* kiln_session_set_governor; before == NULL: unpaced */
   uint32_t max_threads;       /* the pool's */
+  uint32_t pinned;            /* threads pinned to a core (options.pin_threads) */
 };
 
 kiln_session_options_t kiln_session_options_default(void) {
@@ -56,6 +57,8 @@ static void counting_free(void *user, void *ptr, size_t size) {
   kiln_session_t *s = user;
   s->user_alloc.free(s->user_alloc.user, ptr, size);
 }
+
+#define KILN_SESSION_MAX_PINNED 1024 /* n_threads' bound */
 
 /* One 64-byte aligned buffer of at least 64 bytes. With huge_pages (the KV cache), one of
  * a huge page or more is placed on huge pages where the platform has them: its start
@@ -111,6 +114,11 @@ static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o
   s->ctx.parallel_for = kiln_pool_parallel_for;
   s->ctx.pool = s->pool;
   s->ctx.last_logits_only = o->all_logits ? 0 : 1;
+  if (o->pin_threads) {
+    int32_t cpus[KILN_SESSION_MAX_PINNED];
+    uint32_t n = kiln_platform_cpus_fastest_first(cpus, KILN_SESSION_MAX_PINNED);
+    s->pinned = kiln_pool_pin(s->pool, cpus, n < threads ? n : threads);
+  }
   return KILN_STATUS_OK;
 }
 
@@ -183,6 +191,7 @@ static kiln_status_t forward(kiln_session_t *s, const int32_t *tokens, size_t n,
                             "token %d (at index %zu) is outside the vocabulary of %u",
                             tokens[i], i, s->vocab);
   const kiln_model_forward_fn_t fn = s->artifact->forward;
+  kiln_pool_enter(s->pool);
   for (size_t done = 0; done < n;) {
     const uint32_t b = n - done < s->max_batch ? (uint32_t)(n - done) : s->max_batch;
     for (uint32_t i = 0; i < b; ++i)
@@ -190,6 +199,7 @@ static kiln_status_t forward(kiln_session_t *s, const int32_t *tokens, size_t n,
     int32_t rc = fn(&s->ctx, tokens + done, s->positions, (int32_t)b, s->logits);
     if (rc != 0) {
       s->rows = 0;
+      kiln_pool_leave(s->pool);
       return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE,
                             "the model code rejected a batch of %u tokens at position %u "
                             "(returned %d)", b, s->n_past, rc);
@@ -199,6 +209,7 @@ static kiln_status_t forward(kiln_session_t *s, const int32_t *tokens, size_t n,
     s->n_past += b;
     done += b;
   }
+  kiln_pool_leave(s->pool);
   return KILN_STATUS_OK;
 }
 
@@ -291,6 +302,7 @@ void kiln_session_stats(const kiln_session_t *s, kiln_session_stats_t *out) {
   out->session_bytes = s->session_bytes;
   out->peak_memory_bytes = s->session_bytes + s->artifact->map.size;
   out->n_threads = s->ctx.n_threads;
+  out->pinned_threads = s->pinned;
 }
 
 void kiln_session_set_pacer(kiln_session_t *s, const kiln_session_pacer_t *pacer) {

@@ -65,6 +65,11 @@ double kiln_platform_now(void);
 
 /* Physical cores this process may run on (hyper-thread siblings counted once), >= 1. */
 uint32_t kiln_platform_physical_cores(void);
+/* The cores this process may run on, one hardware thread each, fastest first (cpufreq's
+ * maximum clock, else arm64's cpu_capacity; ties and unknowns by number): a phone's prime
+ * core, then its performance cores, then the efficiency ones. At most cap; returns how
+ * many (0 where the platform cannot say). */
+uint32_t kiln_platform_cpus_fastest_first(int32_t *out, uint32_t cap);
 
 /* The ISA this runtime was built for, as the first component of an LLVM triple
  * ("x86_64", "aarch64", ...). */

@@ -167,6 +167,56 @@ uint32_t kiln_platform_physical_cores(void) {
   return cores ? cores : 1u;
 }
 
+/* A core's top speed as sysfs gives it: cpufreq's maximum (kHz), else arm64's
+ * cpu_capacity (0..1024); 0 when neither is there (a VM, a container without /sys). */
+static long core_speed(int cpu) {
+  static const char *const files[] = {"cpufreq/cpuinfo_max_freq", "cpu_capacity"};
+  for (int i = 0; i < 2; ++i) {
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/%s", cpu, files[i]);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    long v = 0;
+    int ok = fscanf(f, "%ld", &v) == 1 && v > 0;
+    fclose(f);
+    if (ok)
+      return v;
+  }
+  return 0;
+}
+
+uint32_t kiln_platform_cpus_fastest_first(int32_t *out, uint32_t cap) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return 0;
+  long speed[CPU_SETSIZE];
+  uint32_t n = 0;
+  unsigned char seen[CPU_SETSIZE / 8];
+  memset(seen, 0, sizeof seen);
+  for (int c = 0; c < CPU_SETSIZE && n < cap; ++c) {
+    if (!CPU_ISSET(c, &set))
+      continue;
+    int key = first_sibling(c); /* one hardware thread per core */
+    if (key < 0 || key >= CPU_SETSIZE)
+      key = c;
+    if (seen[key / 8] & (1u << (key % 8)))
+      continue;
+    seen[key / 8] |= (unsigned char)(1u << (key % 8));
+    out[n] = c;
+    speed[c] = core_speed(c);
+    ++n;
+  }
+  for (uint32_t i = 1; i < n; ++i) { /* insertion sort: fastest first, ties by number */
+    int32_t c = out[i];
+    uint32_t j = i;
+    for (; j > 0 && speed[out[j - 1]] < speed[c]; --j)
+      out[j] = out[j - 1];
+    out[j] = c;
+  }
+  return n;
+}
+
 const char *kiln_platform_arch(void) {
 #if defined(__x86_64__)
   return "x86_64";

@@ -38,6 +38,7 @@ static const char kUsage[] =
     "       kiln-run bench A.kiln [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--threads N]\n"
     "                      [--weights map|huge] [--all-logits]\n"
     "every command: [--public-key KEY.pub] opens only an artifact signed with its secret key\n"
+    "every command: [--pin] pins the threads to the fastest cores, one each\n"
     "--weights map: the artifact is mapped from its file (the default); huge: read into\n"
     "memory in 2 MiB pages where the OS has them (faster decode, slower open)\n"
     "--all-logits: bench's prefill computes every position's logits (ppl always does)\n"
@@ -136,6 +137,8 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
     }
     else if (!strcmp(a, "--threads"))
       bad = parse_u32(a, v, 1, 1024, &o->threads);
+    else if (!strcmp(a, "--pin"))
+      o->pin = 1, used = 0;
     else if (!strcmp(a, "--weights")) {
       if (!v)
         return run_fail("--weights needs a value (map or huge)");
@@ -237,6 +240,7 @@ int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
     return run_fail("%s: %s", o->artifact, err.message);
   kiln_session_options_t so = kiln_session_options_default();
   so.n_threads = o->threads;
+  so.pin_threads = (uint32_t)o->pin;
   so.sampler = o->sampler;
   so.all_logits = (uint32_t)o->all_logits;
   if (kiln_session_create(*out_artifact, &so, out_session, &err) != KILN_STATUS_OK) {

@@ -18,6 +18,7 @@ typedef struct run_options_s {
   uint32_t ctx;            /* ppl: --ctx (0: max_ctx) */
   uint32_t chunks;         /* ppl: --chunks (0: all) */
   uint32_t threads;        /* 0: physical cores */
+  int pin;                 /* --pin: kiln_session_options_t.pin_threads */
   uint32_t weights_memory; /* --weights: kiln_weights_memory_t */
   const char *public_key;  /* --public-key: open only artifacts this key signed */
   const char *system;      /* generate --chat, chat: --system text */

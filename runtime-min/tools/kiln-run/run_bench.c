@@ -130,10 +130,10 @@ int run_bench(const run_options_t *o) {
   if (!rc) {
     kiln_session_stats(s, &st);
     const char *threads = st.n_threads == 1 ? "thread" : "threads";
-    printf("kiln-run bench: %s (%s), prompt %u (%s), generate %u, %u repetitions, %u %s\n",
+    printf("kiln-run bench: %s (%s), prompt %u (%s), generate %u, %u repetitions, %u %s%s\n",
            o->artifact, info.target_name, p,
            o->all_logits ? "every position's logits" : "last position's logits", n, o->reps,
-           st.n_threads, threads);
+           st.n_threads, threads, st.pinned_threads ? " (pinned)" : "");
     report("prefill", "tok/s", &ser[0]);
     if (n)
       report("decode", "tok/s", &ser[1]);

@@ -85,4 +85,10 @@ double kiln_platform_now(void) {
 /* One hardware thread: the pool runs tasks on the caller (pool_serial.c). */
 uint32_t kiln_platform_physical_cores(void) { return 1; }
 
+uint32_t kiln_platform_cpus_fastest_first(int32_t *out, uint32_t cap) {
+  (void)out;
+  (void)cap;
+  return 0;
+}
+
 const char *kiln_platform_arch(void) { return "hexagon"; }

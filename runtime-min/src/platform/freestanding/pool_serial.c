@@ -42,3 +42,12 @@ void kiln_pool_parallel_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_
 }
 
 uint32_t kiln_pool_set_active(kiln_pool_t *p, uint32_t n) { (void)p; (void)n; return 1; }
+
+uint32_t kiln_pool_pin(kiln_pool_t *p, const int32_t *cpus, uint32_t n) {
+  (void)p;
+  (void)cpus;
+  (void)n;
+  return 0;
+}
+void kiln_pool_enter(kiln_pool_t *p) { (void)p; }
+void kiln_pool_leave(kiln_pool_t *p) { (void)p; }
