@@ -138,6 +138,11 @@ typedef struct kiln_artifact_options_s {
    * any changed byte is KILN_STATUS_BAD_SIGNATURE, found before the header is parsed and
    * before any code is loaded. */
   const uint8_t *public_key;
+  /* KILN_WEIGHTS_MAPPED only: nonzero asks the OS, before anything is read, to read the
+   * whole file into the page cache in the background (MADV_WILLNEED), so a cold open's
+   * reads are queued at once rather than found one fault or read-ahead window at a time.
+   * The pages stay evictable: nothing is ever locked in memory. */
+  uint32_t prefetch;
 } kiln_artifact_options_t;
 
 /* Reads a public key file written by `kiln keygen` (text: "kiln-ed25519-public-key", then 64
@@ -145,7 +150,7 @@ typedef struct kiln_artifact_options_s {
 kiln_status_t kiln_public_key_parse(const char *text, size_t len, uint8_t out_key[32],
                                     kiln_error_t *out_error);
 
-/* allocator NULL, KILN_WEIGHTS_MAPPED, public_key NULL. */
+/* allocator NULL, KILN_WEIGHTS_MAPPED, public_key NULL, prefetch 0. */
 kiln_artifact_options_t kiln_artifact_options_default(void);
 
 /* Maps path read-only and verifies it before trusting any byte: preamble (magic, format

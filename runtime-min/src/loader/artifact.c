@@ -190,6 +190,7 @@ kiln_artifact_options_t kiln_artifact_options_default(void) {
   o.allocator = NULL;
   o.weights_memory = KILN_WEIGHTS_MAPPED;
   o.public_key = NULL;
+  o.prefetch = 0;
   return o;
 }
 
@@ -222,6 +223,8 @@ kiln_status_t kiln_artifact_open_with(const char *path, const kiln_artifact_opti
   memset(a, 0, sizeof *a);
   a->alloc = alloc;
   kiln_status_t st = kiln_platform_map_file(path, o.weights_memory, &a->map, out_error);
+  if (st == KILN_STATUS_OK && o.prefetch && a->map.memory == KILN_WEIGHTS_MAPPED)
+    kiln_platform_prefetch(a->map.data, a->map.size);
   if (st == KILN_STATUS_OK)
     st = kiln_loader_verify(a, o.public_key, out_error);
   const kiln_linked_model_t *linked = kiln_platform_linked_model();

@@ -56,6 +56,9 @@ const kiln_linked_model_t *kiln_platform_linked_model(void);
 /* The page size a large buffer may ask for (Linux transparent huge pages: 2 MiB), 0 where
  * the platform has none. */
 size_t kiln_platform_huge_page_size(void);
+/* Asks the OS to start reading [p, p + size) of a mapped file into the page cache now,
+ * without waiting for it (MADV_WILLNEED); nothing where the platform has no such advice. */
+void kiln_platform_prefetch(const void *p, size_t size);
 /* Advice that [p, p + size) (huge-page aligned, not yet touched) be backed by huge pages;
  * nothing where the platform has none, or when the OS declines. */
 void kiln_platform_advise_huge_pages(void *p, size_t size);

@@ -119,6 +119,12 @@ void kiln_platform_advise_huge_pages(void *p, size_t size) {
 #endif
 }
 
+void kiln_platform_prefetch(const void *p, size_t size) {
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t start = (uintptr_t)p & ~(page - 1);
+  (void)madvise((void *)start, size + ((uintptr_t)p - start), MADV_WILLNEED); /* advice */
+}
+
 double kiln_platform_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

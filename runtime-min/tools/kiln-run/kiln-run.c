@@ -38,7 +38,8 @@ static const char kUsage[] =
     "       kiln-run bench A.kiln [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--threads N]\n"
     "                      [--weights map|huge] [--all-logits]\n"
     "every command: [--public-key KEY.pub] opens only an artifact signed with its secret key\n"
-    "every command: [--pin] pins the threads to the fastest cores, one each\n"
+    "every command: [--pin] pins the threads to the fastest cores, one each; [--prefetch]\n"
+    "asks the OS to read the whole mapped artifact ahead at open\n"
     "--weights map: the artifact is mapped from its file (the default); huge: read into\n"
     "memory in 2 MiB pages where the OS has them (faster decode, slower open)\n"
     "--all-logits: bench's prefill computes every position's logits (ppl always does)\n"
@@ -139,6 +140,8 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
       bad = parse_u32(a, v, 1, 1024, &o->threads);
     else if (!strcmp(a, "--pin"))
       o->pin = 1, used = 0;
+    else if (!strcmp(a, "--prefetch"))
+      o->prefetch = 1, used = 0;
     else if (!strcmp(a, "--weights")) {
       if (!v)
         return run_fail("--weights needs a value (map or huge)");
@@ -224,6 +227,7 @@ int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
   *out_session = NULL;
   kiln_artifact_options_t ao = kiln_artifact_options_default();
   ao.weights_memory = o->weights_memory;
+  ao.prefetch = (uint32_t)o->prefetch;
   uint8_t key[32];
   if (o->public_key) {
     char text[256];

@@ -19,6 +19,7 @@ typedef struct run_options_s {
   uint32_t chunks;         /* ppl: --chunks (0: all) */
   uint32_t threads;        /* 0: physical cores */
   int pin;                 /* --pin: kiln_session_options_t.pin_threads */
+  int prefetch;            /* --prefetch: kiln_artifact_options_t.prefetch */
   uint32_t weights_memory; /* --weights: kiln_weights_memory_t */
   const char *public_key;  /* --public-key: open only artifacts this key signed */
   const char *system;      /* generate --chat, chat: --system text */

@@ -73,6 +73,11 @@ void kiln_platform_advise_huge_pages(void *p, size_t size) {
   (void)size;
 }
 
+void kiln_platform_prefetch(const void *p, size_t size) {
+  (void)p;
+  (void)size;
+}
+
 double kiln_platform_now(void) {
   struct {
     int64_t sec;
