@@ -438,3 +438,32 @@ TEST(RuntimePlacement, PinnedSessionRunsAndRestoresTheCaller) {
 }
 
 } // namespace
+
+namespace {
+
+// thread_nice: the workers run at it (raising the value needs no privilege); out of range
+// is refused.
+TEST(RuntimePlacement, WorkersTakeTheNiceValue) {
+  TempFile file(fakeArtifact());
+  kiln_artifact_t *a = nullptr;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_artifact_open(file.path().c_str(), nullptr, &a, &err), KILN_STATUS_OK);
+  kiln_session_options_t o = kiln_session_options_default();
+  o.n_threads = 3;
+  o.thread_nice = 10;
+  kiln_session_t *s = nullptr;
+  ASSERT_EQ(kiln_session_create(a, &o, &s, &err), KILN_STATUS_OK) << err.message;
+  kiln_session_stats_t st;
+  kiln_session_stats(s, &st);
+  EXPECT_EQ(st.niced_threads, 2u) << "both workers (the caller's thread is the app's)";
+  int32_t tok = 3;
+  ASSERT_EQ(kiln_session_prefill(s, &tok, 1, &err), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_session_decode(s, 4, &err), KILN_STATUS_OK);
+  kiln_session_destroy(s);
+  o.thread_nice = 25;
+  EXPECT_EQ(kiln_session_create(a, &o, &s, &err), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("thread_nice 25"), std::string::npos);
+  kiln_artifact_close(a);
+}
+
+} // namespace

@@ -241,9 +241,14 @@ typedef struct kiln_session_options_s {
    * core during each prefill/decode and gets its own affinity back after. 0: the OS
    * places the threads. stats.pinned_threads says how many the OS allowed. */
   uint32_t pin_threads;
+  /* nonzero: the pool's workers run at this nice value (-20..19; Linux/Android, per
+   * thread), where the OS allows it: raising it (a background summary) always is, lowering
+   * it below the process's needs a privilege. stats.niced_threads says how many got it. */
+  int32_t thread_nice;
 } kiln_session_options_t;
 
-/* n_threads 0, allocator NULL, greedy sampler, all_logits 0, pin_threads 0. */
+/* n_threads 0, allocator NULL, greedy sampler, all_logits 0, pin_threads 0,
+ * thread_nice 0. */
 kiln_session_options_t kiln_session_options_default(void);
 
 typedef struct kiln_session_stats_s {
@@ -259,6 +264,7 @@ typedef struct kiln_session_stats_s {
   uint64_t peak_memory_bytes; /* session_bytes + the mapped artifact */
   uint32_t n_threads;
   uint32_t pinned_threads;   /* options.pin_threads: threads pinned to a core */
+  uint32_t niced_threads;    /* options.thread_nice: workers that got it */
 } kiln_session_stats_t;
 
 /* Allocates the KV cache, scratch, logits [max_batch x vocab], positions, sampler buffers

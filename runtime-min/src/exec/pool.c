@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -313,4 +314,15 @@ void kiln_pool_leave(kiln_pool_t *p) {
     return;
   sched_setaffinity(0, sizeof p->caller_saved, &p->caller_saved);
   p->caller_pinned = 0;
+}
+
+uint32_t kiln_pool_set_nice(kiln_pool_t *p, int nice) {
+  if (!p)
+    return 0;
+  while (atomic_load_explicit(&p->tids_known, memory_order_acquire) != p->n_workers)
+    sched_yield();
+  uint32_t applied = 0;
+  for (uint32_t i = 1; i <= p->n_workers; ++i) /* Linux: per thread, by its tid */
+    applied += (uint32_t)(setpriority(PRIO_PROCESS, (id_t)p->slots[i].tid, nice) == 0);
+  return applied;
 }

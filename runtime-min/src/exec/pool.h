@@ -31,6 +31,9 @@ uint32_t kiln_pool_set_active(kiln_pool_t *pool, uint32_t n);
  * Returns how many threads are pinned (the OS may refuse some). */
 uint32_t kiln_pool_pin(kiln_pool_t *pool, const int32_t *cpus, uint32_t n);
 void kiln_pool_enter(kiln_pool_t *pool);
+/* Sets the workers' nice value (Linux and Android: per thread); returns how many the OS
+ * allowed (a lower value than the process's needs a privilege most apps lack). */
+uint32_t kiln_pool_set_nice(kiln_pool_t *pool, int nice);
 void kiln_pool_leave(kiln_pool_t *pool);
 
 /* A kiln_parallel_for_fn_t; pool is a kiln_pool_t *. Not reentrant: fn must not call it. */

@@ -36,6 +36,7 @@ struct kiln_session_s {
   kiln_session_pacer_t pacer; /* kiln_session_set_governor; before == NULL: unpaced */
   uint32_t max_threads;       /* the pool's */
   uint32_t pinned;            /* threads pinned to a core (options.pin_threads) */
+  uint32_t niced;             /* workers at options.thread_nice */
 };
 
 kiln_session_options_t kiln_session_options_default(void) {
@@ -119,6 +120,8 @@ static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o
     uint32_t n = kiln_platform_cpus_fastest_first(cpus, KILN_SESSION_MAX_PINNED);
     s->pinned = kiln_pool_pin(s->pool, cpus, n < threads ? n : threads);
   }
+  if (o->thread_nice)
+    s->niced = kiln_pool_set_nice(s->pool, o->thread_nice);
   return KILN_STATUS_OK;
 }
 
@@ -136,6 +139,9 @@ kiln_status_t kiln_session_create(const kiln_artifact_t *artifact,
   if (o->n_threads > 1024)
     return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
                           "n_threads %u is outside 0..1024", o->n_threads);
+  if (o->thread_nice < -20 || o->thread_nice > 19)
+    return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                          "thread_nice %d is outside -20..19", (int)o->thread_nice);
   kiln_allocator_t alloc;
   KILN_RETURN_IF_ERROR(kiln_allocator_resolve(o->allocator, &alloc, out_error));
   kiln_session_t *s = kiln_mem_alloc(&alloc, sizeof *s, 64, "the session", out_error);
@@ -303,6 +309,7 @@ void kiln_session_stats(const kiln_session_t *s, kiln_session_stats_t *out) {
   out->peak_memory_bytes = s->session_bytes + s->artifact->map.size;
   out->n_threads = s->ctx.n_threads;
   out->pinned_threads = s->pinned;
+  out->niced_threads = s->niced;
 }
 
 void kiln_session_set_pacer(kiln_session_t *s, const kiln_session_pacer_t *pacer) {

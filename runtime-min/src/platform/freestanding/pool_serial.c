@@ -51,3 +51,8 @@ uint32_t kiln_pool_pin(kiln_pool_t *p, const int32_t *cpus, uint32_t n) {
 }
 void kiln_pool_enter(kiln_pool_t *p) { (void)p; }
 void kiln_pool_leave(kiln_pool_t *p) { (void)p; }
+uint32_t kiln_pool_set_nice(kiln_pool_t *p, int nice) {
+  (void)p;
+  (void)nice;
+  return 0;
+}
