@@ -401,16 +401,20 @@ TEST(RuntimeGovernor, PacesASession) {
   kiln_artifact_close(a);
 }
 
-} // namespace
-
-namespace {
-
-// pin_threads: every pool thread on a core of its own, the caller's affinity given back.
-TEST(RuntimePlacement, PinnedSessionRunsAndRestoresTheCaller) {
-  TempFile file(fakeArtifact());
+// The fake artifact, opened for each placement test.
+class RuntimePlacement : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(kiln_artifact_open(file.path().c_str(), nullptr, &a, &err), KILN_STATUS_OK);
+  }
+  void TearDown() override { kiln_artifact_close(a); }
+  TempFile file{fakeArtifact()};
   kiln_artifact_t *a = nullptr;
   kiln_error_t err;
-  ASSERT_EQ(kiln_artifact_open(file.path().c_str(), nullptr, &a, &err), KILN_STATUS_OK);
+};
+
+// pin_threads: every pool thread on a core of its own, the caller's affinity given back.
+TEST_F(RuntimePlacement, PinnedSessionRunsAndRestoresTheCaller) {
   cpu_set_t before, after;
   ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
   const uint32_t cores = std::min<uint32_t>(2, uint32_t(CPU_COUNT(&before)));
@@ -434,20 +438,11 @@ TEST(RuntimePlacement, PinnedSessionRunsAndRestoresTheCaller) {
   kiln_session_stats(s, &st);
   EXPECT_EQ(st.pinned_threads, 0u);
   kiln_session_destroy(s);
-  kiln_artifact_close(a);
 }
-
-} // namespace
-
-namespace {
 
 // thread_nice: the workers run at it (raising the value needs no privilege); out of range
 // is refused.
-TEST(RuntimePlacement, WorkersTakeTheNiceValue) {
-  TempFile file(fakeArtifact());
-  kiln_artifact_t *a = nullptr;
-  kiln_error_t err;
-  ASSERT_EQ(kiln_artifact_open(file.path().c_str(), nullptr, &a, &err), KILN_STATUS_OK);
+TEST_F(RuntimePlacement, WorkersTakeTheNiceValue) {
   kiln_session_options_t o = kiln_session_options_default();
   o.n_threads = 3;
   o.thread_nice = 10;
@@ -463,7 +458,6 @@ TEST(RuntimePlacement, WorkersTakeTheNiceValue) {
   o.thread_nice = 25;
   EXPECT_EQ(kiln_session_create(a, &o, &s, &err), KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err.message).find("thread_nice 25"), std::string::npos);
-  kiln_artifact_close(a);
 }
 
 } // namespace
