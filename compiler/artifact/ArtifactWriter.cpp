@@ -88,14 +88,21 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
   std::vector<flatbuffers::Offset<fb::Section>> secs;
   for (const SectionInfo &s : sections)
     secs.push_back(fb::CreateSection(b, s.kind, s.offset, s.size, s.xxh64, s.alignment));
+  flatbuffers::Offset<fb::Module> module;
+  if (c.module) {
+    const ModuleRecord &r = *c.module;
+    module = fb::CreateModuleDirect(b, r.kind.c_str(), r.name.c_str(), r.version.c_str(),
+                                    r.baseWeightsXxh64, r.baseWeightsSize, &r.bannedTokens);
+  }
   return fb::CreateArtifact(b, KILN_ARTIFACT_FORMAT_VERSION, target, config, tokenizer,
-                            b.CreateVector(tensors), memory, provenance, b.CreateVector(secs));
+                            b.CreateVector(tensors), memory, provenance, b.CreateVector(secs),
+                            module);
 }
 
 // The file's layout: the preamble and header bytes, and where each section goes.
 struct Layout {
   std::vector<uint8_t> head; // preamble + FlatBuffer header
-  std::vector<SectionInfo> sections; // [0] weights, [1] code
+  std::vector<SectionInfo> sections; // [0] weights, [1] code (none in a module)
   uint64_t fileSize = 0;
 };
 
@@ -119,6 +126,8 @@ Layout layoutArtifact(const ArtifactContents &c) {
     s[1].size = c.code.size();
     s[1].xxh64 = codeHash;
     s[1].alignment = KILN_ARTIFACT_SECTION_ALIGN;
+    if (c.module)
+      s.pop_back();
     return s;
   };
   flatbuffers::FlatBufferBuilder probe;
@@ -133,7 +142,7 @@ Layout layoutArtifact(const ArtifactContents &c) {
     b.Clear();
     b.Finish(buildHeader(b, c, l.sections), fb::ArtifactIdentifier());
   }
-  l.fileSize = l.sections[1].offset + l.sections[1].size;
+  l.fileSize = l.sections.back().offset + l.sections.back().size;
 
   kiln_artifact_preamble_t pre;
   std::memset(&pre, 0, sizeof pre);
@@ -159,7 +168,7 @@ std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
   std::memcpy(out.data(), l.head.data(), l.head.size());
   if (!weights.empty())
     std::memcpy(out.data() + l.sections[0].offset, weights.data(), weights.size());
-  if (!c.code.empty())
+  if (!c.code.empty() && l.sections.size() > 1)
     std::memcpy(out.data() + l.sections[1].offset, c.code.data(), c.code.size());
   return out;
 }
@@ -183,7 +192,8 @@ bool writeArtifact(const ArtifactContents &c, const std::string &path, std::stri
   };
   put(0, l.head.data(), l.head.size());
   put(l.sections[0].offset, weights.data(), weights.size());
-  put(l.sections[1].offset, c.code.data(), c.code.size());
+  if (l.sections.size() > 1)
+    put(l.sections[1].offset, c.code.data(), c.code.size());
   f.close();
   if (!f || at != l.fileSize) {
     error = "writing '" + path + "' failed";

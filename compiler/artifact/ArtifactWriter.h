@@ -9,6 +9,7 @@
 #define KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,14 @@ struct ProvenanceRecord {
   std::vector<PassRecord> passes;
 };
 
+// A module file's record (kiln/module.h): no code section is written for one.
+struct ModuleRecord {
+  std::string kind; // "adapter", "head", "filter"
+  std::string name, version;
+  uint64_t baseWeightsXxh64 = 0, baseWeightsSize = 0;
+  std::vector<int32_t> bannedTokens;
+};
+
 struct ArtifactContents {
   TargetRecord target;
   ModelConfigRecord config;
@@ -87,6 +96,7 @@ struct ArtifactContents {
   // packed weights, which are as large as the model, are written without a copy.
   const std::vector<uint8_t> *weightsRef = nullptr;
   std::vector<uint8_t> code;         // the code section (ELF shared object)
+  std::optional<ModuleRecord> module; // a module: no code section
 
   const std::vector<uint8_t> &weightBytes() const { return weightsRef ? *weightsRef : weights; }
 };

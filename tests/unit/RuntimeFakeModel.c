@@ -2,7 +2,9 @@
  * section of test artifacts (RuntimeFakeArtifact.h). It keeps to the generated code's
  * rules (kiln/abi.h): no allocation, no libc, every buffer from the runtime.
  *
- * weights: uint32 {magic 'FAKE', vocab, max_ctx} at offset 0.
+ * weights: uint32 {magic 'FAKE', vocab, max_ctx, probe} at offset 0; probe (0 in the
+ *          plain fake artifact) is added to logit 0 of every row, so a test sees which
+ *          weights a session reads (modules, RuntimeModuleTest.cpp).
  * kv:      int32 per position: token + 1, 0 = never written. A batch whose earlier
  *          positions were never written is rejected (-4), so tests see when the runtime
  *          skips or repeats positions.
@@ -19,6 +21,7 @@ typedef struct rows_s {
   const int32_t *tokens;
   float *logits;
   uint32_t vocab;
+  float probe;
 } rows_t;
 
 static void row_task(void *arg, int32_t task, int32_t n_tasks) {
@@ -28,6 +31,7 @@ static void row_task(void *arg, int32_t task, int32_t n_tasks) {
   for (uint32_t v = 0; v < r->vocab; ++v)
     row[v] = 0.0f;
   row[((uint32_t)r->tokens[task] + 1u) % r->vocab] = 10.0f;
+  row[0] += r->probe;
 }
 
 __attribute__((visibility("default"))) int32_t
@@ -54,7 +58,7 @@ kiln_model_forward(const kiln_exec_ctx_t *ctx, const int32_t *tokens, const int3
     kv[positions[i]] = tokens[i] + 1;
   }
   const int32_t first = ctx->last_logits_only ? n_tokens - 1 : 0;
-  rows_t r = {tokens + first, logits + (uint64_t)first * vocab, vocab};
+  rows_t r = {tokens + first, logits + (uint64_t)first * vocab, vocab, (float)w[3]};
   ctx->parallel_for(ctx->pool, row_task, &r, n_tokens - first);
   return 0;
 }

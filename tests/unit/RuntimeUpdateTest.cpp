@@ -28,12 +28,33 @@ using namespace kiln::test;
 namespace {
 
 // Version v of a fake artifact, with `extra` bytes of weights so a copy takes a while.
-std::vector<uint8_t> version(uint8_t v, size_t extra = 0) {
+kiln::artifact::ArtifactContents versionContents(uint8_t v, size_t extra = 0) {
   auto c = fakeContents();
   c.weights.resize(c.weights.size() + extra, 0);
   c.weights.back() = v;
   c.weights[c.weights.size() / 2] = uint8_t(v * 7 + 1);
-  return kiln::artifact::serializeArtifact(c);
+  return c;
+}
+
+std::vector<uint8_t> version(uint8_t v, size_t extra = 0) {
+  return kiln::artifact::serializeArtifact(versionContents(v, extra));
+}
+
+// A module of `base` (kiln/module.h) replacing its token embedding.
+std::vector<uint8_t> moduleOf(const kiln::artifact::ArtifactContents &base, const char *name) {
+  kiln::artifact::ArtifactContents m;
+  m.target = base.target;
+  m.config = base.config;
+  m.module = kiln::artifact::ModuleRecord{"adapter", name, "",
+                                          kiln_xxh64(base.weights.data(), base.weights.size()),
+                                          base.weights.size(), {}};
+  const kiln::artifact::TensorRecord &t = base.tensors[0];
+  m.weights.assign(base.weights.begin() + int64_t(t.offset),
+                   base.weights.begin() + int64_t(t.offset + t.size));
+  m.weights[0] ^= 0x5a;
+  m.tensors.push_back(t);
+  m.tensors[0].offset = 0;
+  return kiln::artifact::serializeArtifact(m);
 }
 
 uint64_t headerHash(const std::vector<uint8_t> &bytes) {
@@ -129,6 +150,73 @@ TEST(RuntimeUpdate, InstallRollbackAndCollect) {
   EXPECT_EQ(kiln_manifest_load(set.path.c_str(), &cur, &err), KILN_STATUS_CORRUPT);
   EXPECT_NE(std::string(err.message).find("the manifest says"), std::string::npos)
       << err.message;
+}
+
+// Modules join a set only if they fit its base; a set whose base moved on without them
+// does not open, and a rollback makes it whole again.
+TEST(RuntimeUpdate, ModulesInstallAgainstTheBaseAndOpenAsASet) {
+  TempDir set, staging;
+  const auto a = versionContents(1), b = versionContents(2);
+  const std::string dir = set.path;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_manifest_install(dir.c_str(), "base",
+                                  staging.file("a.kiln", kiln::artifact::serializeArtifact(a))
+                                      .c_str(),
+                                  nullptr, &err),
+            KILN_STATUS_OK)
+      << err.message;
+  ASSERT_EQ(kiln_manifest_install(dir.c_str(), "adapter:tone",
+                                  staging.file("tone.kiln", moduleOf(a, "tone")).c_str(),
+                                  nullptr, &err),
+            KILN_STATUS_OK)
+      << err.message;
+  EXPECT_EQ(kiln_manifest_install(dir.c_str(), "adapter:other",
+                                  staging.file("other.kiln", moduleOf(b, "other")).c_str(),
+                                  nullptr, &err),
+            KILN_STATUS_UNSUPPORTED)
+      << "a module of another base is refused at install";
+  EXPECT_NE(std::string(err.message).find("compiled for a base"), std::string::npos)
+      << err.message;
+  EXPECT_EQ(kiln_manifest_install(dir.c_str(), "base",
+                                  staging.file("m.kiln", moduleOf(a, "m")).c_str(), nullptr,
+                                  &err),
+            KILN_STATUS_INVALID_ARGUMENT);
+
+  kiln_artifact_t *base = nullptr;
+  kiln_module_t *mods[4] = {};
+  uint32_t n = 0;
+  ASSERT_EQ(kiln_manifest_open(dir.c_str(), nullptr, &base, mods, 4, &n, &err), KILN_STATUS_OK)
+      << err.message;
+  ASSERT_EQ(n, 1u);
+  kiln_module_info_t info;
+  kiln_module_info(mods[0], &info);
+  EXPECT_STREQ(info.name, "tone");
+  kiln_session_t *s = nullptr;
+  ASSERT_EQ(kiln_session_create(base, nullptr, &s, &err), KILN_STATUS_OK);
+  EXPECT_EQ(kiln_session_apply_modules(s, mods, n, &err), KILN_STATUS_OK) << err.message;
+  kiln_session_destroy(s);
+  kiln_module_close(mods[0]);
+  kiln_artifact_close(base);
+
+  // The base alone moves on: the set no longer opens, naming the stale member.
+  ASSERT_EQ(kiln_manifest_install(dir.c_str(), "base",
+                                  staging.file("b.kiln", kiln::artifact::serializeArtifact(b))
+                                      .c_str(),
+                                  nullptr, &err),
+            KILN_STATUS_OK);
+  EXPECT_EQ(kiln_manifest_open(dir.c_str(), nullptr, &base, mods, 4, &n, &err),
+            KILN_STATUS_UNSUPPORTED);
+  EXPECT_EQ(base, nullptr);
+  EXPECT_NE(std::string(err.message).find("member 'adapter:tone'"), std::string::npos)
+      << err.message;
+  ASSERT_EQ(kiln_manifest_rollback(dir.c_str(), &err), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_manifest_open(dir.c_str(), nullptr, &base, mods, 4, &n, &err), KILN_STATUS_OK)
+      << err.message;
+  EXPECT_EQ(n, 1u);
+  kiln_module_close(mods[0]);
+  kiln_artifact_close(base);
+  EXPECT_EQ(kiln_manifest_open(dir.c_str(), nullptr, &base, mods, 0, &n, &err),
+            KILN_STATUS_BUFFER_TOO_SMALL);
 }
 
 // kill -9 at a random moment of an install, 100 times: the next load always finds a whole

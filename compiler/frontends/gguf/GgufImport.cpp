@@ -1,5 +1,7 @@
 #include "compiler/frontends/gguf/GgufImport.h"
 
+#include "compiler/frontends/gguf/GgufAdapter.h"
+
 #include "models/ModelFamilies.h"
 #include "models/llama/LlamaGguf.h"
 
@@ -10,6 +12,11 @@ bool importGguf(const std::string &path, mlir::MLIRContext &ctx, ImportedModel &
   out.file = GgufFile::open(path, error);
   if (!out.file)
     return false;
+  if (isAdapterFile(*out.file)) {
+    error = "'" + path + "' is an adapter (general.type = adapter), not a model: give the "
+            "base model and pass this file with --adapter";
+    return false;
+  }
 
   const models::ModelSource source = modelSource(*out.file, out.weights);
   const std::string arch = source.architecture();

@@ -8,12 +8,18 @@
 
 #include <string>
 
+#include "models/llama/SyntheticAdapter.h"
 #include "models/llama/SyntheticLlama.h"
 
 namespace kiln::gguf {
 
 bool writeSyntheticLlama(const llama::SyntheticOptions &opts, const std::string &path,
                          std::string &error);
+
+// A LoRA adapter (or head file) for the GGUF model at basePath (`kiln synth-adapter`).
+bool writeSyntheticAdapter(const std::string &basePath,
+                           const llama::SyntheticAdapterOptions &opts, const std::string &path,
+                           std::string &error);
 
 } // namespace kiln::gguf
 

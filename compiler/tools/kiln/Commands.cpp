@@ -293,7 +293,7 @@ int runImport(const ImportOptions &opts) {
 int runEval(const EvalOptions &opts) {
   ModelSession s;
   std::string error;
-  if (!s.load(opts.model, error, opts.tokenizer))
+  if (!s.load(opts.model, error, opts.tokenizer) || !s.applyEdits(opts.edits, error))
     return fail(error);
   uint32_t ctx;
   std::vector<pipelines::AppliedPass> records;
@@ -369,7 +369,7 @@ int runPpl(const PplOptions &opts) {
 
   ModelSession s;
   std::string error;
-  if (!s.load(opts.model, error, opts.tokenizer))
+  if (!s.load(opts.model, error, opts.tokenizer) || !s.applyEdits(opts.edits, error))
     return fail(error);
   uint32_t ctx;
   std::vector<pipelines::AppliedPass> records;
@@ -477,6 +477,28 @@ int runSynth(const SynthOptions &opts) {
   o.architecture = opts.arch;
   std::string error;
   if (!gguf::writeSyntheticLlama(o, opts.output, error))
+    return fail(error);
+  return 0;
+}
+
+int runSynthAdapter(const SynthAdapterOptions &opts) {
+  llama::SyntheticAdapterOptions o;
+  o.head = opts.head;
+  o.rank = opts.rank;
+  o.alpha = opts.alpha;
+  o.magnitude = opts.magnitude;
+  o.seed = opts.seed;
+  o.targets.clear();
+  for (size_t at = 0; at <= opts.targets.size();) {
+    size_t comma = opts.targets.find(',', at);
+    if (comma == std::string::npos)
+      comma = opts.targets.size();
+    if (comma > at)
+      o.targets.push_back(opts.targets.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::string error;
+  if (!gguf::writeSyntheticAdapter(opts.base, o, opts.output, error))
     return fail(error);
   return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "codegen/targets/Roofline.h"
 #include "compiler/eval/Sampler.h"
+#include "compiler/tools/kiln/ModelEdits.h"
 
 namespace kiln::pipelines {
 struct AppliedPass;
@@ -72,6 +73,7 @@ struct EvalOptions {
   SamplerOptions sampler;
   SlimmingFlags slim;
   PrecisionFlags prec;
+  ModelEdits edits;
 };
 
 struct TokenizeOptions {
@@ -91,6 +93,17 @@ struct PplOptions {
   std::string kv = "f32";
   SlimmingFlags slim;
   PrecisionFlags prec;
+  ModelEdits edits;
+};
+
+// kiln synth-adapter: a LoRA adapter or head file for a GGUF model.
+struct SynthAdapterOptions {
+  std::string base, output;
+  bool head = false;
+  uint32_t rank = 4;
+  float alpha = 8, magnitude = 0.05f;
+  uint64_t seed = 1;
+  std::string targets = "attn_q,attn_v";
 };
 
 struct SynthOptions {
@@ -129,6 +142,12 @@ struct CompileOptions {
   SlimmingFlags slim;
   PrecisionFlags prec;
   bool quiet = false; // --quiet: no per-stage progress on a terminal
+  ModelEdits edits;
+  // --base BASE.kiln: write a module of BASE (kiln/module.h) holding the tensors the edits
+  // changed and the bans, instead of a whole artifact; the other options must be BASE's.
+  std::string base;
+  std::string moduleName, moduleVersion;
+  std::vector<std::string> bans; // --ban: token texts, words or id:N
 };
 
 struct InspectOptions {
@@ -184,6 +203,7 @@ int runImport(const ImportOptions &opts);
 int runEval(const EvalOptions &opts);
 int runPpl(const PplOptions &opts);
 int runSynth(const SynthOptions &opts);
+int runSynthAdapter(const SynthAdapterOptions &opts);
 // Prints the ids on stdout, then on stderr their count and whether decoding them gives
 // the text back.
 int runTokenize(const TokenizeOptions &opts);

@@ -23,6 +23,7 @@
 #include "models/weights/DerivedWeights.h"
 #include "compiler/tools/kiln/ChatTemplateChoice.h"
 #include "compiler/tools/kiln/Commands.h"
+#include "compiler/tools/kiln/CompileModule.h"
 #include "compiler/tools/kiln/FileSha256.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "compiler/tools/kiln/StageProgress.h"
@@ -70,6 +71,13 @@ private:
   std::atomic<bool> cancel_{false}; // before result_: the thread reads it from the start
   std::future<std::string> result_;
 };
+
+std::string stemOf(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
 
 std::string withExtension(const std::string &path, const std::string &ext) {
   size_t slash = path.find_last_of('/'), dot = path.find_last_of('.');
@@ -124,10 +132,32 @@ int runCompile(const CompileOptions &opts) {
                                      : opts.emit == "artifact"                     ? 5
                                                                                    : 4);
   progress.begin("import " + opts.model);
+  const bool writesModule = !opts.base.empty();
+  if (writesModule && opts.emit != "artifact")
+    return fail("--base writes a module, which is an artifact: it cannot go with --emit " +
+                opts.emit);
+  if (!writesModule && !opts.bans.empty())
+    return fail("--ban makes a filter module of a base artifact: give --base BASE.kiln");
+  if (!opts.edits.adapters.empty() && !opts.edits.head.empty())
+    return fail("one module is an adapter or a head, not both: compile two modules");
   ModelSession s;
-  if (!s.load(opts.model, error, opts.tokenizer) ||
+  if (!s.load(opts.model, error, opts.tokenizer) || !s.applyEdits(opts.edits, error) ||
       !chooseChatTemplate(opts.chatTemplate, s.tokenizerRecord, error))
     return fail(error);
+  ModuleRequest moduleRequest;
+  if (writesModule) {
+    moduleRequest.base = opts.base;
+    moduleRequest.output = opts.output;
+    moduleRequest.edits = s.appliedEdits;
+    artifact::ModuleRecord &r = moduleRequest.record;
+    r.kind = !opts.edits.adapters.empty() ? "adapter" : !opts.edits.head.empty() ? "head"
+                                                                                 : "filter";
+    r.name = opts.moduleName.empty() ? stemOf(opts.output) : opts.moduleName;
+    r.version = opts.moduleVersion;
+    if (!resolveBans(opts.bans, s.tokenizerRecord, s.model.config.vocabSize, r.bannedTokens,
+                     error))
+      return fail(error);
+  }
   mlir::ModuleOp module = *s.model.module;
   std::optional<BackgroundSha256> sourceSha;
   if (opts.emit == "artifact")
@@ -258,9 +288,20 @@ int runCompile(const CompileOptions &opts) {
            std::to_string(plan->scratchBytesWithoutReuse) +
            ",kv_bytes=" + std::to_string(plan->kvBytes) +
            ",kv_bytes_per_token=" + std::to_string(plan->kvBytesPerToken)});
+  for (const std::string &e : s.appliedEdits)
+    a.provenance.passes.push_back({"model-edit", e, ""});
   a.weightsRef = &weights.layout.bytes();
   a.code = std::move(code.sharedObject);
   progress.begin("write " + opts.output);
+  if (writesModule) {
+    if (!writeModule(a, std::move(moduleRequest), error))
+      return fail(error);
+    artifact::PublicKey signer;
+    if (!opts.sign.empty() && !artifact::signArtifact(opts.output, opts.sign, signer, error))
+      return fail(error);
+    progress.end();
+    return 0;
+  }
   if (!artifact::writeArtifact(a, opts.output, error))
     return fail(error);
   artifact::PublicKey signer;

@@ -193,7 +193,22 @@ int runInspect(const InspectOptions &opts) {
                 c->num_kv_heads(), c->head_dim(), c->ffn_dim(), c->context_length(),
                 c->rope_dims(), c->rope_theta(), c->rope_style() ? "rotate-half" : "adjacent",
                 c->rms_eps());
-  if (const fb::Tokenizer *k = a->tokenizer()) {
+  const fb::Module *module = a->module_();
+  if (module) {
+    std::printf("module: %s '%s'%s%s, for the base artifact whose weights have xxh64 %016" PRIx64
+                " (%" PRIu64 " bytes)\n",
+                str(module->kind()), str(module->name()),
+                module->version() && module->version()->size() ? " " : "",
+                str(module->version()), module->base_weights_xxh64(),
+                module->base_weights_size());
+    if (module->banned_tokens() && module->banned_tokens()->size()) {
+      std::printf("  bans %u tokens:", module->banned_tokens()->size());
+      for (int32_t id : *module->banned_tokens())
+        std::printf(" %d", id);
+      std::printf("\n");
+    }
+  }
+  if (const fb::Tokenizer *k = a->tokenizer(); k && !module) {
     std::printf("tokenizer: %s, %u tokens, bos %d eos %d unk %d\n", str(k->model()),
                 k->tokens() ? k->tokens()->size() : 0, k->bos_id(), k->eos_id(), k->unk_id());
     std::printf("chat template: %s\n",
@@ -242,7 +257,7 @@ int runInspect(const InspectOptions &opts) {
   }
   std::printf("  total %" PRIu64 " bytes of tensors, %" PRIu64 " bytes of row padding\n", total,
               padding);
-  if (const fb::MemoryPlan *m = a->memory()) {
+  if (const fb::MemoryPlan *m = a->memory(); m && !module) {
     std::printf("memory plan: scratch %" PRIu64 " bytes, KV cache %" PRIu64 " bytes (%" PRIu64
                 " per token), max batch %u, max context %u, weights read per token %" PRIu64
                 " bytes\n",

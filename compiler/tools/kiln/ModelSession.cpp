@@ -6,6 +6,7 @@
 
 #include "compiler/InitAll.h"
 #include "dialects/kiln/IR/KilnAttrNames.h"
+#include "compiler/frontends/gguf/GgufAdapter.h"
 #include "compiler/frontends/hf/ChatTemplateConfig.h"
 #include "compiler/frontends/hf/TokenizerJson.h"
 #include "compiler/frontends/onnx/OnnxImport.h"
@@ -121,6 +122,45 @@ bool ModelSession::load(const std::string &path, std::string &error,
             " tokens but the model's vocabulary is only " + std::to_string(model.config.vocabSize);
     tokenizer.reset();
     return false;
+  }
+  return true;
+}
+
+bool ModelSession::applyEdits(const ModelEdits &edits, std::string &error) {
+  if (edits.empty())
+    return true;
+  if (!model.file) {
+    error = "--adapter and --head apply to GGUF models only";
+    return false;
+  }
+  if (!(edits.adapterScale > -1e6f && edits.adapterScale < 1e6f)) {
+    error = "--adapter-scale must be a finite number of reasonable size";
+    return false;
+  }
+  const gguf::Value *arch = model.file->find("general.architecture");
+  for (const std::string &path : edits.adapters) {
+    gguf::LoraAdapterFile a;
+    if (!gguf::readLoraAdapter(path, a, error))
+      return false;
+    if (!arch || arch->str != a.architecture) {
+      error = "adapter '" + path + "' is for architecture '" + a.architecture +
+              "', the model is '" + (arch ? arch->str : std::string("?")) + "'";
+      return false;
+    }
+    if (!mergeLora(model.weights, a.deltas, a.alpha, edits.adapterScale, error)) {
+      error = "adapter '" + path + "': " + error;
+      return false;
+    }
+    char scale[64];
+    std::snprintf(scale, sizeof scale, "alpha=%g,scale=%g", double(a.alpha),
+                  double(edits.adapterScale));
+    appliedEdits.push_back("lora " + path + " [" + scale + "] tensors=" +
+                           std::to_string(a.deltas.size()));
+  }
+  if (!edits.head.empty()) {
+    if (!gguf::applyHeadFile(edits.head, model.weights, error))
+      return false;
+    appliedEdits.push_back("head " + edits.head);
   }
   return true;
 }

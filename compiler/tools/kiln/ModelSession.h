@@ -11,6 +11,7 @@
 #include "compiler/eval/RefExecutor.h"
 #include "compiler/frontends/gguf/GgufImport.h"
 #include "compiler/frontends/hf/TextTokenizer.h"
+#include "compiler/tools/kiln/ModelEdits.h"
 
 namespace kiln::tool {
 
@@ -29,6 +30,10 @@ struct ModelSession {
   // or a Hugging Face tokenizer.json. An ONNX model without one looks for
   // tokenizer.json beside the model.
   bool load(const std::string &path, std::string &error, const std::string &tokenizerPath = "");
+  // Merges adapters and writes a head into the loaded weights (before any pass runs);
+  // `applied` records each for the provenance.
+  bool applyEdits(const ModelEdits &edits, std::string &error);
+  std::vector<std::string> appliedEdits;
   // The first half of load: the IR and weights only (kiln import needs no tokenizer).
   bool importModel(const std::string &path, std::string &error);
   // maxCtx 0: defaultContext().

@@ -79,6 +79,20 @@ CLI::Validator kvFormatCheck() {
       "KV");
 }
 
+// --adapter / --adapter-scale / --head, shared by compile, eval and ppl (ModelEdits.h).
+void addEditFlags(CLI::App *cmd, ModelEdits &e) {
+  cmd->add_option("--adapter", e.adapters,
+                  "merge a LoRA adapter (llama.cpp's GGUF adapter file) into the weights; "
+                  "repeatable")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--adapter-scale", e.adapterScale,
+                  "multiply every adapter's alpha/rank scale by this (default 1)");
+  cmd->add_option("--head", e.head,
+                  "a GGUF holding output_norm.weight and/or output.weight to use instead of "
+                  "the model's")
+      ->check(CLI::ExistingFile);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -127,6 +141,7 @@ int main(int argc, char **argv) {
       ->check(kvFormatCheck());
   addSlimmingFlags(evalCmd, ev.slim);
   addPrecisionFlags(evalCmd, ev.prec);
+  addEditFlags(evalCmd, ev.edits);
 
   PplOptions ppl;
   auto *pplCmd = app.add_subcommand("ppl", "perplexity on a text file (llama.cpp's method)");
@@ -145,6 +160,26 @@ int main(int argc, char **argv) {
                      "second model: report top-1 agreement and mean KL divergence from it");
   addSlimmingFlags(pplCmd, ppl.slim);
   addPrecisionFlags(pplCmd, ppl.prec);
+  addEditFlags(pplCmd, ppl.edits);
+
+  SynthAdapterOptions sad;
+  auto *synthAdapterCmd = app.add_subcommand(
+      "synth-adapter", "write a deterministic random LoRA adapter (or head) for a GGUF model");
+  synthAdapterCmd->add_option("base", sad.base, "the GGUF model it adapts")
+      ->required()
+      ->check(CLI::ExistingFile);
+  synthAdapterCmd->add_option("-o,--output", sad.output, "output .gguf path")->required();
+  synthAdapterCmd->add_flag("--head", sad.head,
+                            "write a head (output_norm and output weights perturbed) instead");
+  synthAdapterCmd->add_option("--rank", sad.rank, "LoRA rank")->check(CLI::Range(1u, 4096u));
+  synthAdapterCmd->add_option("--alpha", sad.alpha, "adapter.lora.alpha (scale alpha/rank)");
+  synthAdapterCmd->add_option("--targets", sad.targets,
+                              "matrices to adapt: attn_q,attn_k,attn_v,attn_output,ffn_gate,"
+                              "ffn_up,ffn_down,output (default attn_q,attn_v)");
+  synthAdapterCmd->add_option("--magnitude", sad.magnitude,
+                              "size of B's entries (adapter) or of the relative change (head)")
+      ->check(CLI::Range(0.0f, 10.0f));
+  synthAdapterCmd->add_option("--seed", sad.seed, "generator seed");
 
   SynthOptions syn;
   auto *synthCmd = app.add_subcommand("synth", "write a deterministic random-weight Llama GGUF");
@@ -240,6 +275,19 @@ int main(int argc, char **argv) {
                          "open it with the public key refuse any other file");
   addSlimmingFlags(compileCmd, cmp.slim);
   addPrecisionFlags(compileCmd, cmp.prec);
+  addEditFlags(compileCmd, cmp.edits);
+  compileCmd->add_option("--base", cmp.base,
+                         "write a module of this base artifact (kiln/module.h) instead of a "
+                         "whole artifact: the tensors --adapter/--head change and the --ban "
+                         "list; every other option must be the base's")
+      ->check(CLI::ExistingFile);
+  compileCmd->add_option("--module-name", cmp.moduleName,
+                         "the module's name (default: the output file's stem)");
+  compileCmd->add_option("--module-version", cmp.moduleVersion, "the module's version text");
+  compileCmd->add_option("--ban", cmp.bans,
+                         "(with --base) a safety filter: tokens the model may never produce, "
+                         "given as a vocabulary entry, a word (every token spelling it, with "
+                         "or without a leading space) or id:N; repeatable");
 
   InspectOptions ins;
   auto *inspectCmd = app.add_subcommand("inspect", "print and verify a .kiln artifact");
@@ -373,6 +421,8 @@ int main(int argc, char **argv) {
     return runKeygen(keyPrefix);
   if (signCmd->parsed())
     return runSign(signArtifactPath, signKey);
+  if (synthAdapterCmd->parsed())
+    return runSynthAdapter(sad);
   if (synthCmd->parsed())
     return runSynth(syn);
   if (tokCmd->parsed())

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "kiln/kiln.h"
+#include "kiln/module.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,7 +35,7 @@ extern "C" {
 #define KILN_MANIFEST_NAME_MAX 128
 
 typedef struct kiln_manifest_entry_s {
-  char role[KILN_MANIFEST_NAME_MAX]; /* "base", "adapter:tone", "head", ... */
+  char role[KILN_MANIFEST_NAME_MAX]; /* "base" (the model), "adapter:tone", "head", ... */
   char file[KILN_MANIFEST_NAME_MAX]; /* a name inside the directory */
   uint64_t size;
   uint64_t header_xxh64;
@@ -59,13 +60,25 @@ kiln_status_t kiln_manifest_path(const char *dir, const kiln_manifest_t *manifes
                                  const char *role, char *out, size_t cap,
                                  kiln_error_t *out_error);
 
-/* Installs the artifact at `staged` (any path) as ROLE, replacing that role's member or
- * adding it: the file is opened and verified first (with public_key, it must be signed by
- * it), copied into DIR and synced, then the new manifest is committed. Afterwards files
+/* Installs the artifact or module at `staged` (any path) as ROLE, replacing that role's
+ * member or adding it: the file is opened and verified first (with public_key, it must be
+ * signed by it; a module must fit the set's current "base", which must be a model),
+ * copied into DIR and synced, then the new manifest is committed. Afterwards files
  * named by neither the manifest nor the previous one are removed. A DIR without a manifest
  * starts an empty set. Roles: letters, digits, '-', '_', ':' and '.', 1-63 bytes. */
 kiln_status_t kiln_manifest_install(const char *dir, const char *role, const char *staged,
                                     const uint8_t *public_key, kiln_error_t *out_error);
+
+/* Opens the set: the member of role "base" as a model artifact (options as for
+ * kiln_artifact_open_with; NULL: the defaults) and every other member as a module
+ * (kiln/module.h, with options->public_key when set) that must fit that base, up to cap of
+ * them into out_modules (*out_n of them). A module compiled for another base - after the
+ * base alone was updated, say - is refused (KILN_STATUS_UNSUPPORTED, naming the member);
+ * nothing stays open on any error. The caller closes what it got; kiln_session_apply_modules
+ * then applies the modules to a session of the base. */
+kiln_status_t kiln_manifest_open(const char *dir, const kiln_artifact_options_t *options,
+                                 kiln_artifact_t **out_base, kiln_module_t **out_modules,
+                                 uint32_t cap, uint32_t *out_n, kiln_error_t *out_error);
 
 /* Makes the previous set current again (its files were kept). KILN_STATUS_IO_ERROR when
  * there is none. The set rolled back from becomes the previous one. */

@@ -1,5 +1,6 @@
 /* kiln_session_t: KV cache, scratch, logits, positions, pool and sampler, all allocated at
  * create; prefill/decode only fill positions and call the generated entry point. */
+#include <math.h>
 #include <string.h>
 
 #include "../loader/artifact_internal.h"
@@ -37,6 +38,7 @@ struct kiln_session_s {
   uint32_t max_threads;       /* the pool's */
   uint32_t pinned;            /* threads pinned to a core (options.pin_threads) */
   uint32_t niced;             /* workers at options.thread_nice */
+  kiln_session_modules_t modules; /* kiln_session_set_modules */
 };
 
 kiln_session_options_t kiln_session_options_default(void) {
@@ -171,6 +173,8 @@ void kiln_session_destroy(kiln_session_t *s) {
     return;
   if (s->pacer.detach)
     s->pacer.detach(s->pacer.user);
+  if (s->modules.destroy)
+    s->modules.destroy(s->modules.user);
   kiln_pool_destroy(s->pool);
   kiln_sampler_destroy(s->sampler);
   kiln_mem_free(&s->alloc, s->kv_mem.base, s->kv_mem.size);
@@ -210,6 +214,9 @@ static kiln_status_t forward(kiln_session_t *s, const int32_t *tokens, size_t n,
                             "the model code rejected a batch of %u tokens at position %u "
                             "(returned %d)", b, s->n_past, rc);
     }
+    for (uint32_t i = 0; i < s->modules.n_banned; ++i) /* a filter module's bans */
+      for (uint32_t r = 0; r < b; ++r)
+        s->logits[(size_t)r * s->vocab + (uint32_t)s->modules.banned[i]] = -INFINITY;
     s->rows = b;
     s->first_pos = s->n_past;
     s->n_past += b;
@@ -327,3 +334,14 @@ uint32_t kiln_session_use_threads(kiln_session_t *s, uint32_t n) {
   s->ctx.n_threads = kiln_pool_set_active(s->pool, n);
   return s->ctx.n_threads;
 }
+
+void kiln_session_set_modules(kiln_session_t *s, const kiln_session_modules_t *m) {
+  s->modules = *m;
+  s->ctx.weights = m->weights ? m->weights : s->artifact->weights;
+}
+
+const kiln_session_modules_t *kiln_session_modules(const kiln_session_t *s) {
+  return &s->modules;
+}
+
+const kiln_artifact_t *kiln_session_artifact(const kiln_session_t *s) { return s->artifact; }

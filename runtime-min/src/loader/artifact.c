@@ -117,7 +117,8 @@ static kiln_status_t check_section(kiln_artifact_t *a, uint32_t i, const kiln_fb
   return KILN_STATUS_OK;
 }
 
-static kiln_status_t check_sections(kiln_artifact_t *a, uint64_t header_end, kiln_error_t *err) {
+static kiln_status_t check_sections(kiln_artifact_t *a, uint64_t header_end, int module,
+                                    kiln_error_t *err) {
   kiln_fb_vector_t v;
   if (kiln_fb_vector(&a->root, KILN_FB_ARTIFACT_SECTIONS, 4, &v))
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: malformed section table");
@@ -129,13 +130,15 @@ static kiln_status_t check_sections(kiln_artifact_t *a, uint64_t header_end, kil
   }
   if (!a->weights)
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "the artifact has no weights section");
-  if (!a->code || a->code_size == 0)
+  if (!module && (!a->code || a->code_size == 0))
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "the artifact has no code section");
+  if (module && a->code)
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "a module with a code section");
   return KILN_STATUS_OK;
 }
 
-kiln_status_t kiln_loader_verify(kiln_artifact_t *a, const uint8_t *public_key,
-                                 kiln_error_t *err) {
+kiln_status_t kiln_loader_verify_container(kiln_artifact_t *a, const uint8_t *public_key,
+                                           int module, kiln_error_t *err) {
   KILN_RETURN_IF_ERROR(check_preamble(a, err));
   KILN_RETURN_IF_ERROR(kiln_loader_check_signature(a, public_key, err));
   kiln_artifact_preamble_t p;
@@ -152,8 +155,22 @@ kiln_status_t kiln_loader_verify(kiln_artifact_t *a, const uint8_t *public_key,
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
                           "header format version %u (this runtime reads %u)", version,
                           KILN_ARTIFACT_FORMAT_VERSION);
-  KILN_RETURN_IF_ERROR(check_sections(a, p.header_offset + p.header_size, err));
-  KILN_RETURN_IF_ERROR(kiln_loader_read_tensors(a, err));
+  kiln_fb_table_t m;
+  int is_module = 0;
+  if (kiln_fb_table(&a->root, KILN_FB_ARTIFACT_MODULE, &m, &is_module))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: malformed module table");
+  if (is_module != module)
+    return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
+                          is_module ? "this file is a kiln module, not a model: open it with "
+                                      "kiln_module_open and apply it to a session of its base"
+                                    : "this file is a model artifact, not a module");
+  KILN_RETURN_IF_ERROR(check_sections(a, p.header_offset + p.header_size, module, err));
+  return kiln_loader_read_tensors(a, err);
+}
+
+kiln_status_t kiln_loader_verify(kiln_artifact_t *a, const uint8_t *public_key,
+                                 kiln_error_t *err) {
+  KILN_RETURN_IF_ERROR(kiln_loader_verify_container(a, public_key, 0, err));
   KILN_RETURN_IF_ERROR(kiln_loader_read_target(a, err));
   KILN_RETURN_IF_ERROR(kiln_loader_read_memory_plan(a, err));
   KILN_RETURN_IF_ERROR(kiln_loader_read_config(a, err));

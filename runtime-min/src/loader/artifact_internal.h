@@ -39,6 +39,11 @@ kiln_status_t kiln_loader_read_config(kiln_artifact_t *a, kiln_error_t *err);
 kiln_status_t kiln_loader_read_memory_plan(kiln_artifact_t *a, kiln_error_t *err);
 kiln_status_t kiln_loader_read_tensors(kiln_artifact_t *a, kiln_error_t *err);
 kiln_status_t kiln_loader_build_tokenizer(kiln_artifact_t *a, kiln_error_t *err);
+/* artifact.c: the file's container on a->map - preamble, signature, header, sections (a
+ * module, kiln/module.h, has no code section; a model must not be a module, nor the reverse)
+ * and the tensor table's ranges. */
+kiln_status_t kiln_loader_verify_container(kiln_artifact_t *a, const uint8_t *public_key,
+                                           int module, kiln_error_t *err);
 /* artifact.c: every check of kiln_artifact_open short of loading the code, on a->map (the
  * fuzz harness calls it on bytes in memory); fills a's tables and tokenizer. */
 kiln_status_t kiln_loader_verify(kiln_artifact_t *a, const uint8_t *public_key,

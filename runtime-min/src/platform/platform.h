@@ -17,9 +17,12 @@ typedef struct kiln_file_map_s {
   uint32_t memory;     /* kiln_weights_memory_t: what data points into */
   void *base;          /* KILN_WEIGHTS_HUGE_PAGES: the anonymous mapping holding data */
   size_t base_size;
+  int has_fd;          /* fd is the open file, kept so a session applying modules
+                          (kiln/module.h) can map its own copy-on-write view of it */
+  int fd;
 } kiln_file_map_t;
 
-/* The whole file, read-only: mapped (KILN_WEIGHTS_MAPPED) or read into memory that asks
+/* The whole file, read-only (the descriptor stays open until unmapped): mapped (KILN_WEIGHTS_MAPPED) or read into memory that asks
  * for huge pages (KILN_WEIGHTS_HUGE_PAGES, where the platform has it; out_map->memory says
  * which it got). KILN_STATUS_IO_ERROR when the file cannot be opened, mapped or read,
  * KILN_STATUS_OUT_OF_MEMORY when the copy does not fit. */

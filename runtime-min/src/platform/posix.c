@@ -81,20 +81,28 @@ kiln_status_t kiln_platform_map_file(const char *path, uint32_t memory,
   }
   if (memory == KILN_WEIGHTS_HUGE_PAGES) {
     kiln_status_t s = read_into_huge_pages(fd, path, size, out_map, err);
-    close(fd);
+    if (s != KILN_STATUS_OK)
+      close(fd);
+    out_map->has_fd = s == KILN_STATUS_OK;
+    out_map->fd = fd;
     return s;
   }
   void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int e = errno;
-  close(fd);
-  if (p == MAP_FAILED)
+  if (p == MAP_FAILED) {
+    int e = errno;
+    close(fd);
     return kiln_error_set(err, KILN_STATUS_IO_ERROR, "cannot map '%s': %s", path, strerror(e));
+  }
   out_map->data = (const uint8_t *)p;
   out_map->size = size;
+  out_map->has_fd = 1;
+  out_map->fd = fd;
   return KILN_STATUS_OK;
 }
 
 void kiln_platform_unmap_file(kiln_file_map_t *map) {
+  if (map->has_fd)
+    close(map->fd);
   if (map->base)
     munmap(map->base, map->base_size);
   else if (map->data)

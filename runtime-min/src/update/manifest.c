@@ -4,6 +4,8 @@
 #endif
 #include "kiln/update.h"
 
+#include "kiln/module.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -260,6 +262,35 @@ static kiln_status_t commit(const char *dir, const kiln_manifest_t *next, int ha
   return sync_dir(dir, err);
 }
 
+/* A model artifact, or a module (kiln/module.h) that fits the set's base when the set
+ * has one (a module installed as "base" is refused). */
+static kiln_status_t verify_staged(const char *dir, const kiln_manifest_t *cur,
+                                   const char *role, const char *staged,
+                                   const uint8_t *public_key, kiln_error_t *err) {
+  kiln_module_t *m = NULL;
+  kiln_status_t st = kiln_module_open(staged, public_key, NULL, &m, err);
+  kiln_artifact_options_t o = kiln_artifact_options_default();
+  o.public_key = public_key;
+  kiln_artifact_t *a = NULL;
+  if (st == KILN_STATUS_INVALID_ARGUMENT) { /* a model artifact, not a module */
+    KILN_RETURN_IF_ERROR(kiln_artifact_open_with(staged, &o, &a, err));
+    kiln_artifact_close(a);
+    return KILN_STATUS_OK;
+  }
+  KILN_RETURN_IF_ERROR(st);
+  char base[PATH_CAP];
+  kiln_error_t none;
+  if (!strcmp(role, "base"))
+    st = kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
+                        "%s is a module: the set's base must be a model artifact", staged);
+  else if (kiln_manifest_path(dir, cur, "base", base, sizeof base, &none) == KILN_STATUS_OK &&
+           (st = kiln_artifact_open_with(base, &o, &a, err)) == KILN_STATUS_OK)
+    st = kiln_module_check(m, a, err);
+  kiln_artifact_close(a);
+  kiln_module_close(m);
+  return st;
+}
+
 kiln_status_t kiln_manifest_install(const char *dir, const char *role, const char *staged,
                                     const uint8_t *public_key, kiln_error_t *err) {
   kiln_error_clear(err);
@@ -268,12 +299,6 @@ kiln_status_t kiln_manifest_install(const char *dir, const char *role, const cha
   if (!valid_role(role))
     return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
                           "role '%.64s': use 1-63 letters, digits, '-', '_', ':' or '.'", role);
-  /* The staged file must be a whole, valid artifact before anything on disk changes. */
-  kiln_artifact_options_t o = kiln_artifact_options_default();
-  o.public_key = public_key;
-  kiln_artifact_t *a = NULL;
-  KILN_RETURN_IF_ERROR(kiln_artifact_open_with(staged, &o, &a, err));
-  kiln_artifact_close(a);
   kiln_manifest_entry_t e;
   memset(&e, 0, sizeof e);
   KILN_RETURN_IF_ERROR(identify(staged, &e.size, &e.header_xxh64, err));
@@ -292,6 +317,8 @@ kiln_status_t kiln_manifest_install(const char *dir, const char *role, const cha
     KILN_RETURN_IF_ERROR(parse(path, &cur, err));
   else
     memset(&cur, 0, sizeof cur);
+  /* The staged file must be whole and valid before anything on disk changes. */
+  KILN_RETURN_IF_ERROR(verify_staged(dir, &cur, role, staged, public_key, err));
 
   char member[PATH_CAP], tmp[PATH_CAP];
   KILN_RETURN_IF_ERROR(join(dir, e.file, member, err));
@@ -338,5 +365,52 @@ kiln_status_t kiln_manifest_rollback(const char *dir, kiln_error_t *err) {
   KILN_RETURN_IF_ERROR(check_members(dir, &prev, err));
   prev.generation = cur.generation + 1;
   KILN_RETURN_IF_ERROR(commit(dir, &prev, 1, err));
+  return KILN_STATUS_OK;
+}
+
+static void close_set(kiln_artifact_t *base, kiln_module_t **mods, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i)
+    kiln_module_close(mods[i]);
+  kiln_artifact_close(base);
+}
+
+kiln_status_t kiln_manifest_open(const char *dir, const kiln_artifact_options_t *options,
+                                 kiln_artifact_t **out_base, kiln_module_t **out_modules,
+                                 uint32_t cap, uint32_t *out_n, kiln_error_t *err) {
+  kiln_error_clear(err);
+  if (!dir || !out_base || !out_n || (cap && !out_modules))
+    return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT, "NULL argument");
+  *out_base = NULL;
+  *out_n = 0;
+  kiln_manifest_t m;
+  KILN_RETURN_IF_ERROR(kiln_manifest_load(dir, &m, err));
+  char path[PATH_CAP];
+  KILN_RETURN_IF_ERROR(kiln_manifest_path(dir, &m, "base", path, sizeof path, err));
+  kiln_artifact_t *base = NULL;
+  KILN_RETURN_IF_ERROR(kiln_artifact_open_with(path, options, &base, err));
+  const uint8_t *key = options ? options->public_key : NULL;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < m.n_entries; ++i) {
+    const kiln_manifest_entry_t *e = &m.entries[i];
+    if (!strcmp(e->role, "base"))
+      continue;
+    kiln_status_t st = n < cap ? join(dir, e->file, path, err)
+                               : kiln_error_set(err, KILN_STATUS_BUFFER_TOO_SMALL,
+                                                "the set has more than %u modules", cap);
+    if (st == KILN_STATUS_OK)
+      st = kiln_module_open(path, key, NULL, &out_modules[n], err);
+    if (st == KILN_STATUS_OK && (st = kiln_module_check(out_modules[n], base, err)) != KILN_STATUS_OK)
+      kiln_module_close(out_modules[n]);
+    else if (st == KILN_STATUS_OK)
+      ++n;
+    if (st != KILN_STATUS_OK) {
+      close_set(base, out_modules, n);
+      char role[KILN_MANIFEST_NAME_MAX + 32];
+      snprintf(role, sizeof role, "%s: member '%s'", dir, e->role);
+      return kiln_error_prefix(err, st, role);
+    }
+  }
+  *out_base = base;
+  *out_n = n;
   return KILN_STATUS_OK;
 }

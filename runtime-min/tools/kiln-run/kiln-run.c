@@ -38,6 +38,8 @@ static const char kUsage[] =
     "       kiln-run bench A.kiln [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--threads N]\n"
     "                      [--weights map|huge] [--all-logits]\n"
     "every command: [--public-key KEY.pub] opens only an artifact signed with its secret key\n"
+    "every command: [--module M.kiln]... applies modules (adapter, head, filter) of the\n"
+    "artifact to the session (kiln compile --base writes them)\n"
     "every command: [--pin] pins the threads to the fastest cores, one each; [--prefetch]\n"
     "asks the OS to read the whole mapped artifact ahead at open\n"
     "--weights map: the artifact is mapped from its file (the default); huge: read into\n"
@@ -157,6 +159,13 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
         return run_fail("%s needs a value", a);
       *(a[10] ? &o->governor_log : &o->governor) = v;
     }
+    else if (!strcmp(a, "--module")) {
+      if (!v)
+        return run_fail("--module needs a file (kiln compile --base writes one)");
+      if (o->n_modules == RUN_MAX_MODULES)
+        return run_fail("at most %d --module files", RUN_MAX_MODULES);
+      o->modules[o->n_modules++] = v;
+    }
     else if (!strcmp(a, "--public-key")) {
       if (!v)
         return run_fail("--public-key needs a file (kiln keygen writes NAME.pub)");
@@ -252,7 +261,8 @@ int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
     *out_artifact = NULL;
     return run_fail("%s", err.message);
   }
-  if (run_governor_attach(o, *out_session)) {
+  if (run_modules_apply(o, o->public_key ? key : NULL, *out_session) ||
+      run_governor_attach(o, *out_session)) {
     run_close(*out_artifact, *out_session);
     *out_artifact = NULL;
     *out_session = NULL;

@@ -29,6 +29,9 @@ typedef struct run_options_s {
   kiln_sampler_params_t sampler;
   const char *governor;     /* --governor SPEC (governor_flag.c) */
   const char *governor_log; /* --governor-log FILE */
+#define RUN_MAX_MODULES 8
+  const char *modules[RUN_MAX_MODULES]; /* --module FILE (module_flag.c) */
+  uint32_t n_modules;
 } run_options_t;
 
 /* Prints "kiln-run: error: <message>" to stderr; returns 1. */
@@ -46,6 +49,10 @@ void run_close(kiln_artifact_t *a, kiln_session_t *s);
  * governor goes with run_close. */
 int run_governor_attach(const run_options_t *o, kiln_session_t *s);
 void run_governor_close(void);
+/* module_flag.c: opens the --module files (with public_key, only ones it signed) and
+ * applies them to the session (nothing without one), saying on stderr what each holds and
+ * how long applying took. */
+int run_modules_apply(const run_options_t *o, const uint8_t *public_key, kiln_session_t *s);
 
 /* Tokenizes text into a malloc'ed array (*out_ids, freed by the caller). */
 int run_tokenize(const kiln_artifact_t *a, const char *text, size_t len, int add_bos,

@@ -16,7 +16,7 @@ set(_rt_srcs ${KILN_RUNTIME_SOURCES} ${KILN_RUNTIME_EXEC_SOURCES}
     ${_rt}/tools/kiln-run/run_bench.c ${_rt}/tools/kiln-run/bandwidth.c
     ${_rt}/tools/kiln-run/compute_probe.c ${_rt}/tools/kiln-run/probe_threads.c
     ${_rt}/tools/kiln-run/cpu_share.c ${_rt}/tools/kiln-run/huge_pages.c
-    ${_rt}/tools/kiln-run/governor_none.c)
+    ${_rt}/tools/kiln-run/governor_none.c ${_rt}/tools/kiln-run/module_none.c)
 list(FILTER _rt_srcs EXCLUDE REGEX "/src/(platform/(posix|code_posix)|exec/pool)\\.c$")
 set(_rt_objs)
 foreach(s ${_rt_srcs})
