@@ -41,7 +41,7 @@ struct State {
   double secEnergy = 0, secStart = 0;
   uint64_t secTokens = 0;
   double lastSecPowerW = 0; // the power sensor: the last full second's mean
-  uint32_t threads = 0;
+  uint32_t threads = 0, skip = 0; // threads on cores [skip, skip + threads)
   ThermalRun *run = nullptr;
 };
 
@@ -55,6 +55,7 @@ void closeSecond(State &s) {
   x.clock = s.clock;
   x.powerW = len > 0 ? s.secEnergy / len : 0;
   x.threads = s.threads;
+  x.skip = s.skip;
   s.lastSecPowerW = x.powerW;
   s.run->samples.push_back(x);
   s.secStart = s.t;
@@ -206,7 +207,7 @@ bool simulateThermal(const ChipProfile &chip, const ThermalSimConfig &cfg, Therm
   while (s.t < cfg.seconds) {
     const uint32_t n = s.threads;
     double macRate = 0, stream = 0, coreW = 0;
-    for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t i = s.skip; i < s.skip + n; ++i) {
       macRate += cores[i].macsPerCycle * cores[i].ghz * 1e9 * s.clock;
       stream += cores[i].streamGbs * 1e9 * (kStreamAtZeroClock + (1 - kStreamAtZeroClock) * s.clock);
       coreW += cores[i].watts * powerShare(s.clock);
@@ -223,7 +224,8 @@ bool simulateThermal(const ChipProfile &chip, const ThermalSimConfig &cfg, Therm
     if (gov) {
       kiln_governor_action_t a;
       kiln_governor_on_token(gov, compute, n, &a);
-      s.threads = std::max(1u, std::min(a.threads, most));
+      s.skip = std::min(a.skip_cores, most - 1);
+      s.threads = std::max(1u, std::min(a.threads, most - s.skip));
       if (a.idle_s > 0)
         advance(s, a.idle_s, m.idleW);
     }

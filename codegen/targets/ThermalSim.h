@@ -43,6 +43,7 @@ struct ThermalSample {
   double clock = 0;    // the OS's clock cap, share of each cluster's top clock
   double powerW = 0;   // mean over the second
   uint32_t threads = 0;
+  uint32_t skip = 0;   // fastest cores the threads left (the governor's skip_fastest)
 };
 
 struct ThermalRun {

@@ -82,7 +82,7 @@ struct Harness {
   // also waits out the idle time the governor asks for. Returns the last action.
   kiln_governor_action_t run(double until, const std::function<double(uint32_t)> &c,
                              uint32_t threads, const std::function<void(double)> &at = {}) {
-    kiln_governor_action_t a{0, threads};
+    kiln_governor_action_t a{0, threads, 0};
     while (now < until) {
       if (at)
         at(now);
@@ -172,6 +172,43 @@ TEST(RuntimeGovernor, CoolingReleasesThePace) {
   for (const auto &d : h.log)
     released |= std::strcmp(d.reason, "below every ceiling: unpaced") == 0;
   EXPECT_TRUE(released);
+}
+
+// skip_fastest: while a ceiling caps the pace the threads leave the fastest cores, and come
+// back when it is released; without it they never move.
+TEST(RuntimeGovernor, CappedPaceLeavesTheFastestCores) {
+  for (uint32_t skip : {0u, 1u}) {
+    SCOPED_TRACE("skip_fastest " + std::to_string(skip));
+    Harness h;
+    kiln_governor_config_t c = h.config();
+    static double s_temp;
+    s_temp = 50;
+    c.read_temp_c = [](void *, double *out) {
+      *out = s_temp;
+      return 0;
+    };
+    c.stale_s = 1000;
+    c.max_temp_c = 45;
+    c.max_threads = 2;
+    c.skip_fastest = skip;
+    h.create(c);
+    kiln_governor_action_t a = h.run(5, [](uint32_t) { return 0.02; }, 2);
+    ASSERT_GT(h.log.back().pace_tok_s, 0);
+    EXPECT_EQ(a.skip_cores, skip);
+    EXPECT_EQ(h.log.back().skip_cores, skip);
+    char line[512];
+    kiln_governor_format_decision(&h.log.back(), line, sizeof line);
+    EXPECT_EQ(std::strstr(line, " skip=1:") != nullptr, skip == 1) << line;
+    s_temp = 30;
+    a = h.run(200, [](uint32_t) { return 0.02; }, 2);
+    EXPECT_EQ(h.log.back().pace_tok_s, 0);
+    EXPECT_EQ(a.skip_cores, 0u);
+    int moves = 0;
+    for (size_t i = 1; i < h.log.size(); ++i)
+      moves += h.log[i].skip_cores != h.log[i - 1].skip_cores;
+    EXPECT_EQ(moves, skip == 1 ? 1 : 0) << "off once while capped (from the first decision), "
+                                           "back once released";
+  }
 }
 
 TEST(RuntimeGovernor, GarbageMissingOutOfRangeAndFrozenFilesAreNotTrusted) {
@@ -438,6 +475,60 @@ TEST_F(RuntimePlacement, PinnedSessionRunsAndRestoresTheCaller) {
   kiln_session_stats(s, &st);
   EXPECT_EQ(st.pinned_threads, 0u);
   kiln_session_destroy(s);
+}
+
+// A pinned session paced by a ceiling with skip_fastest = 1 moves off its fastest core:
+// on a 2-core machine one core is left, so one thread; detached, both again.
+TEST_F(RuntimePlacement, PacedSessionLeavesTheFastestCore) {
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  if (CPU_COUNT(&mask) < 2)
+    GTEST_SKIP() << "needs two cores";
+  kiln_session_options_t o = kiln_session_options_default();
+  o.n_threads = 2;
+  o.pin_threads = 1;
+  kiln_session_t *s = nullptr;
+  ASSERT_EQ(kiln_session_create(a, &o, &s, &err), KILN_STATUS_OK) << err.message;
+  kiln_governor_config_t c = kiln_governor_config_default();
+  c.read_temp_c = [](void *, double *out) {
+    *out = 60;
+    return 0;
+  };
+  c.read_power_w = nullptr;
+  c.thermal_paths = "";
+  c.stale_s = 1000;
+  c.max_temp_c = 45;
+  c.period_s = 0.005;
+  c.min_tok_s = 1000; /* the pace never waits long */
+  c.skip_fastest = 1;
+  kiln_governor_t *g = nullptr;
+  ASSERT_EQ(kiln_governor_create(&c, nullptr, &g, &err), KILN_STATUS_OK) << err.message;
+  ASSERT_EQ(kiln_session_set_governor(s, g, &err), KILN_STATUS_OK);
+  int32_t tok = 3;
+  ASSERT_EQ(kiln_session_prefill(s, &tok, 1, &err), KILN_STATUS_OK);
+  kiln_session_stats_t st;
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_EQ(kiln_session_decode(s, tok = (tok + 1) % 32, &err), KILN_STATUS_OK);
+    if (kiln_session_n_past(s) + 1 >= kiln::test::kFakeMaxCtx) {
+      kiln_session_reset(s);
+      ASSERT_EQ(kiln_session_prefill(s, &tok, 1, &err), KILN_STATUS_OK);
+    }
+    kiln_governor_decision_t d;
+    kiln_governor_last(g, &d);
+    if (d.skip_cores == 1 && d.pace_tok_s > 0)
+      break;
+  }
+  ASSERT_EQ(kiln_session_decode(s, tok = (tok + 1) % 32, &err), KILN_STATUS_OK);
+  kiln_governor_decision_t d;
+  kiln_governor_last(g, &d);
+  EXPECT_EQ(d.skip_cores, 1u);
+  kiln_session_stats(s, &st);
+  EXPECT_EQ(st.n_threads, 1u) << "one core is left after the fastest";
+  ASSERT_EQ(kiln_session_set_governor(s, nullptr, &err), KILN_STATUS_OK);
+  kiln_session_stats(s, &st);
+  EXPECT_EQ(st.n_threads, 2u);
+  kiln_session_destroy(s);
+  kiln_governor_destroy(g);
 }
 
 // thread_nice: the workers run at it (raising the value needs no privilege); out of range

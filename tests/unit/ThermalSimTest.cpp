@@ -71,6 +71,33 @@ TEST(ThermalSim, LongerSessionsArePacedAtTheCeiling) {
   EXPECT_TRUE(paced);
 }
 
+// skip_fastest = 1: capped, the threads leave the prime core (4 W in the model) for the
+// performance cores (1.5 W each): more tokens at less energy over 20 minutes, under the
+// same ceiling and never at the OS's trip.
+TEST(ThermalSim, CappedDecodeLeavesThePrimeCore) {
+  const ChipProfile &chip = findBuiltinProfile("snapdragon-8-gen-3")->profile;
+  ThermalSimConfig cfg = llama1b();
+  cfg.seconds = 1200;
+  kiln_governor_config_t g = kiln_governor_config_default();
+  g.max_temp_c = 41;
+  cfg.governor = &g;
+  ThermalRun stay, move;
+  std::string error;
+  ASSERT_TRUE(simulateThermal(chip, cfg, stay, error)) << error;
+  g.skip_fastest = 1;
+  ASSERT_TRUE(simulateThermal(chip, cfg, move, error)) << error;
+  EXPECT_GT(double(move.tokens), 1.05 * double(stay.tokens));
+  EXPECT_LT(move.energyJ / double(move.tokens), stay.energyJ / double(stay.tokens));
+  EXPECT_LT(move.firstThrottleS, 0);
+  EXPECT_LT(move.peakSkinC, 41 + 1.0);
+  uint32_t skipped = 0;
+  for (const ThermalSample &x : move.samples)
+    skipped += x.skip == 1;
+  EXPECT_GT(skipped, 600u) << "most of a capped session runs off the prime core";
+  for (const ThermalSample &x : stay.samples)
+    ASSERT_EQ(x.skip, 0u);
+}
+
 TEST(ThermalSim, ProfileWithoutThermalModelIsAnError) {
   const ChipProfile &chip = findBuiltinProfile("armv8.2-a+dotprod")->profile;
   ThermalRun run;

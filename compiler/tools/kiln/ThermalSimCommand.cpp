@@ -110,12 +110,12 @@ int runThermalSim(const ThermalSimOptions &opts) {
 
   if (!opts.csv.empty()) {
     std::ofstream f(opts.csv);
-    f << "run,t_s,tok_s,die_c,skin_c,clock,power_w,threads\n";
+    f << "run,t_s,tok_s,die_c,skin_c,clock,power_w,threads,skip\n";
     for (const auto *r : {&flat, &governed})
       for (const codegen::ThermalSample &x : r->samples)
         f << (r == &flat ? "none" : "governor") << ',' << x.t << ',' << x.tokS << ','
           << x.dieC << ',' << x.skinC << ',' << x.clock << ',' << x.powerW << ','
-          << x.threads << '\n';
+          << x.threads << ',' << x.skip << '\n';
     if (!f)
       return fail("cannot write '" + opts.csv + "'");
   }

@@ -18,7 +18,11 @@
  *     to show or while the reading still climbs), inside the hysteresis band it holds,
  *     below it rises 2% per period until it is released;
  *   - threads: the fewest threads whose measured speed is within 3% of the best (decode is
- *     bandwidth-bound, so past a few cores more threads only add power) and above the pace.
+ *     bandwidth-bound, so past a few cores more threads only add power) and above the pace;
+ *   - placement (skip_fastest = N): while a ceiling caps the pace, the threads leave the N
+ *     fastest cores (a phone's prime core: several times a performance core's watts for
+ *     little more of the memory bandwidth decode is bound by) and run on the next ones,
+ *     with a thread more if that is too slow for the pace; back once the cap is released.
  * A sensor that cannot be opened, holds garbage or an absurd value, or has not changed for
  * stale_s, is not trusted (the decision says so); the governor never stops decode.
  * Every decision goes to the log callback with its time and inputs.
@@ -53,6 +57,7 @@ typedef struct kiln_governor_decision_s {
   const char *reason;   /* static text: "temperature over the ceiling", ... */
   const char *temp_state;  /* "ok", "missing", "garbage", "out of range", "frozen", "none" */
   const char *power_state; /* the same for power */
+  uint32_t skip_cores;  /* the fastest cores the threads leave from now on (skip_fastest) */
 } kiln_governor_decision_t;
 
 typedef struct kiln_governor_config_s {
@@ -67,7 +72,10 @@ typedef struct kiln_governor_config_s {
   double temp_band_c;   /* hysteresis below max_temp_c (default 2) */
   double band;          /* relative hysteresis of pace, power, headroom (default 0.1) */
   double period_s;      /* control period (default 1) */
-  double stale_s;       /* unchanged this long: not trusted (default 20) */
+  /* Unchanged this long: not trusted (default 120: a skin thermistor read to 0.1 C holds
+   * one value for tens of seconds under a steady load, and taking a steady hot reading
+   * for a dead file releases the pace; docs/perf.md, "Governor: placement"). */
+  double stale_s;
   double headroom_forecast_s; /* NDK forecast horizon (default 10) */
   uint32_t min_threads; /* 0: 1 */
   uint32_t max_threads; /* 0: the session's */
@@ -92,6 +100,11 @@ typedef struct kiln_governor_config_s {
   /* Called with every decision (every period); NULL: none. */
   void (*log)(void *user, const kiln_governor_decision_t *decision);
   void *log_user;
+  /* While a ceiling caps the pace, leave this many of the fastest cores (0: never). A
+   * session must be created with pin_threads for the threads to move (they are then
+   * pinned to the cores after the skipped ones); unpinned, the decision is logged and
+   * nothing moves. */
+  uint32_t skip_fastest;
 } kiln_governor_config_t;
 
 /* No pace, no ceilings, every default above, the real sensors. */
@@ -99,7 +112,7 @@ kiln_governor_config_t kiln_governor_config_default(void);
 
 /* Reads a config from "key=value,..." (kiln-run --governor, kiln thermal-sim --governor):
  *   tok-s=T  temp=C  power=W  headroom=H  slowdown=X  period=S  stale=S
- *   min-threads=N  max-threads=N  zones=P1:P2  zone-types=T1:T2  power-path=P
+ *   min-threads=N  max-threads=N  skip=N  zones=P1:P2  zone-types=T1:T2  power-path=P
  * Everything else is the default. The config's strings point into storage (cap bytes,
  * at least strlen(spec) + 1), which must outlive kiln_governor_create. */
 kiln_status_t kiln_governor_config_parse(const char *spec, kiln_governor_config_t *config,
@@ -122,11 +135,12 @@ void kiln_governor_destroy(kiln_governor_t *governor);
 typedef struct kiln_governor_action_s {
   double idle_s;
   uint32_t threads;
+  uint32_t skip_cores; /* run the threads on the cores after this many of the fastest */
 } kiln_governor_action_t;
 
 /* The loop without a session (simulators, other runtimes): a token took compute_s on
- * `threads` threads; returns what to do next. At the end of each period it reads the
- * sensors and decides. */
+ * `threads` threads placed as the last action said; returns what to do next. At the end
+ * of each period it reads the sensors and decides. */
 void kiln_governor_on_token(kiln_governor_t *governor, double compute_s, uint32_t threads,
                             kiln_governor_action_t *out_action);
 

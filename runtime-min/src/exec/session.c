@@ -16,6 +16,8 @@ typedef struct {
   size_t size;
 } region_t;
 
+#define KILN_SESSION_PLACE_CPUS 64 /* cores a pinned session can move among */
+
 struct kiln_session_s {
   const kiln_artifact_t *artifact;
   kiln_allocator_t user_alloc; /* the caller's (or malloc's) */
@@ -38,6 +40,8 @@ struct kiln_session_s {
   uint32_t max_threads;       /* the pool's */
   uint32_t pinned;            /* threads pinned to a core (options.pin_threads) */
   uint32_t niced;             /* workers at options.thread_nice */
+  int32_t cpus[KILN_SESSION_PLACE_CPUS]; /* pinned sessions: the cores, fastest first */
+  uint32_t n_cpus, room;      /* ... how many; threads the placement has cores for */
   kiln_session_modules_t modules; /* kiln_session_set_modules */
 };
 
@@ -121,7 +125,10 @@ static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o
     int32_t cpus[KILN_SESSION_MAX_PINNED];
     uint32_t n = kiln_platform_cpus_fastest_first(cpus, KILN_SESSION_MAX_PINNED);
     s->pinned = kiln_pool_pin(s->pool, cpus, n < threads ? n : threads);
+    s->n_cpus = n < KILN_SESSION_PLACE_CPUS ? n : KILN_SESSION_PLACE_CPUS;
+    memcpy(s->cpus, cpus, s->n_cpus * sizeof *cpus);
   }
+  s->room = threads;
   if (o->thread_nice)
     s->niced = kiln_pool_set_nice(s->pool, o->thread_nice);
   return KILN_STATUS_OK;
@@ -331,8 +338,20 @@ void kiln_session_set_pacer(kiln_session_t *s, const kiln_session_pacer_t *pacer
 uint32_t kiln_session_max_threads(const kiln_session_t *s) { return s->max_threads; }
 
 uint32_t kiln_session_use_threads(kiln_session_t *s, uint32_t n) {
-  s->ctx.n_threads = kiln_pool_set_active(s->pool, n);
+  s->ctx.n_threads = kiln_pool_set_active(s->pool, n < s->room ? n : s->room);
   return s->ctx.n_threads;
+}
+
+uint32_t kiln_session_place_threads(kiln_session_t *s, uint32_t skip) {
+  if (!s->pinned || s->n_cpus < 2) /* unpinned, or nowhere to move */
+    return 0;
+  if (skip > s->n_cpus - 1)
+    skip = s->n_cpus - 1;
+  const uint32_t room = s->n_cpus - skip;
+  s->room = room < s->max_threads ? room : s->max_threads;
+  kiln_pool_pin(s->pool, s->cpus + skip, s->room);
+  kiln_session_use_threads(s, s->ctx.n_threads);
+  return skip;
 }
 
 void kiln_session_set_modules(kiln_session_t *s, const kiln_session_modules_t *m) {

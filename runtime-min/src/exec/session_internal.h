@@ -21,8 +21,13 @@ typedef struct kiln_session_pacer_s {
 void kiln_session_set_pacer(kiln_session_t *session, const kiln_session_pacer_t *pacer);
 /* The pool's threads (the most a decode can use). */
 uint32_t kiln_session_max_threads(const kiln_session_t *session);
-/* Runs the next forward passes on n threads (clamped to 1..max); returns the count used. */
+/* Runs the next forward passes on n threads (clamped to 1..max, and to the cores the
+ * placement has); returns the count used. */
 uint32_t kiln_session_use_threads(kiln_session_t *session, uint32_t n);
+/* A pinned session (options.pin_threads) moves its threads onto the cores after the `skip`
+ * fastest (at least one core kept); returns the skip applied, 0 when the session is not
+ * pinned. */
+uint32_t kiln_session_place_threads(kiln_session_t *session, uint32_t skip);
 
 /* What the module library set on a session (kiln/module.h). */
 typedef struct kiln_session_modules_s {

@@ -34,9 +34,12 @@ struct kiln_governor_s {
   double t0, period_start, next_start;
   double sum_compute;
   uint32_t tokens, threads_run;
-  double best[MAX_TRACKED_THREADS + 1], recent[MAX_TRACKED_THREADS + 1],
-      recent_at[MAX_TRACKED_THREADS + 1];
+  /* speeds per thread count, [0] on the fastest cores, [1] with skip_fastest left out */
+  double best[2][MAX_TRACKED_THREADS + 1], recent[2][MAX_TRACKED_THREADS + 1],
+      recent_at[2][MAX_TRACKED_THREADS + 1];
   uint32_t threads, max_threads, probe_from;
+  uint32_t skip;         /* cores the threads leave: 0 or cfg.skip_fastest */
+  uint32_t skip_applied; /* what the session last did with it (pace_after) */
   double probe_blocked_until, probe_block_s;
   double cap;  /* pace the ceilings allow; 0 = none */
   double temp_cut_at, temp_cut_c; /* the last cut for temperature: when, at what reading */
@@ -67,7 +70,7 @@ kiln_governor_config_t kiln_governor_config_default(void) {
   c.temp_band_c = 2.0;
   c.band = 0.1;
   c.period_s = 1.0;
-  c.stale_s = 20.0;
+  c.stale_s = 120.0;
   c.headroom_forecast_s = 10.0;
   c.min_tok_s = 1.0;
   return c;
@@ -94,6 +97,9 @@ static kiln_status_t check_config(const kiln_governor_config_t *c, kiln_error_t 
     return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
                           "governor: max_slowdown = %g must be 0 (off) or at least 1.01",
                           c->max_slowdown);
+  if (c->skip_fastest > 1024)
+    return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
+                          "governor: skip_fastest = %u is above 1024", c->skip_fastest);
   if (c->max_threads > 1024 || (c->max_threads && c->min_threads > c->max_threads))
     return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
                           "governor: threads %u..%u: need min <= max <= 1024", c->min_threads,
@@ -252,7 +258,8 @@ static double read_headroom(kiln_governor_t *g) {
 }
 
 static double rate_at(const kiln_governor_t *g, uint32_t n) {
-  return n <= MAX_TRACKED_THREADS && g->recent[n] > 0 ? 1.0 / g->recent[n] : 0;
+  const double *recent = g->recent[g->skip > 0];
+  return n <= MAX_TRACKED_THREADS && recent[n] > 0 ? 1.0 / recent[n] : 0;
 }
 
 /* The ceilings' cap on the pace, from this period's readings. */
@@ -317,8 +324,9 @@ static const char *update_cap(kiln_governor_t *g, const kiln_governor_decision_t
     g->cap *= RELEASE;
     double fastest = 0;
     for (uint32_t k = 1; k <= MAX_TRACKED_THREADS; ++k)
-      if (g->best[k] > 0)
-        fastest = fmax(fastest, 1.0 / g->best[k]);
+      for (int p = 0; p < 2; ++p)
+        if (g->best[p][k] > 0)
+          fastest = fmax(fastest, 1.0 / g->best[p][k]);
     if (fastest > 0 && g->cap > fastest * (1 + c->band)) {
       g->cap = 0;
       return "below every ceiling: unpaced";
@@ -369,7 +377,7 @@ static const char *choose_threads(kiln_governor_t *g, double now) {
     g->threads = n - 1;
     return "trying one thread fewer";
   }
-  if (g->pace == 0 && n < hi && now - g->recent_at[n + 1] > PROBE_UP_AFTER_S) {
+  if (g->pace == 0 && n < hi && now - g->recent_at[g->skip > 0][n + 1] > PROBE_UP_AFTER_S) {
     g->probe_from = n;
     g->threads = n + 1;
     return "trying one thread more";
@@ -385,13 +393,14 @@ static void decide(kiln_governor_t *g, double now) {
   d.t_s = now - g->t0;
   d.tokens = g->tokens;
   d.token_s = g->tokens ? g->sum_compute / g->tokens : 0;
+  const int placed = g->skip > 0; /* where this period's tokens ran */
   if (d.token_s > 0 && n >= 1 && n <= MAX_TRACKED_THREADS) {
-    if (g->best[n] == 0 || d.token_s < g->best[n])
-      g->best[n] = d.token_s;
-    g->recent[n] = d.token_s;
-    g->recent_at[n] = now;
+    if (g->best[placed][n] == 0 || d.token_s < g->best[placed][n])
+      g->best[placed][n] = d.token_s;
+    g->recent[placed][n] = d.token_s;
+    g->recent_at[placed][n] = now;
   }
-  d.best_token_s = n <= MAX_TRACKED_THREADS ? g->best[n] : 0;
+  d.best_token_s = n <= MAX_TRACKED_THREADS ? g->best[placed][n] : 0;
   d.temp_c = d.power_w = NAN;
   double v = NAN;
   kiln_sensor_state_t ts = read_temp(g, now, &v);
@@ -409,13 +418,26 @@ static void decide(kiln_governor_t *g, double now) {
   g->pace = c->target_tok_s;
   if (g->cap > 0 && (g->pace == 0 || g->cap < g->pace))
     g->pace = g->cap;
-  const char *threads_why = choose_threads(g, now);
+  /* Placement first; a period on the other cores comes before any thread probe there. */
+  const uint32_t skip = g->cap > 0 ? c->skip_fastest : 0;
+  const char *threads_why = NULL;
+  if (skip != g->skip) {
+    g->skip = skip;
+    if (g->probe_from)
+      g->threads = g->probe_from; /* a probe's answer would be for the other cores */
+    g->probe_from = 0;
+    threads_why = skip ? "capped by a ceiling: off the fastest cores"
+                       : "no ceiling: back on the fastest cores";
+  } else {
+    threads_why = choose_threads(g, now);
+  }
   d.reason = why ? why : threads_why ? threads_why
              : g->pace > 0 && g->pace == c->target_tok_s ? "holding the target pace"
                                                           : "steady";
   d.pace_tok_s = g->pace;
   d.idle_s = g->pace > 0 && d.token_s > 0 ? fmax(0, 1.0 / g->pace - d.token_s) : 0;
   d.threads = g->threads;
+  d.skip_cores = g->skip;
   g->last = d;
   if (c->log)
     c->log(c->log_user, &d);
@@ -442,6 +464,7 @@ void kiln_governor_on_token(kiln_governor_t *g, double compute_s, uint32_t threa
     decide(g, now);
   out->threads = g->threads ? g->threads : threads;
   out->idle_s = g->pace > 0 && compute_s >= 0 ? fmax(0, 1.0 / g->pace - compute_s) : 0;
+  out->skip_cores = g->skip;
 }
 
 void kiln_governor_last(const kiln_governor_t *g, kiln_governor_decision_t *out) {
@@ -465,6 +488,11 @@ static void pace_after(void *user, kiln_session_t *s, double compute_s, uint32_t
   kiln_governor_action_t a;
   kiln_governor_on_token(g, compute_s, threads, &a);
   g->next_start = g->cfg.clock_s(g->cfg.hook_user) + a.idle_s;
+  if (a.skip_cores != g->skip_applied) {
+    g->skip_applied = a.skip_cores;
+    kiln_session_place_threads(s, a.skip_cores);
+    threads = 0; /* the placement may have changed how many threads there are room for */
+  }
   if (a.threads != threads)
     g->threads = kiln_session_use_threads(s, a.threads);
 }
@@ -483,6 +511,7 @@ kiln_status_t kiln_session_set_governor(kiln_session_t *s, kiln_governor_t *g,
     return kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
                           "the governor already paces another session");
   kiln_session_set_pacer(s, NULL);
+  kiln_session_place_threads(s, 0);
   kiln_session_use_threads(s, kiln_session_max_threads(s));
   if (!g)
     return KILN_STATUS_OK;
@@ -491,6 +520,7 @@ kiln_status_t kiln_session_set_governor(kiln_session_t *s, kiln_governor_t *g,
   g->max_threads = g->cfg.max_threads && g->cfg.max_threads < most ? g->cfg.max_threads : most;
   g->threads = g->max_threads;
   g->next_start = 0;
+  g->skip_applied = 0;
   kiln_session_use_threads(s, g->threads);
   kiln_session_pacer_t p = {pace_before, pace_after, pace_detach, g};
   kiln_session_set_pacer(s, &p);

@@ -37,7 +37,7 @@ kiln_status_t kiln_governor_config_parse(const char *spec, kiln_governor_config_
     if (!v)
       return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
                             "'%s' is not key=value (keys: tok-s, temp, power, headroom, "
-                            "slowdown, period, stale, min-threads, max-threads, zones, "
+                            "slowdown, period, stale, min-threads, max-threads, skip, zones, "
                             "zone-types, power-path)", item);
     *v++ = '\0';
     double x = 0;
@@ -56,7 +56,10 @@ kiln_status_t kiln_governor_config_parse(const char *spec, kiln_governor_config_
       st = number(item, v, 0.001, 3600, 0, &c->period_s, err);
     else if (!strcmp(item, "stale"))
       st = number(item, v, 0.1, 86400, 0, &c->stale_s, err);
-    else if (!strcmp(item, "min-threads") || !strcmp(item, "max-threads")) {
+    else if (!strcmp(item, "skip")) {
+      st = number(item, v, 0, 1024, 1, &x, err);
+      c->skip_fastest = (uint32_t)x;
+    } else if (!strcmp(item, "min-threads") || !strcmp(item, "max-threads")) {
       st = number(item, v, 1, 1024, 1, &x, err);
       *(item[1] == 'i' ? &c->min_threads : &c->max_threads) = (uint32_t)x;
     } else if (!strcmp(item, "zones"))
@@ -80,8 +83,9 @@ kiln_status_t kiln_governor_config_parse(const char *spec, kiln_governor_config_
 int kiln_governor_format_decision(const kiln_governor_decision_t *d, char *out, size_t cap) {
   return snprintf(out, cap,
                   "governor t=%.3f temp=%.1f(%s) power=%.2f(%s) headroom=%.2f token_ms=%.3f "
-                  "best_ms=%.3f tokens=%u pace=%.2f idle_ms=%.3f threads=%u: %s",
+                  "best_ms=%.3f tokens=%u pace=%.2f idle_ms=%.3f threads=%u%s%.0u: %s",
                   d->t_s, d->temp_c, d->temp_state, d->power_w, d->power_state, d->headroom,
                   d->token_s * 1e3, d->best_token_s * 1e3, d->tokens, d->pace_tok_s,
-                  d->idle_s * 1e3, d->threads, d->reason);
+                  d->idle_s * 1e3, d->threads, d->skip_cores ? " skip=" : "", d->skip_cores,
+                  d->reason);
 }

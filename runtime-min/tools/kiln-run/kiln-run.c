@@ -47,7 +47,7 @@ static const char kUsage[] =
     "--all-logits: bench's prefill computes every position's logits (ppl always does)\n"
     "generate, chat, bench: [--governor SPEC [--governor-log FILE]] paces decode on heat,\n"
     "power and load; SPEC: tok-s=T,temp=C,power=W,headroom=H,slowdown=X,period=S,stale=S,\n"
-    "min-threads=N,max-threads=N,zones=P1:P2,zone-types=T1:T2,power-path=P\n";
+    "min-threads=N,max-threads=N,skip=N,zones=P1:P2,zone-types=T1:T2,power-path=P\n";
 
 int run_fail(const char *fmt, ...) {
   va_list ap;
