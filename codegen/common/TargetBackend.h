@@ -45,6 +45,7 @@ struct EmittedCode {
 struct ArtifactTargetRecord {
   std::string name, triple, cpu;
   std::vector<std::string> requiredFeatures;
+  std::string governorDefaults; // runtime governor SPEC defaults (CpuTarget's)
 };
 
 class TargetBackend {

@@ -56,7 +56,7 @@ public:
   }
 
   ArtifactTargetRecord artifactTarget() const override {
-    return {t.name, t.triple, t.cpu, t.requiredFeatures};
+    return {t.name, t.triple, t.cpu, t.requiredFeatures, t.governorDefaults};
   }
 
 private:

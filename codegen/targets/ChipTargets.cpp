@@ -44,6 +44,15 @@ constexpr unsigned kAssumedHexagonL2Kib = 512;
 
 } // namespace
 
+std::string governorDefaults(const ChipProfile &p) {
+  if (!p.cpu)
+    return "";
+  int64_t prime = 0, others = 0;
+  for (const CoreCluster &c : p.cpu->clusters)
+    (c.role == "prime" ? prime : others) += c.count;
+  return prime > 0 && others > 0 ? "skip=" + std::to_string(prime) : "";
+}
+
 const CpuTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
   if (!p.cpu) {
     error = "chip '" + p.name + "' has no cpu engine";
@@ -72,6 +81,7 @@ const CpuTarget *chipCpuTarget(const ChipProfile &p, std::string &error) {
     t->triple = "aarch64-unknown-linux-gnu";
     t->cpu = "generic";
     t->tuneCpu = p.cpu->llvmCpu;
+    t->governorDefaults = governorDefaults(p);
     t->rowAlignBytes = unsigned(std::max<int64_t>(64, p.cpu->cacheLineBytes));
     // The L2 of the prime cluster, whose core the code is tuned for; most profiles leave L2
     // out (vendors do not publish it reliably), and then it is assumed.

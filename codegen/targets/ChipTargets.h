@@ -20,6 +20,11 @@ namespace kiln::codegen {
 // engine or lacks dotprod. The result lives as long as the program.
 const CpuTarget *chipCpuTarget(const ChipProfile &profile, std::string &error);
 
+// The runtime governor's SPEC defaults for the chip's cores (kiln/governor.h): skip=<prime
+// cores> where the profile has a prime cluster beside others, so capped decode leaves the
+// prime cores (docs/runtime-api.md, "Placement"); "" otherwise.
+std::string governorDefaults(const ChipProfile &profile);
+
 // The target for `<profile>:hvx`; nullptr + one-line error when the profile has no Hexagon
 // engine, or one kiln has no kernels for (HVX other than 128 bytes, an LLVM cpu other than
 // hexagonv67/v73).

@@ -38,6 +38,9 @@ struct CpuTarget {
   // 16 for the x86 and NEON kernels; one 32-bit lane per row of an HVX vector for Hexagon
   // (the profile's hvx_bytes / 4), so a vrmpy's every lane is a row.
   unsigned packRows = 16;
+  // The runtime governor's SPEC defaults the artifact carries (kiln/governor.h): for a
+  // chip's cores, skip=<prime cores> (ChipTargets.h, governorDefaults); "" on x86.
+  std::string governorDefaults;
 };
 
 // Known targets by name; "host" picks the best one the build machine runs.

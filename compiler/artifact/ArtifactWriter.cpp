@@ -25,16 +25,13 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
                                               const ArtifactContents &c,
                                               const std::vector<SectionInfo> &sections) {
   const TargetRecord &t = c.target;
-  auto target = fb::CreateTargetDirect(b, t.name.c_str(), t.triple.c_str(), t.cpu.c_str(),
-                                       nullptr, t.abiVersion, t.entry.c_str());
-  if (!t.features.empty()) { // rebuild with features (CreateTargetDirect takes a vector)
-    std::vector<flatbuffers::Offset<flatbuffers::String>> f;
-    for (const std::string &s : t.features)
-      f.push_back(b.CreateString(s));
-    target = fb::CreateTarget(b, b.CreateString(t.name), b.CreateString(t.triple),
-                              b.CreateString(t.cpu), b.CreateVector(f), t.abiVersion,
-                              b.CreateString(t.entry));
-  }
+  std::vector<flatbuffers::Offset<flatbuffers::String>> f;
+  for (const std::string &s : t.features)
+    f.push_back(b.CreateString(s));
+  auto target = fb::CreateTarget(b, b.CreateString(t.name), b.CreateString(t.triple),
+                                 b.CreateString(t.cpu), f.empty() ? 0 : b.CreateVector(f),
+                                 t.abiVersion, b.CreateString(t.entry),
+                                 t.governor.empty() ? 0 : b.CreateString(t.governor));
   const ModelConfigRecord &m = c.config;
   auto config = fb::CreateModelConfigDirect(
       b, m.arch.c_str(), m.vocabSize, m.dim, m.numLayers, m.numHeads, m.numKvHeads, m.headDim,

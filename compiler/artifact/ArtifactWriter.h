@@ -24,6 +24,7 @@ struct TargetRecord {
   std::vector<std::string> features; // required CPU features ("avx2", "fma", ...)
   uint32_t abiVersion = KILN_ABI_VERSION;
   std::string entry = KILN_ABI_ENTRY;
+  std::string governor; // the chip's governor SPEC defaults ("" none: the field is left out)
 };
 
 struct ModelConfigRecord {

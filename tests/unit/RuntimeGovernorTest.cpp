@@ -531,6 +531,23 @@ TEST_F(RuntimePlacement, PacedSessionLeavesTheFastestCore) {
   kiln_governor_destroy(g);
 }
 
+// An artifact for a chip carries the governor's defaults (skip=1 for one prime core);
+// kiln_artifact_info gives them, "" when there are none.
+TEST(RuntimeGovernor, ArtifactCarriesTheChipsDefaults) {
+  for (const char *defaults : {"", "skip=1"}) {
+    auto c = fakeContents();
+    c.target.governor = defaults;
+    TempFile f(kiln::artifact::serializeArtifact(c));
+    kiln_artifact_t *a = nullptr;
+    kiln_error_t err;
+    ASSERT_EQ(kiln_artifact_open(f.path().c_str(), nullptr, &a, &err), KILN_STATUS_OK);
+    kiln_artifact_info_t info;
+    kiln_artifact_info(a, &info);
+    EXPECT_STREQ(info.governor_defaults, defaults);
+    kiln_artifact_close(a);
+  }
+}
+
 // thread_nice: the workers run at it (raising the value needs no privilege); out of range
 // is refused.
 TEST_F(RuntimePlacement, WorkersTakeTheNiceValue) {

@@ -255,7 +255,9 @@ int runCompile(const CompileOptions &opts) {
 
   artifact::ArtifactContents a;
   const codegen::ArtifactTargetRecord t = target->artifactTarget();
-  a.target = {t.name, t.triple, t.cpu, t.requiredFeatures, KILN_ABI_VERSION, KILN_ABI_ENTRY};
+  a.target = {t.name,           t.triple,       t.cpu,
+              t.requiredFeatures, KILN_ABI_VERSION, KILN_ABI_ENTRY,
+              t.governorDefaults};
   const llama::LlamaConfig &cfg = s.model.config;
   // The source model's hyper-parameters (slimming shows in the tensors, the memory plan
   // and the provenance; pruned layers can have different head counts).

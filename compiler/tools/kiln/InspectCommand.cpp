@@ -185,6 +185,8 @@ int runInspect(const InspectOptions &opts) {
     for (flatbuffers::uoffset_t i = 0; t->features() && i < t->features()->size(); ++i)
       std::printf(" %s", t->features()->Get(i)->c_str());
     std::printf("\n");
+    if (t->governor())
+      std::printf("  governor defaults: %s\n", t->governor()->c_str());
   }
   if (const fb::ModelConfig *c = a->config())
     std::printf("model: %s, vocab %u, dim %u, layers %u, heads %u/%u kv, head dim %u, ffn %u, "

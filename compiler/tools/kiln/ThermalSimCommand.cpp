@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "codegen/targets/ChipRegistry.h"
+#include "codegen/targets/ChipTargets.h"
 #include "codegen/targets/ThermalSim.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/LlamaShapes.h"
@@ -77,10 +78,14 @@ int runThermalSim(const ThermalSimOptions &opts) {
   codegen::ThermalRun flat, governed;
   if (!codegen::simulateThermal(chip, cfg, flat, error))
     return fail(error);
+  // The chip's defaults first (an artifact for it carries the same, kiln-run applies them
+  // the same way), then the user's keys, which override.
+  const std::string chipDefaults = codegen::governorDefaults(chip);
+  const std::string spec = chipDefaults.empty() ? opts.governor : chipDefaults + "," + opts.governor;
   kiln_governor_config_t g;
   char storage[1024];
   kiln_error_t err;
-  if (kiln_governor_config_parse(opts.governor.c_str(), &g, storage, sizeof storage, &err) !=
+  if (kiln_governor_config_parse(spec.c_str(), &g, storage, sizeof storage, &err) !=
       KILN_STATUS_OK)
     return fail(std::string("--governor: ") + err.message);
   cfg.governor = &g;
@@ -99,7 +104,7 @@ int runThermalSim(const ThermalSimOptions &opts) {
   for (const codegen::SimCore &c : cores)
     std::printf(" %s@%.2fGHz(%.1f MAC/cycle)", c.name.c_str(), c.ghz, c.macsPerCycle);
   std::printf("\nOS clock cap past die %.0f C or skin %.0f C; governor: %s (reads the skin)\n",
-              m.throttleDieC, m.throttleSkinC, opts.governor.c_str());
+              m.throttleDieC, m.throttleSkinC, spec.c_str());
   std::printf("%-22s %8s %7s %7s %7s %9s %8s %11s %9s %7s %7s\n", "run", "tokens", "tok/s",
               "p50 ms", "p99 ms", "skin max", "die max", "OS throttle", "capped s", "J",
               "J/tok");
@@ -129,7 +134,7 @@ int runThermalSim(const ThermalSimOptions &opts) {
   if (!opts.svg.empty()) {
     ThermalChart chart;
     chart.title = chip.displayName + ", " + shape.name + " " + precision::formatName(linear) +
-                  ": no governor vs governor " + opts.governor;
+                  ": no governor vs governor " + spec;
     chart.flat = &flat;
     chart.governed = &governed;
     chart.throttleSkinC = m.throttleSkinC;

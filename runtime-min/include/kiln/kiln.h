@@ -108,6 +108,9 @@ typedef struct kiln_artifact_info_s {
   uint32_t chat_template;    /* kiln_chat_template_t (kiln/chat.h); NONE: no chat */
   const char *chat_template_source; /* the model's Jinja text it came from, "" when none;
                                        valid while the artifact is open */
+  const char *governor_defaults; /* the chip's governor SPEC defaults, e.g. "skip=1"
+                                    (kiln/governor.h; "" when none): parse them before the
+                                    app's own keys, which override */
 } kiln_artifact_info_t;
 
 typedef enum kiln_signature_state_e {

@@ -48,10 +48,11 @@ static kiln_status_t check_features(const kiln_fb_table_t *t, kiln_error_t *err)
 kiln_status_t kiln_loader_read_target(kiln_artifact_t *a, kiln_error_t *err) {
   kiln_fb_table_t t;
   KILN_RETURN_IF_ERROR(sub_table(a, KILN_FB_ARTIFACT_TARGET, "target", &t, err));
-  kiln_fb_string_t name, triple;
+  kiln_fb_string_t name, triple, governor;
   uint32_t abi;
   if (kiln_fb_string(&t, KILN_FB_TARGET_NAME, &name) ||
       kiln_fb_string(&t, KILN_FB_TARGET_TRIPLE, &triple) ||
+      kiln_fb_string(&t, KILN_FB_TARGET_GOVERNOR, &governor) ||
       kiln_fb_string(&t, KILN_FB_TARGET_ENTRY, &a->entry) ||
       kiln_fb_u32(&t, KILN_FB_TARGET_ABI_VERSION, 0, &abi))
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: malformed target table");
@@ -67,6 +68,7 @@ kiln_status_t kiln_loader_read_target(kiln_artifact_t *a, kiln_error_t *err) {
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "header: the target names no entry point");
   a->info.target_name = name.data;
   a->info.target_triple = triple.data;
+  a->info.governor_defaults = governor.data;
   return check_features(&t, err);
 }
 

@@ -17,6 +17,7 @@ enum kiln_fb_target_slot_e {
   KILN_FB_TARGET_FEATURES = 3,
   KILN_FB_TARGET_ABI_VERSION = 4,
   KILN_FB_TARGET_ENTRY = 5,
+  KILN_FB_TARGET_GOVERNOR = 6,
 };
 
 enum kiln_fb_model_config_slot_e {

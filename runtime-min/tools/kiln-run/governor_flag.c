@@ -18,13 +18,21 @@ static void log_decision(void *user, const kiln_governor_decision_t *d) {
   fflush(f);
 }
 
-int run_governor_attach(const run_options_t *o, kiln_session_t *s) {
+int run_governor_attach(const run_options_t *o, const kiln_artifact_t *a, kiln_session_t *s) {
   if (!o->governor)
     return 0;
+  /* The chip's defaults from the artifact first (skip=1 on a phone with one prime core),
+   * then --governor's keys, which override. */
+  kiln_artifact_info_t info;
+  kiln_artifact_info(a, &info);
+  char spec[sizeof g_spec];
+  const int n = snprintf(spec, sizeof spec, "%s%s%s", info.governor_defaults,
+                         *info.governor_defaults ? "," : "", o->governor);
+  if (n < 0 || (size_t)n >= sizeof spec)
+    return run_fail("--governor: the spec is longer than %zu bytes", sizeof spec - 1);
   kiln_governor_config_t c;
   kiln_error_t err;
-  if (kiln_governor_config_parse(o->governor, &c, g_spec, sizeof g_spec, &err) !=
-      KILN_STATUS_OK)
+  if (kiln_governor_config_parse(spec, &c, g_spec, sizeof g_spec, &err) != KILN_STATUS_OK)
     return run_fail("--governor: %s", err.message);
   g_log = stderr;
   if (o->governor_log && !(g_log = fopen(o->governor_log, "w")))

@@ -262,7 +262,7 @@ int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
     return run_fail("%s", err.message);
   }
   if (run_modules_apply(o, o->public_key ? key : NULL, *out_session) ||
-      run_governor_attach(o, *out_session)) {
+      run_governor_attach(o, *out_artifact, *out_session)) {
     run_close(*out_artifact, *out_session);
     *out_artifact = NULL;
     *out_session = NULL;

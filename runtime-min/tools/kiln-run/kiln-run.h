@@ -45,9 +45,9 @@ int run_fail(const char *fmt, ...)
 int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
              kiln_session_t **out_session);
 void run_close(kiln_artifact_t *a, kiln_session_t *s);
-/* governor_flag.c: attaches the --governor to the session (nothing without one); the
- * governor goes with run_close. */
-int run_governor_attach(const run_options_t *o, kiln_session_t *s);
+/* governor_flag.c: attaches the --governor to the session (nothing without one), its keys
+ * over the artifact's governor_defaults; the governor goes with run_close. */
+int run_governor_attach(const run_options_t *o, const kiln_artifact_t *a, kiln_session_t *s);
 void run_governor_close(void);
 /* module_flag.c: opens the --module files (with public_key, only ones it signed) and
  * applies them to the session (nothing without one), saying on stderr what each holds and
