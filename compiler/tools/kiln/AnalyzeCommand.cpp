@@ -24,11 +24,6 @@ namespace kiln::tool {
 
 namespace {
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "kiln: error: %s\n", message.c_str());
-  return 1;
-}
-
 // Opens an output file before the (long) measurement, so a bad path fails at once.
 std::unique_ptr<llvm::raw_fd_ostream> openOutput(const std::string &path, std::string &error) {
   std::error_code ec;

@@ -28,12 +28,12 @@
 
 namespace kiln::tool {
 
-namespace {
-
 int fail(const std::string &message) {
   std::fprintf(stderr, "kiln: error: %s\n", message.c_str());
   return 1;
 }
+
+namespace {
 
 // --kv was checked when the command line was parsed (kiln.cpp).
 KvStorage kvStorage(const std::string &name) {

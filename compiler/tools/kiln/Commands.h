@@ -200,6 +200,9 @@ struct AnalyzeOptions {
 
 // Each returns the process exit code; errors go to stderr as one line.
 int runImport(const ImportOptions &opts);
+// Prints "kiln: error: MESSAGE" on stderr; returns 1, every command's exit status on error.
+int fail(const std::string &message);
+
 int runEval(const EvalOptions &opts);
 int runPpl(const PplOptions &opts);
 int runSynth(const SynthOptions &opts);

@@ -37,11 +37,6 @@ namespace {
 
 constexpr const char *kCompilerVersion = "kiln 0.1.0 (LLVM/MLIR 19)";
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "kiln: error: %s\n", message.c_str());
-  return 1;
-}
-
 bool writeBytes(const std::string &path, const void *data, size_t size, std::string &error) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(static_cast<const char *>(data), std::streamsize(size));

@@ -29,11 +29,6 @@ namespace kiln::tool {
 
 namespace {
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "kiln: error: %s\n", message.c_str());
-  return 1;
-}
-
 const char *str(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
 
 std::string shape(const flatbuffers::Vector<uint64_t> *v) {

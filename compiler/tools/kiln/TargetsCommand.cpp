@@ -22,11 +22,6 @@ using codegen::ChipProfile;
 
 namespace {
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "kiln: error: %s\n", message.c_str());
-  return 1;
-}
-
 std::string join(const std::vector<std::string> &v, const char *sep) {
   std::string s;
   for (const std::string &x : v)

@@ -23,11 +23,6 @@ namespace kiln::tool {
 
 namespace {
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "kiln: error: %s\n", message.c_str());
-  return 1;
-}
-
 // The r16 kernel whose llvm-mca cost times the cores: the format most weights use.
 bool kernelFormatOf(uint32_t ggml, uint32_t &out) {
   switch (ggml) {
