@@ -44,10 +44,13 @@ make_seeds() {
   case $t in
     artifact)
       # The runtime tests' fake artifact (~30 KB), mode byte 0 (no key) and 1 (a key).
-      $B/bin/make-artifact-seed "$d/.fake" tests/fuzz/CMakeLists.txt
+      # And a module of it (kiln/module.h), both modes.
+      $B/bin/make-artifact-seed "$d/.fake" tests/fuzz/CMakeLists.txt "$d/.module"
       { printf '\0'; cat "$d/.fake"; } > "$d/fake-nokey"
       { printf '\1'; cat "$d/.fake"; } > "$d/fake-key"
-      rm -f "$d/.fake" ;;
+      { printf '\0'; cat "$d/.module"; } > "$d/module-nokey"
+      { printf '\1'; cat "$d/.module"; } > "$d/module-key"
+      rm -f "$d/.fake" "$d/.module" ;;
     tokenizers)
       printf '\0Once upon a time, there was a little girl.' > "$d/spm"
       printf '\1Hello world! \xc3\xa9t\xc3\xa9 123 <|user|>\n\t  x' > "$d/bpe"

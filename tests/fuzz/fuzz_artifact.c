@@ -1,12 +1,14 @@
 /* libFuzzer: runtime-min's artifact loader on arbitrary bytes - every check of
  * kiln_artifact_open short of loading the code section (kiln_loader_verify), then the
- * artifact's tokenizer on a fixed text. The first byte picks the mode: odd, with an app
+ * artifact's tokenizer on a fixed text; bytes that are a module (kiln/module.h) go through
+ * kiln_module_open's checks instead. The first byte picks the mode: odd, with an app
  * public key (the signature step must refuse everything the fuzzer makes); even, without.
  * Built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, so checksums do not stop mutations. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../runtime-min/src/loader/artifact_internal.h"
+#include "../../runtime-min/src/module/module_internal.h"
 #include "../../runtime-min/src/platform/error.h"
 #include "kiln/tokenizer.h"
 
@@ -27,7 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kiln_allocator_resolve(NULL, &a.alloc, &err);
   a.map.data = copy;
   a.map.size = n;
-  if (kiln_loader_verify(&a, key, &err) == KILN_STATUS_OK) {
+  const kiln_status_t st = kiln_loader_verify(&a, key, &err);
+  if (st == KILN_STATUS_INVALID_ARGUMENT && kiln_module_verify_bytes(copy, n, key, &err) ==
+                                                KILN_STATUS_OK && key)
+    abort(); /* a fuzzer-made module passed a signature check */
+  if (st == KILN_STATUS_OK) {
     if (key)
       abort(); /* a fuzzer-made file passed a signature check */
     if (a.tokenizer) {

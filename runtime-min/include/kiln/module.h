@@ -63,7 +63,9 @@ kiln_status_t kiln_module_check(const kiln_module_t *module, const kiln_artifact
  * KILN_STATUS_INVALID_ARGUMENT), and on any error the session keeps what it had. The
  * modules may be closed afterwards. The KV cache keeps what earlier tokens computed with
  * the previous weights: kiln_session_reset for a clean start. Call between forward passes
- * (a session is used from one thread at a time). */
+ * (a session is used from one thread at a time). Uses malloc for the session's small module
+ * records and mmap for its view (freed with the session); prefill and decode allocate
+ * nothing more. */
 kiln_status_t kiln_session_apply_modules(kiln_session_t *session,
                                          const kiln_module_t *const *modules, uint32_t n,
                                          kiln_error_t *out_error);

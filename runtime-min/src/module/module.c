@@ -9,6 +9,7 @@
 #include "../loader/artifact_internal.h"
 #include "../loader/artifact_schema.h"
 #include "../platform/error.h"
+#include "module_internal.h"
 
 #define KILN_PAGE 4096u
 
@@ -370,5 +371,21 @@ kiln_status_t kiln_session_apply_modules(kiln_session_t *s, const kiln_module_t 
   rec.banned = st->banned;
   rec.n_banned = st->n_banned;
   kiln_session_set_modules(s, &rec);
+  return KILN_STATUS_OK;
+}
+
+kiln_status_t kiln_module_verify_bytes(const uint8_t *data, size_t size,
+                                       const uint8_t *public_key, kiln_error_t *err) {
+  kiln_module_t m;
+  memset(&m, 0, sizeof m);
+  m.file.map.data = data;
+  m.file.map.size = size;
+  KILN_RETURN_IF_ERROR(kiln_loader_verify_container(&m.file, public_key, 1, err));
+  KILN_RETURN_IF_ERROR(read_module(&m, err));
+  for (uint32_t i = 0; i < m.tensors.count; ++i) {
+    tensor_rec_t r;
+    if (read_rec(&m.tensors, i, &r))
+      return kiln_error_set(err, KILN_STATUS_CORRUPT, "module tensor %u: malformed", i);
+  }
   return KILN_STATUS_OK;
 }
