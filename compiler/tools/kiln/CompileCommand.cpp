@@ -143,7 +143,6 @@ int runCompile(const CompileOptions &opts) {
   if (writesModule) {
     moduleRequest.base = opts.base;
     moduleRequest.output = opts.output;
-    moduleRequest.edits = s.appliedEdits;
     artifact::ModuleRecord &r = moduleRequest.record;
     r.kind = !opts.edits.adapters.empty() ? "adapter" : !opts.edits.head.empty() ? "head"
                                                                                  : "filter";

@@ -161,9 +161,7 @@ bool writeModule(const artifact::ArtifactContents &whole, ModuleRequest req,
   m.target = whole.target;
   m.config = whole.config;
   m.tokenizer.model.clear();
-  m.provenance = whole.provenance;
-  for (const std::string &e : req.edits)
-    m.provenance.passes.push_back({"module-edit", e, ""});
+  m.provenance = whole.provenance; // its model-edit records say what was merged
   uint64_t changedBytes = 0;
   for (const artifact::TensorRecord &r : whole.tensors) {
     if (std::memcmp(w.data() + r.offset, base.weights + r.offset, r.size) == 0)
@@ -185,9 +183,10 @@ bool writeModule(const artifact::ArtifactContents &whole, ModuleRequest req,
   }
   req.record.baseWeightsXxh64 = base.weightsXxh64;
   req.record.baseWeightsSize = base.weightsSize;
+  char baseHash[17];
+  std::snprintf(baseHash, sizeof baseHash, "%016" PRIx64, base.weightsXxh64);
   m.provenance.passes.push_back(
-      {"module", "kind=" + req.record.kind + ",base_weights_xxh64=" +
-                     std::to_string(base.weightsXxh64),
+      {"module", "kind=" + req.record.kind + ",base_weights_xxh64=" + baseHash,
        "tensors=" + std::to_string(m.tensors.size()) + ",tensor_bytes=" +
            std::to_string(changedBytes) + ",banned=" +
            std::to_string(req.record.bannedTokens.size())});

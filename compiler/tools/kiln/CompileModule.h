@@ -19,7 +19,6 @@ namespace kiln::tool {
 struct ModuleRequest {
   std::string base, output;
   artifact::ModuleRecord record; // kind, name, version, bans; base fields filled here
-  std::vector<std::string> edits; // what was merged, for the provenance
 };
 
 // Token ids of --ban entries: "id:N", a vocabulary entry, or a word (every entry spelling
