@@ -19,12 +19,7 @@
 #include <unistd.h>
 
 #include "kiln/kiln.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_time.h"
 
 /* Evicts the file's clean pages; returns the share still resident (mincore). */
 static double evict(const char *path) {
@@ -47,16 +42,6 @@ static double evict(const char *path) {
   free(vec);
   close(fd);
   return n ? (double)resident / (double)n : 0;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv) {
@@ -84,18 +69,18 @@ int main(int argc, char **argv) {
         kiln_error_t err;
         kiln_artifact_options_t ao = kiln_artifact_options_default();
         ao.prefetch = (uint32_t)prefetch;
-        const double t0 = now_s();
+        const double t0 = bench_now_s();
         kiln_artifact_t *a;
         if (kiln_artifact_open_with(argv[1], &ao, &a, &err) != KILN_STATUS_OK)
           return fprintf(stderr, "cold_start: %s\n", err.message), 1;
-        const double t1 = now_s();
+        const double t1 = bench_now_s();
         kiln_session_options_t so = kiln_session_options_default();
         so.n_threads = (uint32_t)threads;
         kiln_session_t *s;
         if (kiln_session_create(a, &so, &s, &err) != KILN_STATUS_OK ||
             kiln_session_prefill(s, ids, (size_t)prompt, &err) != KILN_STATUS_OK)
           return fprintf(stderr, "cold_start: %s\n", err.message), 1;
-        const double t2 = now_s();
+        const double t2 = bench_now_s();
         open_s[prefetch][warm][r] = t1 - t0;
         ttft[prefetch][warm][r] = t2 - t0;
         kiln_session_destroy(s);
@@ -105,11 +90,11 @@ int main(int argc, char **argv) {
   printf("%s: %d repetitions, %d-token prompt, %d threads (medians)\n", argv[1], reps, prompt,
          threads);
   for (int p = 0; p < 2; ++p) {
-    const double res = median(left[p], reps);
+    const double res = bench_median(left[p], reps);
     for (int w = 0; w < 2; ++w)
       printf("prefetch %-3s %-5s open %8.1f ms  TTFT %8.1f ms%s\n", p ? "on" : "off",
-             w ? "warm" : "cold", median(open_s[p][w], reps) * 1e3,
-             median(ttft[p][w], reps) * 1e3, w ? "" : "");
+             w ? "warm" : "cold", bench_median(open_s[p][w], reps) * 1e3,
+             bench_median(ttft[p][w], reps) * 1e3, w ? "" : "");
     printf("  (cold: %.1f%% of the file still resident after eviction)\n", res * 100);
   }
   free(ids);

@@ -14,22 +14,17 @@
 #include <time.h>
 
 #include "kiln/kiln.h"
+#include "bench_time.h"
 
 static atomic_int g_stop;
 static double g_duty = 0.5;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *load_main(void *arg) {
   (void)arg;
   volatile unsigned x = 0;
   while (!atomic_load(&g_stop)) {
-    const double t0 = now_s();
-    while (now_s() - t0 < 0.010 * g_duty)
+    const double t0 = bench_now_s();
+    while (bench_now_s() - t0 < 0.010 * g_duty)
       x = x * 1664525u + 1013904223u;
     const double rest = 0.010 * (1 - g_duty);
     struct timespec ts = {0, (long)(rest * 1e9)};
@@ -37,11 +32,6 @@ static void *load_main(void *arg) {
       nanosleep(&ts, NULL);
   }
   return NULL;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 typedef struct {
@@ -60,10 +50,10 @@ static int run_round(mode_t_ *m, uint32_t tokens) {
   for (uint32_t i = 0; i < tokens; ++i) {
     if (kiln_session_sample(m->s, &tok, &err) != KILN_STATUS_OK)
       return fprintf(stderr, "jitter: %s\n", err.message), 1;
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     if (kiln_session_decode(m->s, tok, &err) != KILN_STATUS_OK)
       return fprintf(stderr, "jitter: %s\n", err.message), 1;
-    const double dt = now_s() - t0;
+    const double dt = bench_now_s() - t0;
     m->lat[m->n++] = dt;
     m->busy += dt;
   }
@@ -71,7 +61,7 @@ static int run_round(mode_t_ *m, uint32_t tokens) {
 }
 
 static void report(const char *name, mode_t_ *m, uint32_t pinned) {
-  qsort(m->lat, m->n, sizeof *m->lat, cmp);
+  qsort(m->lat, m->n, sizeof *m->lat, bench_cmp_double);
   printf("%-9s pinned %u  tokens %zu  p50 %.3f ms  p99 %.3f ms  max %.3f ms  %.1f tok/s\n", name,
          pinned, m->n, m->lat[m->n / 2] * 1e3, m->lat[(size_t)(m->n * 0.99)] * 1e3,
          m->lat[m->n - 1] * 1e3, (double)m->n / m->busy);

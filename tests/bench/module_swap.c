@@ -14,26 +14,11 @@
 #include <time.h>
 
 #include "kiln/kiln.h"
+#include "bench_time.h"
 #include "kiln/module.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int fail(const char *what, const kiln_error_t *err) {
-  fprintf(stderr, "module_swap: %s: %s\n", what, err ? err->message : "bad arguments");
+  fprintf(stderr, "module_swap: %s%s%s\n", what, err ? ": " : "", err ? err->message : "");
   return 1;
 }
 
@@ -48,9 +33,9 @@ static kiln_session_t *session(kiln_artifact_t *a, uint32_t threads, kiln_error_
 static double step(kiln_session_t *s, kiln_error_t *err, int *bad) {
   kiln_session_reset(s);
   const int32_t t = 1;
-  const double t0 = now_s();
+  const double t0 = bench_now_s();
   *bad |= kiln_session_prefill(s, &t, 1, err) != KILN_STATUS_OK;
-  return now_s() - t0;
+  return bench_now_s() - t0;
 }
 
 int main(int argc, char **argv) {
@@ -71,28 +56,30 @@ int main(int argc, char **argv) {
   kiln_session_t *s = session(a, threads, &err);
   if (!s)
     return fail("session", &err);
-  double *swap = calloc((size_t)reps, sizeof *swap), *swap_step = calloc((size_t)reps, 8),
-         *reopen = calloc((size_t)reps, 8), *reopen_step = calloc((size_t)reps, 8),
-         *plain_step = calloc((size_t)reps, 8);
+  double *times = calloc((size_t)reps * 5, sizeof *times);
+  if (!times)
+    return fail("out of memory", NULL);
+  double *swap = times, *swap_step = times + reps, *reopen = times + 2 * reps,
+         *reopen_step = times + 3 * reps, *plain_step = times + 4 * reps;
   int bad = 0;
   const kiln_module_t *one = m[0];
   bad |= kiln_session_apply_modules(s, &one, 1, &err) != KILN_STATUS_OK;
   for (int r = 0; r < reps && !bad; ++r) {
     plain_step[r] = step(s, &err, &bad); /* the view already faulted in */
     const kiln_module_t *next = m[(r + 1) % 2];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     bad |= kiln_session_apply_modules(s, &next, 1, &err) != KILN_STATUS_OK;
-    swap[r] = now_s() - t0;
+    swap[r] = bench_now_s() - t0;
     swap_step[r] = step(s, &err, &bad);
 
-    t0 = now_s();
+    t0 = bench_now_s();
     kiln_artifact_t *b = NULL;
     if (kiln_artifact_open(argv[1], NULL, &b, &err) != KILN_STATUS_OK)
       return fail(argv[1], &err);
     kiln_session_t *t = session(b, threads, &err);
     if (!t)
       return fail("session", &err);
-    reopen[r] = now_s() - t0;
+    reopen[r] = bench_now_s() - t0;
     reopen_step[r] = step(t, &err, &bad);
     kiln_session_destroy(t);
     kiln_artifact_close(b);
@@ -105,11 +92,11 @@ int main(int argc, char **argv) {
   kiln_artifact_info_t ai;
   kiln_artifact_info(a, &ai);
   printf("%d repetitions, %u threads (medians, warm page cache)\n", reps, threads);
-  printf("swap   apply %.3f ms, then first token %.3f ms\n", median(swap, reps) * 1e3,
-         median(swap_step, reps) * 1e3);
-  printf("reopen open+session %.3f ms, then first token %.3f ms\n", median(reopen, reps) * 1e3,
-         median(reopen_step, reps) * 1e3);
-  printf("steady first token %.3f ms\n", median(plain_step, reps) * 1e3);
+  printf("swap   apply %.3f ms, then first token %.3f ms\n", bench_median(swap, reps) * 1e3,
+         bench_median(swap_step, reps) * 1e3);
+  printf("reopen open+session %.3f ms, then first token %.3f ms\n",
+         bench_median(reopen, reps) * 1e3, bench_median(reopen_step, reps) * 1e3);
+  printf("steady first token %.3f ms\n", bench_median(plain_step, reps) * 1e3);
   printf("module %s: %llu bytes (%u tensors, %llu tensor bytes); %s: %llu bytes; artifact "
          "%llu bytes (%.2f%%)\n",
          argv[2], (unsigned long long)i0.file_bytes, i0.num_tensors,
@@ -119,6 +106,6 @@ int main(int argc, char **argv) {
   kiln_module_close(m[0]);
   kiln_module_close(m[1]);
   kiln_artifact_close(a);
-  free(swap), free(swap_step), free(reopen), free(reopen_step), free(plain_step);
+  free(times);
   return 0;
 }

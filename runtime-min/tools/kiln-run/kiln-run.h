@@ -69,6 +69,8 @@ int run_bench(const run_options_t *o);
  * returning the elapsed seconds. */
 #define RUN_PROBE_MAX_THREADS 64
 uint32_t run_probe_threads(uint32_t n_threads);
+/* Monotonic seconds (probe_threads.c). */
+double run_now_s(void);
 double run_probe_timed(uint32_t n_threads, void *(*fn)(void *), void *args, size_t arg_size);
 /* The streaming-read probe (bandwidth.c): a buffer of `bytes`, every page touched once at
  * open, so each measurement after that is cheap enough to run next to every repetition

@@ -1,15 +1,8 @@
 /* kiln-run's --module: modules (kiln/module.h) applied to the session at open. */
 #include <stdio.h>
-#include <time.h>
 
 #include "kiln-run.h"
 #include "kiln/module.h"
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int run_modules_apply(const run_options_t *o, const uint8_t *public_key, kiln_session_t *s) {
   if (!o->n_modules)
@@ -23,11 +16,11 @@ int run_modules_apply(const run_options_t *o, const uint8_t *public_key, kiln_se
       rc = run_fail("%s", err.message);
       break;
     }
-  const double t0 = now_s();
+  const double t0 = run_now_s();
   if (!rc && kiln_session_apply_modules(s, (const kiln_module_t *const *)mods, n, &err) !=
                  KILN_STATUS_OK)
     rc = run_fail("%s", err.message);
-  const double dt = now_s() - t0;
+  const double dt = run_now_s() - t0;
   for (uint32_t i = 0; !rc && i < n; ++i) {
     kiln_module_info_t info;
     kiln_module_info(mods[i], &info);

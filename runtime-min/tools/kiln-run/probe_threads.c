@@ -19,7 +19,7 @@ uint32_t run_probe_threads(uint32_t n_threads) {
 #endif
 }
 
-static double now_s(void) {
+double run_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -27,7 +27,7 @@ static double now_s(void) {
 
 double run_probe_timed(uint32_t n_threads, void *(*fn)(void *), void *args, size_t arg_size) {
   char *base = args;
-  const double t0 = now_s();
+  const double t0 = run_now_s();
 #ifndef KILN_NO_THREADS
   pthread_t tids[RUN_PROBE_MAX_THREADS];
   int started[RUN_PROBE_MAX_THREADS];
@@ -48,5 +48,5 @@ double run_probe_timed(uint32_t n_threads, void *(*fn)(void *), void *args, size
       fn(base + t * arg_size);
   }
 #endif
-  return now_s() - t0;
+  return run_now_s() - t0;
 }
