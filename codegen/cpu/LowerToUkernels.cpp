@@ -41,16 +41,15 @@ namespace {
 static_assert(KILN_UK_ATTENTION_MAX_HEAD_DIM == 512,
               "kiln-plan-memory checks head_dim against the same bound");
 
+static_assert(int(Layout::block) == int(RowLayout::Block) &&
+                  int(Layout::rows64) == int(RowLayout::Rows) &&
+                  int(Layout::r16) == int(RowLayout::R16) && int(Layout::r32) == int(RowLayout::R32),
+              "kiln.layout's values are the weight layout's");
+
 // How a matrix's rows are stored: kiln.layout from passes/layout; without it, rows padded
 // to the block.
 RowLayout weightLayoutOf(Operation *op) {
-  auto l = op->getAttrOfType<StringAttr>(attr::kLayout);
-  if (!l)
-    return RowLayout::Block;
-  return l.getValue() == "r16"     ? RowLayout::R16
-         : l.getValue() == "r32"   ? RowLayout::R32
-         : l.getValue() == "block" ? RowLayout::Block
-                                   : RowLayout::Rows;
+  return RowLayout(int(layoutOf(op).value_or(Layout::block)));
 }
 
 // Plain rows' alignment: kiln.row_align from passes/layout (the target's cache line or
@@ -61,13 +60,6 @@ uint64_t rowAlignOf(Operation *op) {
 }
 
 int64_t features(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
-
-SmallVector<WeightRead, 2> weightReads(Operation *op) {
-  SmallVector<WeightRead, 2> reads;
-  if (auto r = dyn_cast<WeightReaderOpInterface>(op))
-    r.getWeightReads(reads);
-  return reads;
-}
 
 // RoPE angle tables with the reference executor's angles (codegen/common/RopeAngles.h).
 void ropeTables(float theta, int32_t rotaryDims, const float *freqFactors, uint32_t maxCtx,
@@ -93,7 +85,7 @@ void addStandIns(ModuleOp module, func::FuncOp fn, WeightStore &store) {
     vocab = v.getInt();
   fn.walk([&](LogitsOp l) { vocab = vocab ? vocab : features(l); });
   fn.walk([&](Operation *op) {
-    for (const WeightRead &w : weightReads(op)) {
+    for (const WeightRead &w : weightReadsOf(op)) {
       const int64_t rows = w.rows ? w.rows : std::max<int64_t>(vocab, 1);
       std::vector<uint64_t> dims = {uint64_t(w.rowLength)};
       if (w.matrix || w.rows != 1) // a norm's scale and a bias are 1-D
@@ -281,7 +273,7 @@ void UkernelLowering::forTokenPanels(Operation *op,
 void UkernelLowering::reserveWeights(ArrayRef<Operation *> ops) {
   uint64_t bytes = 1 << 20;
   for (Operation *op : ops)
-    for (const WeightRead &w : weightReads(op)) {
+    for (const WeightRead &w : weightReadsOf(op)) {
       const WeightView *v = w.matrix ? nullptr : store.find(w.name.str());
       if (w.matrix)
         bytes += WeightLayout::storedBytes(w.format, weightLayoutOf(op), uint64_t(w.rows),
@@ -318,11 +310,11 @@ LogicalResult UkernelLowering::storeWeights(ArrayRef<Operation *> ops) {
   llvm::StringSet<> r16Tables;
   for (Operation *op : ops)
     if (isa<LogitsOp>(op) && weightLayoutOf(op) == RowLayout::R16)
-      for (const WeightRead &w : weightReads(op))
+      for (const WeightRead &w : weightReadsOf(op))
         if (w.matrix && kiln_packed_type(w.format, 16))
           r16Tables.insert(w.name);
   for (Operation *op : ops) {
-    for (const WeightRead &w : weightReads(op)) {
+    for (const WeightRead &w : weightReadsOf(op)) {
       const bool r16Table = isa<EmbedOp>(op) && r16Tables.contains(w.name);
       if (failed(w.matrix ? addWeight(op, w, weightLayoutOf(op), rowAlignOf(op))
                  : r16Table ? addWeight(op, w, RowLayout::R16, WeightLayout::kAlign)
@@ -574,7 +566,7 @@ LogicalResult UkernelLowering::run(func::FuncOp fn) {
     return failure();
   emit(fn);
   for (Operation *op : ops)
-    for (const WeightRead &w : weightReads(op)) {
+    for (const WeightRead &w : weightReadsOf(op)) {
       const PackedTensor *t = weights.layout.find(w.name.str());
       weights.bytesPerToken += isa<EmbedOp>(op) ? t->rowStride : t->size;
     }

@@ -149,10 +149,9 @@ bool RefExecutor::Impl::compileOp(Operation *op, std::string &error) {
   }
   if (isa<LinearOp, LogitsOp>(op)) {
     Value input = op->getOperand(0), result = op->getResult(0);
-    StringRef name = op->getAttrOfType<StringAttr>("weight").getValue();
+    const WeightRead read = weightReadsOf(op).front();
     int in;
-    auto fmt = op->getAttrOfType<StorageFormatAttr>("format").getValue();
-    auto w = weight(op, name, features(result), features(input), error, uint32_t(fmt));
+    auto w = weight(op, read.name, features(result), features(input), error, read.format);
     if (!w || !floatIn(input, in))
       return false;
     // The optional bias: a 1-D [out_features] vector added to every row.
@@ -347,8 +346,8 @@ bool RefExecutor::Impl::compile(func::FuncOp fn, std::string &error) {
       info.name = op.getName().getStringRef().str();
       if (auto layer = op.getAttrOfType<IntegerAttr>(attr::kLayer))
         info.layer = int32_t(layer.getInt());
-      if (auto w = op.getAttrOfType<StringAttr>("weight"))
-        info.weight = w.getValue().str();
+      if (SmallVector<WeightRead, 2> reads = weightReadsOf(&op); !reads.empty())
+        info.weight = reads.front().name.str();
       if (isa<LinearOp, LogitsOp, FusedLinearOp>(op) && slots.count(op.getOperand(0)))
         info.input = slotOf(op.getOperand(0));
       stepOps.push_back(std::move(info));

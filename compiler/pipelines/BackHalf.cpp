@@ -6,6 +6,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "dialects/kiln/IR/KilnAttrNames.h"
+#include "dialects/kiln/IR/KilnOps.h"
 #include "passes/layout/Passes.h"
 #include "passes/memory/Passes.h"
 
@@ -51,10 +52,8 @@ public:
       const std::string layout = layoutOf(target, o);
       int64_t packed = 0, rows = 0, block = 0;
       module.walk([&](mlir::Operation *op) {
-        if (auto l = op->getAttrOfType<mlir::StringAttr>(attr::kLayout))
-          ++(l.getValue() == "r16" || l.getValue() == "r32" ? packed
-             : l.getValue() == "block"                    ? block
-                                                          : rows);
+        if (const std::optional<Layout> l = kiln::layoutOf(op))
+          ++(readsRowGroups(op) ? packed : l == Layout::block ? block : rows);
       });
       applied.push_back(
           {arg.str(), "layout=" + layout + ",row-align=" + std::to_string(target.rowAlignBytes()),

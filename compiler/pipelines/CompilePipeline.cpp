@@ -212,8 +212,7 @@ std::string resolveFusion(mlir::ModuleOp module, const KilnPipelineOptions &opts
   bool packed = opts.layout == "r16" || opts.layout == "r32";
   int64_t elements = 0;
   module.walk([&](LinearOp op) {
-    auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
-    const StorageFormat f = fmt ? fmt.getValue() : StorageFormat::f32;
+    const StorageFormat f = op.getFormat();
     packed = packed && (f == StorageFormat::q4_0 || f == StorageFormat::q4_1 ||
                         f == StorageFormat::q8_0);
     auto in = mlir::cast<mlir::ShapedType>(op.getInput().getType());

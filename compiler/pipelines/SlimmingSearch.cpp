@@ -472,10 +472,9 @@ bool applyCompensation(ModuleOp slimmed, WeightStore &store, const KilnPipelineO
         break;
     }
     addDerivedWeight(slimmed, name,
-                     builder.getDictionaryAttr({
-                         builder.getNamedAttr("op", builder.getStringAttr("values")),
-                         builder.getNamedAttr("values", builder.getDenseF32ArrayAttr(bias)),
-                     }));
+                     derivedRecipe(builder.getContext(), DeriveOp::values,
+                                   {builder.getNamedAttr("values",
+                                                         builder.getDenseF32ArrayAttr(bias))}));
     lin.setBiasAttr(builder.getStringAttr(name));
     ++biases;
   }

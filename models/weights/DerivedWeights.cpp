@@ -6,11 +6,19 @@
 #include <cstring>
 #include <set>
 
+#include "dialects/kiln/IR/KilnOps.h"
 #include "kiln/quant.h"
 
 using namespace mlir;
 
 namespace kiln {
+
+DictionaryAttr derivedRecipe(MLIRContext *ctx, DeriveOp op, ArrayRef<NamedAttribute> fields) {
+  Builder b(ctx);
+  NamedAttrList all(fields);
+  all.set("op", b.getStringAttr(stringifyDeriveOp(op)));
+  return all.getDictionary(ctx);
+}
 
 void addDerivedWeight(ModuleOp module, const std::string &name, DictionaryAttr recipe) {
   Builder b(module.getContext());
@@ -22,6 +30,11 @@ void addDerivedWeight(ModuleOp module, const std::string &name, DictionaryAttr r
 }
 
 namespace {
+
+std::optional<DeriveOp> deriveOpOf(DictionaryAttr recipe) {
+  auto op = recipe.getAs<StringAttr>("op");
+  return op ? symbolizeDeriveOp(op.getValue()) : std::nullopt;
+}
 
 bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
                     WeightStore &store, int depth, std::string &error);
@@ -112,7 +125,7 @@ void copyEncodings(const std::string &name, const std::vector<std::string> &sour
 // In the sources' format when they share one (copyRows), else fp32.
 bool materializeMulti(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
                       WeightStore &store, int depth, std::string &error) {
-  const bool interleave = recipe.getAs<StringAttr>("op").getValue() == "interleave_rows";
+  const bool interleave = deriveOpOf(recipe) == DeriveOp::interleave_rows;
   auto sources = recipe.getAs<ArrayAttr>("sources");
   if (!sources || sources.empty() || (interleave && sources.size() != 2)) {
     error = "derived weight '" + name + "' needs " +
@@ -169,9 +182,14 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
                     WeightStore &store, int depth, std::string &error) {
   if (store.find(name) && !all.get(name))
     return true;
-  auto op = recipe.getAs<StringAttr>("op");
+  const std::optional<DeriveOp> op = deriveOpOf(recipe);
+  if (!op) {
+    auto given = recipe.getAs<StringAttr>("op");
+    error = "derived weight '" + name + "': unknown op '" + (given ? given.str() : "") + "'";
+    return false;
+  }
   // Inline data (small vectors such as compensation biases): no source.
-  if (op && op.getValue() == "values") {
+  if (op == DeriveOp::values) {
     auto values = recipe.getAs<DenseF32ArrayAttr>("values");
     if (!values || values.empty()) {
       error = "derived weight '" + name + "': values needs a non-empty array<f32> 'values'";
@@ -183,11 +201,11 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
     return true;
   }
   // Recipes over several sources (fusion: stacked projections).
-  if (op && (op.getValue() == "concat_rows" || op.getValue() == "interleave_rows"))
+  if (op == DeriveOp::concat_rows || op == DeriveOp::interleave_rows)
     return materializeMulti(name, recipe, all, store, depth, error);
   auto source = recipe.getAs<StringAttr>("source");
-  if (!source || !op) {
-    error = "derived weight '" + name + "' needs a source and an op";
+  if (!source) {
+    error = "derived weight '" + name + "' needs a source";
     return false;
   }
   // A source that is itself derived is materialised first (recipes chain).
@@ -198,7 +216,7 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
   std::vector<int64_t> idx;
   if (auto indices = recipe.getAs<DenseI64ArrayAttr>("indices"))
     idx.assign(indices.asArrayRef().begin(), indices.asArrayRef().end());
-  if (op.getValue() == "select_rows" && src->dims.size() == 2) { // whole rows: as stored
+  if (op == DeriveOp::select_rows && src->dims.size() == 2) { // whole rows: as stored
     std::vector<std::pair<size_t, uint64_t>> picked;
     for (int64_t r : idx)
       if (r >= 0 && uint64_t(r) < rows)
@@ -220,20 +238,20 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
   };
   std::vector<float> out;
   std::vector<uint64_t> dims;
-  if (op.getValue() == "select_rows") {
+  if (op == DeriveOp::select_rows) {
     if (outOfRange(rows))
       return false;
     for (int64_t r : idx)
       out.insert(out.end(), data.begin() + r * cols, data.begin() + (r + 1) * cols);
     dims = {cols, uint64_t(idx.size())};
-  } else if (op.getValue() == "select_cols") {
+  } else if (op == DeriveOp::select_cols) {
     if (outOfRange(cols))
       return false;
     for (uint64_t r = 0; r < rows; ++r)
       for (int64_t c : idx)
         out.push_back(data[r * cols + c]);
     dims = {uint64_t(idx.size()), rows};
-  } else if (op.getValue() == "scale") {
+  } else if (op == DeriveOp::scale) {
     auto factor = recipe.getAs<FloatAttr>("factor");
     if (!factor) {
       error = "derived weight '" + name + "': scale needs a factor";
@@ -243,7 +261,7 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
     for (float &x : out)
       x *= float(factor.getValueAsDouble());
     dims = src->dims;
-  } else if (op.getValue() == "scale_cols") {
+  } else { // scale_cols
     // W diag(g): column c times g[c] (an rms_norm weight folded into a linear).
     auto by = recipe.getAs<StringAttr>("by");
     std::vector<float> g;
@@ -263,9 +281,6 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
       for (uint64_t c = 0; c < cols; ++c)
         out[r * cols + c] *= g[c];
     dims = src->dims;
-  } else {
-    error = "derived weight '" + name + "': unknown op '" + op.str() + "'";
-    return false;
   }
   if (dims.size() == 2 && dims[1] == 1 && src->dims.size() == 1)
     dims = {dims[0]};
@@ -284,16 +299,15 @@ bool materializeDerivedWeights(ModuleOp module, WeightStore &store, std::string 
   // TinyLlama-size compile from holding every fp32 intermediate at once.
   std::set<std::string> read;
   module.walk([&](Operation *op) {
-    for (const char *attr : {"weight", "bias"})
-      if (auto s = op->getAttrOfType<StringAttr>(attr))
-        read.insert(s.str());
+    for (const WeightRead &w : weightReadsOf(op))
+      read.insert(w.name.str());
   });
   auto intermediate = [&](NamedAttribute entry) {
     auto recipe = dyn_cast<DictionaryAttr>(entry.getValue());
-    auto op = recipe ? recipe.getAs<StringAttr>("op") : StringAttr();
+    const std::optional<DeriveOp> op = recipe ? deriveOpOf(recipe) : std::nullopt;
     return op && !read.count(entry.getName().str()) &&
-           (op.getValue() == "scale_cols" || op.getValue() == "concat_rows" ||
-            op.getValue() == "interleave_rows");
+           (op == DeriveOp::scale_cols || op == DeriveOp::concat_rows ||
+            op == DeriveOp::interleave_rows);
   };
   for (NamedAttribute entry : all) {
     auto recipe = dyn_cast<DictionaryAttr>(entry.getValue());

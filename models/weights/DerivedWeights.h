@@ -27,11 +27,16 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "dialects/kiln/IR/KilnAttrNames.h"
+#include "dialects/kiln/IR/KilnOps.h"
 #include "models/weights/WeightStore.h"
 
 namespace kiln {
 
 constexpr const char *kDerivedWeightsAttr = attr::kDerivedWeights;
+
+// The recipe {op = <op>, fields...} (the fields KilnDialect checks for each DeriveOp).
+mlir::DictionaryAttr derivedRecipe(mlir::MLIRContext *ctx, DeriveOp op,
+                                   llvm::ArrayRef<mlir::NamedAttribute> fields);
 
 // Adds (or replaces) one recipe on the module.
 void addDerivedWeight(mlir::ModuleOp module, const std::string &name,

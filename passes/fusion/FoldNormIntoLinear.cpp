@@ -40,19 +40,19 @@ struct FoldNormIntoLinear : public impl::KilnFoldNormIntoLinearBase<FoldNormInto
       auto foldable = [](Operation *u) {
         if (!isa<LinearOp, LogitsOp>(u))
           return false;
-        StorageFormat f = u->getAttrOfType<StorageFormatAttr>("format").getValue();
-        return f == StorageFormat::f32 || f == StorageFormat::f16;
+        const uint32_t f = weightReadsOf(u).front().format;
+        return f == uint32_t(StorageFormat::f32) || f == uint32_t(StorageFormat::f16);
       };
       if (y.use_empty() || !llvm::all_of(y.getUsers(), foldable))
         continue;
       const std::string g = n.getWeight().str();
       for (Operation *u : y.getUsers()) {
-        const std::string w = u->getAttrOfType<StringAttr>("weight").str();
+        const std::string w = weightReadsOf(u).front().name.str();
         const std::string folded = w + ".fold(" + g + ")";
         addDerivedWeight(module, folded,
-                         b.getDictionaryAttr({b.getNamedAttr("source", b.getStringAttr(w)),
-                                              b.getNamedAttr("op", b.getStringAttr("scale_cols")),
-                                              b.getNamedAttr("by", b.getStringAttr(g))}));
+                         derivedRecipe(&getContext(), DeriveOp::scale_cols,
+                                       {b.getNamedAttr("source", b.getStringAttr(w)),
+                                        b.getNamedAttr("by", b.getStringAttr(g))}));
         u->setAttr("weight", b.getStringAttr(folded));
       }
       OpBuilder ob(n);

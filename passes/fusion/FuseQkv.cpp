@@ -70,8 +70,8 @@ struct FuseQkv : public impl::KilnFuseQkvBase<FuseQkv> {
     }
     name += ")";
     addDerivedWeight(module, name,
-                     b.getDictionaryAttr({b.getNamedAttr("op", b.getStringAttr("concat_rows")),
-                                          b.getNamedAttr("sources", b.getArrayAttr(sources))}));
+                     derivedRecipe(module.getContext(), DeriveOp::concat_rows,
+                                   {b.getNamedAttr("sources", b.getArrayAttr(sources))}));
     // At the first linear: the input is defined before it, every use of any part after it.
     LinearOp first = part.front();
     OpBuilder ob(first);

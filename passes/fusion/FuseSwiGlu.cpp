@@ -55,10 +55,9 @@ struct FuseSwiGlu : public impl::KilnFuseSwiGluBase<FuseSwiGlu> {
             "interleaved_rows(" + gate.getWeight().str() + "," + up.getWeight().str() + ")";
         addDerivedWeight(
             module, name,
-            b.getDictionaryAttr(
-                {b.getNamedAttr("op", b.getStringAttr("interleave_rows")),
-                 b.getNamedAttr("sources",
-                                b.getArrayAttr({gate.getWeightAttr(), up.getWeightAttr()}))}));
+            derivedRecipe(&getContext(), DeriveOp::interleave_rows,
+                          {b.getNamedAttr("sources", b.getArrayAttr({gate.getWeightAttr(),
+                                                                     up.getWeightAttr()}))}));
         OpBuilder ob(m);
         auto fused = ob.create<FusedLinearOp>(
             m.getLoc(), TypeRange{m.getType()}, ValueRange{gate.getInput()},

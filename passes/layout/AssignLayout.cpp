@@ -29,19 +29,12 @@ bool kquantPackable(StorageFormat f) {
   return f == StorageFormat::q4_k || f == StorageFormat::q6_k;
 }
 
-// The row length of the op's own matrix (its first weight read), 0 when not known.
-int64_t matrixRowLength(Operation *op) {
-  llvm::SmallVector<WeightRead, 2> reads;
-  if (auto reader = dyn_cast<WeightReaderOpInterface>(op))
-    reader.getWeightReads(reads);
-  return reads.empty() ? 0 : reads.front().rowLength;
-}
-
 struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
   using KilnAssignLayoutBase::KilnAssignLayoutBase;
 
   void runOnOperation() override {
-    if (layout != "r16" && layout != "r32" && layout != "rows64") {
+    const std::optional<Layout> target = symbolizeLayout(layout);
+    if (!target || target == Layout::block) {
       getOperation().emitError() << "kiln-assign-layout: unknown layout '" << layout
                                  << "' (expected r16, r32 or rows64)";
       return signalPassFailure();
@@ -58,24 +51,24 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
     getOperation().walk([&](Operation *op) {
       if (!isa<LinearOp, LogitsOp, FusedLinearOp>(op))
         return;
-      auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
-      StringRef weight = op->getAttrOfType<StringAttr>("weight").getValue();
+      const WeightRead read = weightReadsOf(op).front();
+      const StorageFormat fmt = StorageFormat(read.format);
+      const StringRef weight = read.name;
       // q4_K and q6_K rows of whole super-blocks take the r16 layout (the integer-dot
       // kernels; no r32 form), a tied table too: embed reads its rows from the groups
       // (kiln_uk_embed), and at 128k tokens the classifier is a quarter of a 1B model's bytes
       // per token. q3_0, q5_K and other K-quant rows keep rows of whole blocks: 64-byte rows
       // would store a 64-wide q3_0 row (two 14-byte blocks) in 64 bytes, more than q4_0_r16
       // takes, and a q6_K row of 2048 (1,680 bytes) in 1,728, more than the file.
-      const int64_t rowLength = matrixRowLength(op);
-      if (fmt && kquantPackable(fmt.getValue()) && layout == "r16" && rowLength > 0 &&
-          rowLength % 256 == 0) {
-        op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "r16"));
+      if (kquantPackable(fmt) && target == Layout::r16 && read.rowLength > 0 &&
+          read.rowLength % 256 == 0) {
+        setLayout(op, Layout::r16);
         ++numPacked;
         return;
       }
       // A tied q4_0/q4_1/q8_0 table likewise: the classifier on the integer kernels.
-      if (embedded.contains(weight) && layout == "r16" && fmt && packable(fmt.getValue())) {
-        op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "r16"));
+      if (embedded.contains(weight) && target == Layout::r16 && packable(fmt)) {
+        setLayout(op, Layout::r16);
         ++numPacked;
         return;
       }
@@ -84,15 +77,14 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
                          << "' is also read by embed, so it keeps the embedding's rows";
         return;
       }
-      if (fmt && (fmt.getValue() == StorageFormat::q3_0 || fmt.getValue() == StorageFormat::q4_k ||
-                  fmt.getValue() == StorageFormat::q5_k || fmt.getValue() == StorageFormat::q6_k)) {
-        op->setAttr(attr::kLayout, StringAttr::get(&getContext(), "block"));
+      if (fmt == StorageFormat::q3_0 || fmt == StorageFormat::q4_k || fmt == StorageFormat::q5_k ||
+          fmt == StorageFormat::q6_k) {
+        setLayout(op, Layout::block);
         ++numBlock;
         return;
       }
-      const bool pack = layout != "rows64" && fmt && packable(fmt.getValue());
-      op->setAttr(attr::kLayout,
-                  StringAttr::get(&getContext(), pack ? StringRef(layout) : "rows64"));
+      const bool pack = target != Layout::rows64 && packable(fmt);
+      setLayout(op, pack ? *target : Layout::rows64);
       if (!pack)
         op->setAttr(attr::kRowAlign,
                     IntegerAttr::get(IntegerType::get(&getContext(), 64), uint64_t(rowAlign)));

@@ -34,8 +34,7 @@ constexpr int64_t kTokenTile = 8;
 // Bytes of one token's activations as the op's kernel reads them: int8 codes and block
 // scales for the packed (r16, r32) kernels, fp32 rows for the others.
 int64_t activationBytes(Operation *op, int64_t in) {
-  auto layout = op->getAttrOfType<StringAttr>(attr::kLayout);
-  if (layout && (layout.getValue() == "r16" || layout.getValue() == "r32"))
+  if (readsRowGroups(op))
     return int64_t(kiln_packed_act_stride(uint64_t(in)));
   return 4 * in;
 }

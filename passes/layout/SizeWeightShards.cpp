@@ -34,11 +34,11 @@ namespace {
 
 // The packed kernels' type id for an op's format and layout, 0 when it has none.
 uint32_t packedType(Operation *op) {
-  auto layout = op->getAttrOfType<StringAttr>(attr::kLayout);
+  const std::optional<Layout> layout = layoutOf(op);
   auto fmt = op->getAttrOfType<StorageFormatAttr>("format");
   if (!layout || !fmt)
     return 0;
-  const uint32_t rows = layout.getValue() == "r16" ? 16 : layout.getValue() == "r32" ? 32 : 0;
+  const uint32_t rows = layout == Layout::r16 ? 16 : layout == Layout::r32 ? 32 : 0;
   uint32_t base = 0;
   switch (fmt.getValue()) {
   case StorageFormat::q4_0: base = KILN_GGML_TYPE_Q4_0; break;
@@ -54,9 +54,7 @@ uint32_t packedType(Operation *op) {
 // Rows of the op's weight matrix (WeightReaderOpInterface: a fused linear's results side by
 // side, twice its one result for SwiGLU).
 int64_t weightRows(Operation *op) {
-  SmallVector<WeightRead, 2> reads;
-  if (auto reader = dyn_cast<WeightReaderOpInterface>(op))
-    reader.getWeightReads(reads);
+  SmallVector<WeightRead, 2> reads = weightReadsOf(op);
   return reads.empty() ? 0 : reads.front().rows;
 }
 

@@ -38,13 +38,6 @@ constexpr int64_t kMaxHeadDim = 512;
 
 int64_t features(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
 
-// Whether the op's matrix is repacked for the integer-dot kernels (kiln.layout r16/r32),
-// which quantise its input into a workspace first.
-bool readsPacked(Operation *op) {
-  auto l = op->getAttrOfType<StringAttr>(attr::kLayout);
-  return l && (l.getValue() == "r16" || l.getValue() == "r32");
-}
-
 uint64_t align64(uint64_t x) { return (x + 63) & ~uint64_t(63); }
 uint64_t elemBytes(KvElem e) { return e == KvElem::F32 ? 4u : e == KvElem::F16 ? 2u : 1u; }
 
@@ -87,7 +80,7 @@ LogicalResult KilnPlanMemoryPass::plan(func::FuncOp fn, const KvFormat &kv,
     request(bytes, i, i, Value(), op);
   };
   auto packedInput = [&](Operation *op, Value input, int64_t i) {
-    if (readsPacked(op))
+    if (readsRowGroups(op))
       workspace(op, uint64_t(maxBatch) * kiln_packed_act_stride(uint64_t(features(input))), i);
   };
 

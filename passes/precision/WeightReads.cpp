@@ -23,9 +23,7 @@ std::vector<WeightRead> weightReads(ModuleOp module) {
 // The format of the op's own weight (WeightReaderOpInterface: an rms_norm without one
 // reads f32), 0 for an op that reads none.
 uint32_t formatOf(Operation *op) {
-  SmallVector<::kiln::WeightRead, 2> reads;
-  if (auto reader = dyn_cast<WeightReaderOpInterface>(op))
-    reader.getWeightReads(reads);
+  SmallVector<::kiln::WeightRead, 2> reads = weightReadsOf(op);
   return reads.empty() ? 0u : reads.front().format;
 }
 

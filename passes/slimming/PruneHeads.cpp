@@ -98,7 +98,7 @@ struct PruneHeads : public impl::KilnPruneHeadsBase<PruneHeads> {
 
   // A derived weight of `current`'s rows or columns `indices`. Selections of a selection
   // compose into one recipe on the stored tensor.
-  std::string derive(ModuleOp module, StringRef current, StringRef op,
+  std::string derive(ModuleOp module, StringRef current, DeriveOp op,
                      std::vector<int64_t> indices) {
     Builder b(&getContext());
     std::string source = current.str();
@@ -107,17 +107,15 @@ struct PruneHeads : public impl::KilnPruneHeadsBase<PruneHeads> {
         auto src = recipe.getAs<StringAttr>("source");
         auto kind = recipe.getAs<StringAttr>("op");
         auto old = recipe.getAs<DenseI64ArrayAttr>("indices");
-        if (src && kind && kind.getValue() == op && old) {
+        if (src && kind && kind.getValue() == stringifyDeriveOp(op) && old) {
           for (int64_t &i : indices)
             i = old[i];
           source = src.str();
         }
       }
-    auto recipe = b.getDictionaryAttr({
-        b.getNamedAttr("source", b.getStringAttr(source)),
-        b.getNamedAttr("op", b.getStringAttr(op)),
-        b.getNamedAttr("indices", b.getDenseI64ArrayAttr(indices)),
-    });
+    auto recipe = derivedRecipe(&getContext(), op,
+                                {b.getNamedAttr("source", b.getStringAttr(source)),
+                                 b.getNamedAttr("indices", b.getDenseI64ArrayAttr(indices))});
     // Reuse a name holding the same recipe; else the first free "<source>.pruned[N]".
     auto all = module->getAttrOfType<DictionaryAttr>(kDerivedWeightsAttr);
     for (int n = 0;; ++n) {
@@ -170,7 +168,7 @@ struct PruneHeads : public impl::KilnPruneHeadsBase<PruneHeads> {
     return out;
   }
 
-  void rewriteWeight(ModuleOp module, LinearOp l, StringRef op, std::vector<int64_t> idx) {
+  void rewriteWeight(ModuleOp module, LinearOp l, DeriveOp op, std::vector<int64_t> idx) {
     l.setWeightAttr(StringAttr::get(&getContext(), derive(module, l.getWeight(), op, idx)));
   }
 
@@ -233,18 +231,18 @@ struct PruneHeads : public impl::KilnPruneHeadsBase<PruneHeads> {
     kvRemoved += groupsGone;
 
     // Queries and output projection.
-    rewriteWeight(module, q->linear, "select_rows", blocks(keptHeads, hd));
+    rewriteWeight(module, q->linear, DeriveOp::select_rows, blocks(keptHeads, hd));
     auto qType = withFeatures(q->linear.getType(), newHeads * hd);
     q->linear.getResult().setType(qType);
     if (q->rope)
       q->rope.getResult().setType(qType);
     result.setType(qType);
-    rewriteWeight(module, wo, "select_cols", blocks(keptHeads, hd));
+    rewriteWeight(module, wo, DeriveOp::select_cols, blocks(keptHeads, hd));
     // Keys and values, when a whole group went.
     if (groupsGone > 0) {
       auto kvType = withFeatures(k->linear.getType(), newKv * hd);
       for (Branch *br : {&*k, &*v}) {
-        rewriteWeight(module, br->linear, "select_rows", blocks(keptGroups, hd));
+        rewriteWeight(module, br->linear, DeriveOp::select_rows, blocks(keptGroups, hd));
         br->linear.getResult().setType(kvType);
         if (br->rope)
           br->rope.getResult().setType(kvType);

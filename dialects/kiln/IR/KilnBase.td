@@ -3,6 +3,7 @@
 #define KILN_BASE_TD
 
 include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 
 def Kiln_Dialect : Dialect {
@@ -21,6 +22,7 @@ def Kiln_Dialect : Dialect {
     value of the wrong kind is a verifier error at the op that carries it.
   }];
   let hasOperationAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 // Storage formats of weights. Values are ggml's type ids for the formats GGUF shares
@@ -58,6 +60,39 @@ def Kiln_RopeRotateHalf : I32EnumAttrCase<"rotate_half", 1>;
 def Kiln_RopeStyle : I32EnumAttr<"RopeStyle", "rotary embedding pairing",
     [Kiln_RopeAdjacent, Kiln_RopeRotateHalf]> {
   let cppNamespace = "::kiln";
+}
+
+// How a matrix's rows are stored for the target's kernels (kiln-assign-layout's
+// `kiln.layout`, printed `#kiln.layout<r16>`): padded to whole blocks, plain rows aligned to
+// kiln.row_align, or interleaved in groups of 16 / 32 rows (kiln/quant_packed.h). The
+// values are codegen::RowLayout's (static_assert in codegen/cpu/LowerToUkernels.cpp).
+def Kiln_LayoutBlock  : I32EnumAttrCase<"block", 0>;
+def Kiln_LayoutRows64 : I32EnumAttrCase<"rows64", 1>;
+def Kiln_LayoutR16    : I32EnumAttrCase<"r16", 2>;
+def Kiln_LayoutR32    : I32EnumAttrCase<"r32", 3>;
+def Kiln_Layout : I32EnumAttr<"Layout", "weight row layout",
+    [Kiln_LayoutBlock, Kiln_LayoutRows64, Kiln_LayoutR16, Kiln_LayoutR32]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_LayoutAttr : EnumAttr<Kiln_Dialect, Kiln_Layout, "layout"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+// What a derived weight's recipe does to its source(s) (`kiln.derived_weights`,
+// models/weights/DerivedWeights.h); the dialect checks each recipe's fields.
+def Kiln_DeriveSelectRows     : I32EnumAttrCase<"select_rows", 0>;
+def Kiln_DeriveSelectCols     : I32EnumAttrCase<"select_cols", 1>;
+def Kiln_DeriveScale          : I32EnumAttrCase<"scale", 2>;
+def Kiln_DeriveScaleCols      : I32EnumAttrCase<"scale_cols", 3>;
+def Kiln_DeriveConcatRows     : I32EnumAttrCase<"concat_rows", 4>;
+def Kiln_DeriveInterleaveRows : I32EnumAttrCase<"interleave_rows", 5>;
+def Kiln_DeriveValues         : I32EnumAttrCase<"values", 6>;
+def Kiln_DeriveOp : I32EnumAttr<"DeriveOp", "derived-weight recipe", [
+    Kiln_DeriveSelectRows, Kiln_DeriveSelectCols, Kiln_DeriveScale, Kiln_DeriveScaleCols,
+    Kiln_DeriveConcatRows, Kiln_DeriveInterleaveRows, Kiln_DeriveValues]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []> :

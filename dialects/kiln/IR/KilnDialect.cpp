@@ -3,6 +3,8 @@
 #include "dialects/kiln/IR/KilnOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include "dialects/kiln/IR/KilnAttrNames.h"
 
@@ -10,7 +12,24 @@ using namespace kiln;
 
 #include "dialects/kiln/IR/KilnDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/kiln/IR/KilnAttrs.cpp.inc"
+
+std::optional<Layout> kiln::layoutOf(mlir::Operation *op) {
+  if (auto l = op->getAttrOfType<LayoutAttr>(attr::kLayout))
+    return l.getValue();
+  return std::nullopt;
+}
+
+void kiln::setLayout(mlir::Operation *op, Layout layout) {
+  op->setAttr(attr::kLayout, LayoutAttr::get(op->getContext(), layout));
+}
+
 void KilnDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/kiln/IR/KilnAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/kiln/IR/KilnOps.cpp.inc"
@@ -24,7 +43,7 @@ void KilnDialect::initialize() {
 namespace {
 
 enum class AttrKind { Integer, Positive, PowerOf2, String, Layout, Dictionary, I32Array,
-                      I64Array };
+                      I64Array, Recipes, Effects };
 
 struct DeclaredAttr {
   const char *name;
@@ -35,13 +54,77 @@ constexpr DeclaredAttr kDeclared[] = {
     {attr::kArch, AttrKind::String},           {attr::kVocabSize, AttrKind::Positive},
     {attr::kNumLayers, AttrKind::Integer},     {attr::kContextLength, AttrKind::Positive},
     {attr::kMaxCtx, AttrKind::Positive},       {attr::kPrunedLayers, AttrKind::I32Array},
-    {attr::kDerivedWeights, AttrKind::Dictionary}, {attr::kPassEffects, AttrKind::Dictionary},
+    {attr::kDerivedWeights, AttrKind::Recipes}, {attr::kPassEffects, AttrKind::Effects},
     {attr::kLayer, AttrKind::Integer},         {attr::kLayout, AttrKind::Layout},
     {attr::kRowAlign, AttrKind::PowerOf2},     {attr::kTokenPanel, AttrKind::Positive},
     {attr::kShardGroups, AttrKind::Positive},  {attr::kMemoryPlan, AttrKind::Dictionary},
     {attr::kBuffers, AttrKind::I64Array},      {attr::kWorkspace, AttrKind::Integer},
     {attr::kKvSlots, AttrKind::I64Array},
 };
+
+// The fields a recipe of each DeriveOp has besides `op` (models/weights/DerivedWeights.h).
+enum class Field { Source, Indices, Factor, By, Sources, Values };
+
+llvm::SmallVector<Field, 2> fieldsOf(DeriveOp op) {
+  switch (op) {
+  case DeriveOp::select_rows:
+  case DeriveOp::select_cols: return {Field::Source, Field::Indices};
+  case DeriveOp::scale: return {Field::Source, Field::Factor};
+  case DeriveOp::scale_cols: return {Field::Source, Field::By};
+  case DeriveOp::concat_rows:
+  case DeriveOp::interleave_rows: return {Field::Sources};
+  case DeriveOp::values: return {Field::Values};
+  }
+  return {};
+}
+
+// Why `recipe` is not a well-formed recipe of its op, empty when it is.
+std::string recipeProblem(mlir::Attribute value) {
+  auto recipe = mlir::dyn_cast<mlir::DictionaryAttr>(value);
+  if (!recipe)
+    return "is not a dictionary";
+  auto opName = recipe.getAs<mlir::StringAttr>("op");
+  std::optional<DeriveOp> op = opName ? symbolizeDeriveOp(opName.getValue()) : std::nullopt;
+  if (!op)
+    return "has no known 'op' (select_rows, select_cols, scale, scale_cols, concat_rows, "
+           "interleave_rows, values)";
+  static const char *const kNames[] = {"source", "indices", "factor", "by", "sources", "values"};
+  const llvm::SmallVector<Field, 2> fields = fieldsOf(*op);
+  for (mlir::NamedAttribute f : recipe) {
+    if (f.getName() == "op")
+      continue;
+    bool known = false;
+    for (Field k : fields)
+      known = known || f.getName() == kNames[int(k)];
+    if (!known)
+      return ("has a field '" + f.getName().getValue() + "' that " + opName.getValue() +
+              " does not take").str();
+  }
+  for (Field k : fields) {
+    mlir::Attribute v = recipe.get(kNames[int(k)]);
+    auto strings = mlir::dyn_cast_or_null<mlir::ArrayAttr>(v);
+    auto floats = mlir::dyn_cast_or_null<mlir::DenseF32ArrayAttr>(v);
+    const bool ok =
+        k == Field::Source || k == Field::By ? mlir::isa_and_nonnull<mlir::StringAttr>(v)
+        : k == Field::Indices               ? mlir::isa_and_nonnull<mlir::DenseI64ArrayAttr>(v)
+        : k == Field::Factor                ? mlir::isa_and_nonnull<mlir::FloatAttr>(v)
+        : k == Field::Values                ? floats && !floats.empty()
+        : strings && !strings.empty() &&
+              (*op != DeriveOp::interleave_rows || strings.size() == 2) &&
+              llvm::all_of(strings, [](mlir::Attribute s) { return mlir::isa<mlir::StringAttr>(s); });
+    if (!ok)
+      return (opName.getValue() + " needs '" + kNames[int(k)] + "' (" +
+              (k == Field::Source || k == Field::By ? "a weight name"
+               : k == Field::Indices               ? "array<i64>"
+               : k == Field::Factor                ? "a float"
+               : k == Field::Values                ? "a non-empty array<f32>"
+               : *op == DeriveOp::interleave_rows  ? "two weight names"
+                                                   : "a non-empty list of weight names") +
+              ")")
+          .str();
+  }
+  return "";
+}
 
 } // namespace
 
@@ -72,14 +155,39 @@ mlir::LogicalResult KilnDialect::verifyOperationAttribute(mlir::Operation *op,
                : bad("a power of two >= 64");
   case AttrKind::String:
     return mlir::isa<mlir::StringAttr>(value) ? mlir::success() : bad("a string");
-  case AttrKind::Layout: {
-    auto s = mlir::dyn_cast<mlir::StringAttr>(value);
-    const bool known = s && (s.getValue() == "r16" || s.getValue() == "r32" ||
-                             s.getValue() == "rows64" || s.getValue() == "block");
-    return known ? mlir::success() : bad("one of \"r16\", \"r32\", \"rows64\", \"block\"");
-  }
+  case AttrKind::Layout:
+    return mlir::isa<LayoutAttr>(value) ? mlir::success() : bad("a #kiln.layout");
   case AttrKind::Dictionary:
     return mlir::isa<mlir::DictionaryAttr>(value) ? mlir::success() : bad("a dictionary");
+  case AttrKind::Recipes: {
+    auto all = mlir::dyn_cast<mlir::DictionaryAttr>(value);
+    if (!all)
+      return bad("a dictionary of recipes");
+    for (mlir::NamedAttribute entry : all)
+      if (std::string problem = recipeProblem(entry.getValue()); !problem.empty())
+        return op->emitOpError() << "derived weight '" << entry.getName().getValue()
+                                 << "': the recipe " << problem;
+    return mlir::success();
+  }
+  case AttrKind::Effects: {
+    // pass name -> "key=value,..." (the provenance's effects text, in the pass's order)
+    auto all = mlir::dyn_cast<mlir::DictionaryAttr>(value);
+    auto wellFormed = [](mlir::Attribute a) {
+      auto s = mlir::dyn_cast<mlir::StringAttr>(a);
+      if (!s)
+        return false;
+      llvm::SmallVector<llvm::StringRef, 8> items;
+      s.getValue().split(items, ',');
+      return s.getValue().empty() || llvm::all_of(items, [](llvm::StringRef i) {
+               return i.contains('=') && !i.starts_with("=");
+             });
+    };
+    return all && llvm::all_of(all, [&](mlir::NamedAttribute e) {
+             return wellFormed(e.getValue());
+           })
+               ? mlir::success()
+               : bad("a dictionary from pass names to \"key=value,...\" strings");
+  }
   case AttrKind::I32Array:
     return mlir::isa<mlir::DenseI32ArrayAttr>(value) ? mlir::success() : bad("an i32 array");
   case AttrKind::I64Array:

@@ -237,6 +237,13 @@ LogicalResult FusedLinearOp::verify() {
 
 #include "dialects/kiln/IR/KilnInterfaces.cpp.inc"
 
+SmallVector<WeightRead, 2> kiln::weightReadsOf(Operation *op) {
+  SmallVector<WeightRead, 2> reads;
+  if (auto reader = dyn_cast<WeightReaderOpInterface>(op))
+    reader.getWeightReads(reads);
+  return reads;
+}
+
 // The storage-format enum is the ggml type ids of kiln/quant.h, value for value: the
 // lowering passes the enum's value to the kernels as their format argument.
 static_assert(uint32_t(StorageFormat::f32) == KILN_GGML_TYPE_F32);

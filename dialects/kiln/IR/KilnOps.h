@@ -12,6 +12,9 @@
 #include "dialects/kiln/IR/KilnDialect.h"
 #include "dialects/kiln/IR/KilnEnums.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/kiln/IR/KilnAttrs.h.inc"
+
 namespace kiln {
 // One weight an op reads (WeightReaderOpInterface).
 struct WeightRead {
@@ -21,11 +24,27 @@ struct WeightRead {
   int64_t rowLength = 0;  // embedding table's vocabulary: the store's shape decides)
   bool matrix = false;    // a linear's matrix: kiln.layout and kiln.row_align apply
 };
+
+// The layout kiln-assign-layout gave op's weight rows (kiln.layout); none when it did not.
+std::optional<Layout> layoutOf(mlir::Operation *op);
+void setLayout(mlir::Operation *op, Layout layout);
+// Whether op's weight rows are r16/r32 groups: the integer-dot kernels, which quantise the
+// input into a workspace first.
+inline bool readsRowGroups(mlir::Operation *op) {
+  std::optional<Layout> l = layoutOf(op);
+  return l == Layout::r16 || l == Layout::r32;
+}
 } // namespace kiln
 
 #include "dialects/kiln/IR/KilnInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/kiln/IR/KilnOps.h.inc"
+
+namespace kiln {
+// The weights op reads (WeightReaderOpInterface), its own matrix first; none for an op that
+// reads no weight.
+llvm::SmallVector<WeightRead, 2> weightReadsOf(mlir::Operation *op);
+} // namespace kiln
 
 #endif // KILN_DIALECTS_KILN_IR_KILNOPS_H

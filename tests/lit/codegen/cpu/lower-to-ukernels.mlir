@@ -8,7 +8,7 @@ module attributes {kiln.vocab_size = 32 : i32} {
 func.func @forward(%tok: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x32xf32> {
   %x = kiln.embed %tok weight "tok" format f32 : tensor<?xi32> -> tensor<?x64xf32>
   %n = kiln.rms_norm %x weight "n0" eps 1.0e-05 : tensor<?x64xf32>
-  %q = kiln.linear %n weight "q" format q8_0 {kiln.layout = "r16"} : tensor<?x64xf32> -> tensor<?x64xf32>
+  %q = kiln.linear %n weight "q" format q8_0 {kiln.layout = #kiln.layout<r16>} : tensor<?x64xf32> -> tensor<?x64xf32>
   %k = kiln.linear %n weight "k" format f32 : tensor<?x64xf32> -> tensor<?x32xf32>
   %v = kiln.linear %n weight "v" format f32 : tensor<?x64xf32> -> tensor<?x32xf32>
   %a = kiln.attention %q, %k, %v, %pos layer 0 heads 4 kv_heads 2 head_dim 16 scale 0.25 rope rotary_dims 16 theta 1.0e+04 style adjacent : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x64xf32>

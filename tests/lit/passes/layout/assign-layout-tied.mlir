@@ -9,7 +9,7 @@
 // CHECK-LABEL: func.func @tied_q6_k
 func.func @tied_q6_k(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   %x = kiln.embed %tokens weight "token_embd.weight" format q6_k : tensor<?xi32> -> tensor<?x256xf32>
-  // CHECK: kiln.logits %{{.*}} weight "token_embd.weight" format q6_k {{{.*}}kiln.layout = "r16"
+  // CHECK: kiln.logits %{{.*}} weight "token_embd.weight" format q6_k {{{.*}}kiln.layout = #kiln.layout<r16>
   // R32: remark: kiln-assign-layout: 'token_embd.weight' is also read by embed, so it keeps the embedding's rows
   %l = kiln.logits %x weight "token_embd.weight" format q6_k : tensor<?x256xf32> -> tensor<?x512xf32>
   return %l : tensor<?x512xf32>
@@ -20,7 +20,7 @@ func.func @tied_q6_k(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
 // CHECK-LABEL: func.func @tied_q8_0
 func.func @tied_q8_0(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   %x = kiln.embed %tokens weight "token_embd.weight" format q8_0 : tensor<?xi32> -> tensor<?x64xf32>
-  // CHECK: kiln.logits %{{.*}} weight "token_embd.weight" format q8_0 {{{.*}}kiln.layout = "r16"
+  // CHECK: kiln.logits %{{.*}} weight "token_embd.weight" format q8_0 {{{.*}}kiln.layout = #kiln.layout<r16>
   // R32: remark: kiln-assign-layout: 'token_embd.weight' is also read by embed, so it keeps the embedding's rows
   // ROWS: remark: kiln-assign-layout: 'token_embd.weight' is also read by embed, so it keeps the embedding's rows
   %l = kiln.logits %x weight "token_embd.weight" format q8_0 : tensor<?x64xf32> -> tensor<?x512xf32>

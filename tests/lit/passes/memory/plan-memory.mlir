@@ -16,8 +16,8 @@ func.func @forward(%tok: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x32xf32>
   %x = kiln.embed %tok weight "tok" format f32 : tensor<?xi32> -> tensor<?x64xf32>
   // CHECK: kiln.rms_norm {{.*}}kiln.buffers = array<i64: [[N:[0-9]+]]>
   %n = kiln.rms_norm %x weight "n0" eps 1.0e-05 : tensor<?x64xf32>
-  // CHECK: kiln.linear {{.*}}weight "q"{{.*}}kiln.buffers = array<i64: [[Q:[0-9]+]]>, kiln.layout = "r16", kiln.workspace = {{[0-9]+}} : i64
-  %q = kiln.linear %n weight "q" format q8_0 {kiln.layout = "r16"} : tensor<?x64xf32> -> tensor<?x64xf32>
+  // CHECK: kiln.linear {{.*}}weight "q"{{.*}}kiln.buffers = array<i64: [[Q:[0-9]+]]>, kiln.layout = #kiln.layout<r16>, kiln.workspace = {{[0-9]+}} : i64
+  %q = kiln.linear %n weight "q" format q8_0 {kiln.layout = #kiln.layout<r16>} : tensor<?x64xf32> -> tensor<?x64xf32>
   // CHECK: kiln.linear {{.*}}weight "k"{{.*}}kiln.buffers = array<i64: [[K:[0-9]+]]>}
   %k = kiln.linear %n weight "k" format f32 : tensor<?x64xf32> -> tensor<?x32xf32>
   %v = kiln.linear %n weight "v" format f32 : tensor<?x64xf32> -> tensor<?x32xf32>
