@@ -240,11 +240,4 @@ bool runFusionPasses(mlir::ModuleOp module, const KilnPipelineOptions &given,
   return true;
 }
 
-bool runKilnPipeline(mlir::ModuleOp module, const KilnPipelineOptions &opts,
-                     std::vector<AppliedPass> &applied, std::string &error) {
-  return runSlimmingPasses(module, opts, applied, error) &&
-         runPrecisionPasses(module, opts, applied, error) &&
-         runFusionPasses(module, opts, applied, error);
-}
-
 } // namespace kiln::pipelines

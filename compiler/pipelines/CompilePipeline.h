@@ -1,4 +1,4 @@
-//===- CompilePipeline.h - the one place where kiln's passes are ordered --===//
+//===- CompilePipeline.h - the kiln-level passes, run by Pipeline.h --------===//
 #ifndef KILN_COMPILER_PIPELINES_COMPILEPIPELINE_H
 #define KILN_COMPILER_PIPELINES_COMPILEPIPELINE_H
 
@@ -66,12 +66,6 @@ bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
 
 // The fusions opts asks for (after precision: fused ops keep the assigned formats).
 bool runFusionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
-                     std::vector<AppliedPass> &applied, std::string &error);
-
-// Runs the kiln-level passes on an imported module, in order: slimming, precision, fusion.
-// One-line error on failure. Slimming may add derived weights (kiln.derived_weights):
-// materialise them (models/weights/DerivedWeights.h) before executing or lowering.
-bool runKilnPipeline(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                      std::vector<AppliedPass> &applied, std::string &error);
 
 // Runs `pm` on module: errors become one line in `error`, remarks and warnings go to

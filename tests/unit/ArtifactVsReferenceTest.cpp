@@ -11,7 +11,7 @@
 #include <optional>
 #include <unistd.h>
 
-#include "compiler/pipelines/CompilePipeline.h"
+#include "compiler/pipelines/Pipeline.h"
 #include "dialects/kiln/IR/KvFormat.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/ModelSession.h"
@@ -68,7 +68,10 @@ void compileAndOpen(const std::string &model, const std::string &weights, uint32
   ASSERT_TRUE(c.ref.load(model, error)) << error;
   if (!precision.empty()) {
     std::vector<kiln::pipelines::AppliedPass> records;
-    ASSERT_TRUE(kiln::tool::runPasses(c.ref, {}, o.prec, records, error)) << error;
+    kiln::pipelines::PipelineRequest request;
+    ASSERT_TRUE(kiln::tool::runPasses(c.ref, {}, o.prec, request, kiln::pipelines::Stage::Fused,
+                                      records, error))
+        << error;
   }
   ASSERT_TRUE(c.ref.prepareExecutor(ctx, error, kvFormat)) << error;
   kiln_error_t err{};

@@ -15,10 +15,7 @@
 
 #include "compiler/eval/Perplexity.h"
 #include "compiler/frontends/onnx/OnnxImport.h"
-#include "compiler/pipelines/CalibratedRounding.h"
-#include "compiler/pipelines/CompilePipeline.h"
-#include "compiler/pipelines/PrecisionSearch.h"
-#include "compiler/pipelines/SlimmingSearch.h"
+#include "compiler/pipelines/Pipeline.h"
 #include "compiler/tools/kiln/ModelSession.h"
 #include "models/weights/DerivedWeights.h"
 #include "passes/precision/PrecisionSpec.h"
@@ -145,10 +142,9 @@ bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, boo
 } // namespace
 
 bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &prec,
-               std::vector<pipelines::AppliedPass> &records, std::string &error,
-               const FusionFlags &fusion) {
-  mlir::ModuleOp module = *s.model.module;
-  pipelines::SlimmingRequest req;
+               pipelines::PipelineRequest &pipeline, pipelines::Stage stopAfter,
+               std::vector<pipelines::AppliedPass> &records, std::string &error) {
+  pipelines::SlimmingRequest &req = pipeline.slimming;
   req.maxCtx = f.maxCtx;
   req.layers = f.pruneLayers;
   req.heads = f.pruneHeads;
@@ -156,7 +152,7 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
   req.compensate = f.compensate;
   req.log = [](const std::string &line) { std::fprintf(stderr, "kiln: %s\n", line.c_str()); };
   pipelines::Calibration calib;
-  quant::Rounding rounding;
+  quant::Rounding &rounding = pipeline.rounding;
   if (!quant::parseRounding(prec.rounding, rounding)) {
     error = "--rounding: unknown method '" + prec.rounding + "' (expected nearest, weighted "
             "or gptq)";
@@ -197,74 +193,15 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &pr
     if (anyPruning(f))
       req.calib = &calib;
   }
-  pipelines::KilnPipelineOptions po;
-  pipelines::SlimmingPlan plan;
-  if (!pipelines::resolveSlimming(module, s.model.weights, req, po, plan, records, error))
-    return false;
-  // Slimming, compensation (measured on the slimmed module), then the rest of the pipeline.
-  if (!pipelines::runSlimmingPasses(module, po, records, error) ||
-      !materializeDerivedWeights(module, s.model.weights, error) ||
-      !pipelines::compensateSlimming(module, s.model.weights, req, po, plan, records, error))
-    return false;
-  // The slimming result is measured before fusion, which also removes parameters (folded
-  // norm scales) that slimming did not.
-  if (!materializeDerivedWeights(module, s.model.weights, error) ||
-      !pipelines::recordSlimmingResult(module, s.model.weights, req, plan, records, error))
-    return false;
-  if (!prec.precision.empty()) {
-    // Precision after slimming: the search measures the slimmed model it will store.
-    pipelines::PrecisionRequest preq;
-    preq.spec = prec.precision;
-    preq.bpw = prec.bpw;
-    preq.maxWeightBytes = prec.maxWeightBytes;
-    preq.calib = f.calib.empty() ? nullptr : &calib;
-    preq.log = req.log;
-    // the bytes kiln compile's layout will store; r16's padding without one (eval, ppl)
-    preq.packRows = fusion.layout == "r32" ? 32 : fusion.layout == "rows64" ? 0 : 16;
-    preq.rowAlign = fusion.rowAlign;
-    // Calibration-aware rounding: the inputs of the slimmed f32 model, then each weight
-    // encoded in the format it gets (auto measures its candidates so encoded).
-    pipelines::CalibratedRounding calibrated(rounding);
-    if (rounding != quant::Rounding::Nearest) {
-      if (!calibrated.collect(module, s.model.weights, calib, error))
-        return false;
-      preq.rounding = prec.rounding;
-      preq.prepare = [&](const std::string &weight, uint32_t format, std::string &err) {
-        return calibrated.encode(s.model.weights, weight, format, err);
-      };
-    }
-    pipelines::KilnPipelineOptions rest;
-    if (!pipelines::resolvePrecision(module, s.model.weights, preq, rest, records, error))
-      return false;
-    rest.keepPackedKQuants = fusion.integerKQuants;
-    if (!pipelines::runPrecisionPasses(module, rest, records, error))
-      return false;
-    if (rounding != quant::Rounding::Nearest) {
-      size_t count = 0;
-      if (!calibrated.encodeModule(module, s.model.weights, count, error))
-        return false;
-      char secs[32], stats[32];
-      std::snprintf(secs, sizeof secs, "%.1f", calibrated.encodeSeconds());
-      std::snprintf(stats, sizeof stats, "%.1f", calibrated.statsSeconds());
-      req.log("rounding " + prec.rounding + ": " + std::to_string(count) +
-              " weights encoded from the inputs of " + std::to_string(calibrated.positions()) +
-              " calibration positions (statistics " + stats + " s, encoding " + secs + " s)");
-      records.push_back({"calibrated-rounding",
-                         "method=" + prec.rounding + ",calib=" + calib.name +
-                             ",ctx=" + std::to_string(calib.ctx) +
-                             ",positions=" + std::to_string(calibrated.positions()),
-                         "weights=" + std::to_string(count) + ",stats_seconds=" + stats +
-                             ",encode_seconds=" + secs});
-    }
-    rest.fusion = fusion.fusion;
-    rest.layout = fusion.layout;
-    if (!pipelines::runFusionPasses(module, rest, records, error))
-      return false;
-  } else if (!prec.bpw.empty() || !prec.maxWeightBytes.empty()) {
-    error = "--bpw and --max-weight-bytes are budgets of --precision auto";
-    return false;
-  }
-  return fusion.deferDerived || materializeDerivedWeights(module, s.model.weights, error);
+  pipeline.calib = f.calib.empty() ? nullptr : &calib;
+  pipeline.precision.spec = prec.precision;
+  pipeline.precision.bpw = prec.bpw;
+  pipeline.precision.maxWeightBytes = prec.maxWeightBytes;
+  pipeline.precision.rounding = prec.rounding;
+  const bool ok = pipelines::runPipeline(*s.model.module, s.model.weights, pipeline, stopAfter,
+                                         records, error);
+  pipeline.calib = req.calib = nullptr; // the text lives only here
+  return ok;
 }
 
 int runImport(const ImportOptions &opts) {
@@ -297,8 +234,9 @@ int runEval(const EvalOptions &opts) {
     return fail(error);
   uint32_t ctx;
   std::vector<pipelines::AppliedPass> records;
+  pipelines::PipelineRequest request;
   if (!runContext(s, opts.ctx, opts.slim, false, ctx, error) ||
-      !runPasses(s, opts.slim, opts.prec, records, error))
+      !runPasses(s, opts.slim, opts.prec, request, pipelines::Stage::Fused, records, error))
     return fail(error);
   std::vector<int32_t> prompt;
   if (opts.promptIds.empty())
@@ -373,8 +311,9 @@ int runPpl(const PplOptions &opts) {
     return fail(error);
   uint32_t ctx;
   std::vector<pipelines::AppliedPass> records;
+  pipelines::PipelineRequest request;
   if (!runContext(s, opts.ctx, opts.slim, true, ctx, error) ||
-      !runPasses(s, opts.slim, opts.prec, records, error))
+      !runPasses(s, opts.slim, opts.prec, request, pipelines::Stage::Fused, records, error))
     return fail(error);
   if (ctx > s.declaredContext())
     std::fprintf(stderr, "kiln: warning: --ctx %u exceeds the model's declared context %u\n",

@@ -14,6 +14,8 @@
 
 namespace kiln::pipelines {
 struct AppliedPass;
+struct PipelineRequest;
+enum class Stage;
 } // namespace kiln::pipelines
 
 namespace kiln::tool {
@@ -37,20 +39,6 @@ struct PrecisionFlags {
   std::string bpw;            // --bpw B (auto)
   std::string maxWeightBytes; // --max-weight-bytes N (auto)
   std::string rounding = "nearest"; // --rounding nearest | weighted | gptq (--calib)
-};
-
-// Fusions runPasses applies (kiln compile; eval and ppl run the unfused module).
-struct FusionFlags {
-  std::string fusion = "none"; // pipelines::parseFusion: all | none | auto | comma list
-  std::string layout = "none"; // the codegen layout, which --fusion auto reads
-  unsigned rowAlign = 64;      // the target's plain-row alignment (kiln compile)
-  // The codegen reads q4_K/q6_K with integer-dot kernels, so `--precision source` keeps
-  // them: kiln compile asks the target; eval and ppl take the host's (x86: yes).
-  bool integerKQuants = true;
-  // The derived weights of the finished module are left as recipes: kiln compile's
-  // lowering builds each one when it packs it (materializeDerivedWeight), so the fp32
-  // stacked weights of --fusion all never exist all at once.
-  bool deferDerived = false;
 };
 
 struct ImportOptions {
@@ -221,14 +209,14 @@ int runPredict(const PredictOptions &opts);
 int runThermalSim(const ThermalSimOptions &opts);
 
 struct ModelSession;
-// Runs the kiln passes on `s`'s module: the slimming `flags` ask for (auto and N/layer
-// measured on --calib), then, when `prec.precision` is not empty, the precision passes
-// (auto measured on --calib), then the fusions `fusion` asks for (compile only);
-// materialises derived weights into the session's store. `records` gets every pass,
-// measurement and decision for the provenance; progress goes to stderr.
+// Checks the slimming and precision flags, reads and tokenises --calib where something
+// measures on it, fills those parts of `request` (the caller sets fusion and the back
+// half) and runs the pipeline (compiler/pipelines/Pipeline.h) on `s`'s module up to
+// `stopAfter`. `records` gets every pass, measurement and decision for the provenance;
+// progress goes to stderr.
 bool runPasses(ModelSession &s, const SlimmingFlags &flags, const PrecisionFlags &prec,
-               std::vector<pipelines::AppliedPass> &records, std::string &error,
-               const FusionFlags &fusion = {});
+               pipelines::PipelineRequest &request, pipelines::Stage stopAfter,
+               std::vector<pipelines::AppliedPass> &records, std::string &error);
 
 } // namespace kiln::tool
 

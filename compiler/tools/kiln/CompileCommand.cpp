@@ -16,11 +16,8 @@
 #include "codegen/common/LoweringWeights.h"
 #include "compiler/artifact/ArtifactSigner.h"
 #include "compiler/artifact/ArtifactWriter.h"
-#include "compiler/pipelines/BackHalf.h"
-#include "compiler/pipelines/CompilePipeline.h"
-#include "dialects/kiln/IR/KilnAttrNames.h"
+#include "compiler/pipelines/Pipeline.h"
 #include "passes/memory/MemoryPlan.h"
-#include "models/weights/DerivedWeights.h"
 #include "compiler/tools/kiln/ChatTemplateChoice.h"
 #include "compiler/tools/kiln/Commands.h"
 #include "compiler/tools/kiln/CompileModule.h"
@@ -170,45 +167,31 @@ int runCompile(const CompileOptions &opts) {
   // to q4_0, repacked losslessly), else requantised to more bits (PrecisionSpec.h).
   if (prec.precision.empty())
     prec.precision = opts.weights.empty() ? std::string("source") : "uniform:" + opts.weights;
-  pipelines::BackHalfOptions back;
-  back.layout = opts.layout;
-  back.l2Kib = opts.l2Kib;
-  FusionFlags fusion;
-  fusion.fusion = opts.fusion;
-  fusion.layout = back.layout == "packed" ? target->packedLayout() : back.layout;
-  fusion.rowAlign = target->rowAlignBytes();
-  fusion.integerKQuants = fusion.layout == "r16" && target->integerKQuants();
-  fusion.deferDerived = true; // built one at a time by the lowering, below
-  progress.begin("slimming, precision, fusion");
-  if (!runPasses(s, opts.slim, prec, applied, error, fusion))
-    return fail(error);
-  // kiln-prune-context (--max-ctx) records the cap on the module; --ctx sizes the same
-  // tables without the pass. Both given must agree.
-  back.maxCtx = opts.ctx ? opts.ctx : s.defaultContext();
-  if (auto cap = module->getAttrOfType<mlir::IntegerAttr>(attr::kMaxCtx))
-    back.maxCtx = uint32_t(cap.getInt());
-  back.maxBatch = opts.maxBatch ? opts.maxBatch : std::min(128u, back.maxCtx);
-  if (back.maxBatch > back.maxCtx)
-    return fail("--max-batch " + std::to_string(back.maxBatch) + " exceeds the context " +
-                std::to_string(back.maxCtx));
   if (KvFormat kv; !parseKvFormat(opts.kv, kv, error)) // checked here for one early line
     return fail(error);
-  back.kv = opts.kv;
   if (opts.l2Kib && *opts.l2Kib != 0 && *opts.l2Kib < 16)
     return fail("--l2-kib " + std::to_string(*opts.l2Kib) + " is too small: 16 KiB or more, or 0 "
                 "for no panels");
 
-  // The back half (compiler/pipelines/BackHalf.h), cut where --emit asks.
+  // The whole pipeline (compiler/pipelines/Pipeline.h), cut where --emit asks.
+  pipelines::PipelineRequest request;
+  pipelines::BackHalfOptions &back = request.back;
+  back.layout = opts.layout;
+  back.l2Kib = opts.l2Kib;
+  back.kv = opts.kv;
+  back.maxCtx = opts.ctx ? opts.ctx : s.defaultContext(); // a --max-ctx cap wins
+  back.maxBatch = opts.maxBatch;
+  request.fusion = opts.fusion;
+  request.layout = back.layout == "packed" ? target->packedLayout() : back.layout;
+  request.rowAlign = target->rowAlignBytes();
+  request.integerKQuants = request.layout == "r16" && target->integerKQuants();
+  request.target = target.get();
   codegen::LoweringWeights weights;
-  weights.store = &s.model.weights;
-  weights.materialize = [&](const std::string &name, std::string &err) {
-    return materializeDerivedWeight(module, name, s.model.weights, err);
-  };
-  weights.release = [&](const std::string &name) { s.model.weights.remove(name); };
-  const auto stage = opts.emit == "kiln" ? pipelines::BackHalfStage::Kiln
-                                         : pipelines::BackHalfStage::Lowered;
-  progress.begin("layout, memory plan, lowering");
-  if (!pipelines::runBackHalfPipeline(module, *target, back, weights, stage, applied, error))
+  request.weights = &weights;
+  request.stageBegins = [&](const std::string &stage) { progress.begin(stage); };
+  if (!runPasses(s, opts.slim, prec, request, opts.emit == "kiln" ? pipelines::Stage::Kiln
+                                                                  : pipelines::Stage::Lowered,
+                 applied, error))
     return fail(error);
   if (opts.emit == "kiln" || opts.emit == "lowered") {
     std::error_code ec;

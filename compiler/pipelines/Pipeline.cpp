@@ -1,0 +1,131 @@
+#include "compiler/pipelines/Pipeline.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "codegen/common/LoweringWeights.h"
+#include "compiler/pipelines/CalibratedRounding.h"
+#include "dialects/kiln/IR/KilnAttrNames.h"
+#include "models/weights/DerivedWeights.h"
+
+namespace kiln::pipelines {
+
+namespace {
+
+void log(const PipelineRequest &req, const std::string &line) {
+  if (req.slimming.log)
+    req.slimming.log(line);
+}
+
+// Slimming, then compensation measured on the slimmed module; the result is recorded
+// before fusion, which also removes parameters (folded norm scales) that slimming did not.
+bool slim(mlir::ModuleOp module, WeightStore &store, const PipelineRequest &req,
+          std::vector<AppliedPass> &records, std::string &error) {
+  KilnPipelineOptions po;
+  SlimmingPlan plan;
+  return resolveSlimming(module, store, req.slimming, po, plan, records, error) &&
+         runSlimmingPasses(module, po, records, error) &&
+         materializeDerivedWeights(module, store, error) &&
+         compensateSlimming(module, store, req.slimming, po, plan, records, error) &&
+         materializeDerivedWeights(module, store, error) &&
+         recordSlimmingResult(module, store, req.slimming, plan, records, error);
+}
+
+// Precision after slimming (the search measures the slimmed model it will store), each
+// weight encoded from the calibration inputs when a rounding other than nearest is asked
+// (auto measures its candidates so encoded), then the fusions.
+bool assignPrecisionAndFuse(mlir::ModuleOp module, WeightStore &store, PipelineRequest &req,
+                            std::vector<AppliedPass> &records, std::string &error) {
+  PrecisionRequest &preq = req.precision;
+  preq.calib = req.calib;
+  preq.log = req.slimming.log;
+  // the bytes kiln compile's layout will store; r16's padding without one (eval, ppl)
+  preq.packRows = req.layout == "r32" ? 32 : req.layout == "rows64" ? 0 : 16;
+  preq.rowAlign = req.rowAlign;
+  CalibratedRounding calibrated(req.rounding);
+  const bool rounds = req.rounding != quant::Rounding::Nearest;
+  if (rounds) {
+    if (!calibrated.collect(module, store, *req.calib, error))
+      return false;
+    preq.prepare = [&](const std::string &weight, uint32_t format, std::string &err) {
+      return calibrated.encode(store, weight, format, err);
+    };
+  }
+  KilnPipelineOptions rest;
+  if (!resolvePrecision(module, store, preq, rest, records, error))
+    return false;
+  rest.keepPackedKQuants = req.integerKQuants;
+  if (!runPrecisionPasses(module, rest, records, error))
+    return false;
+  if (rounds) {
+    size_t count = 0;
+    if (!calibrated.encodeModule(module, store, count, error))
+      return false;
+    char secs[32], stats[32];
+    std::snprintf(secs, sizeof secs, "%.1f", calibrated.encodeSeconds());
+    std::snprintf(stats, sizeof stats, "%.1f", calibrated.statsSeconds());
+    log(req, "rounding " + preq.rounding + ": " + std::to_string(count) +
+                 " weights encoded from the inputs of " +
+                 std::to_string(calibrated.positions()) +
+                 " calibration positions (statistics " + stats + " s, encoding " + secs +
+                 " s)");
+    records.push_back({"calibrated-rounding",
+                       "method=" + preq.rounding + ",calib=" + req.calib->name +
+                           ",ctx=" + std::to_string(req.calib->ctx) +
+                           ",positions=" + std::to_string(calibrated.positions()),
+                       "weights=" + std::to_string(count) + ",stats_seconds=" + stats +
+                           ",encode_seconds=" + secs});
+  }
+  rest.fusion = req.fusion;
+  rest.layout = req.layout;
+  return runFusionPasses(module, rest, records, error);
+}
+
+// The back half's context: the one asked for, or kiln-prune-context's cap (--max-ctx),
+// which sizes the same tables; prefill batches up to 128 tokens by default.
+bool sizeContext(mlir::ModuleOp module, BackHalfOptions &back, std::string &error) {
+  if (auto cap = module->getAttrOfType<mlir::IntegerAttr>(attr::kMaxCtx))
+    back.maxCtx = uint32_t(cap.getInt());
+  back.maxBatch = back.maxBatch ? back.maxBatch : std::min(128u, back.maxCtx);
+  if (back.maxBatch > back.maxCtx) {
+    error = "--max-batch " + std::to_string(back.maxBatch) + " exceeds the context " +
+            std::to_string(back.maxCtx);
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool runPipeline(mlir::ModuleOp module, WeightStore &store, PipelineRequest &req,
+                 Stage stopAfter, std::vector<AppliedPass> &records, std::string &error) {
+  if (req.stageBegins)
+    req.stageBegins("slimming, precision, fusion");
+  if (!slim(module, store, req, records, error))
+    return false;
+  if (!req.precision.spec.empty()) {
+    if (!assignPrecisionAndFuse(module, store, req, records, error))
+      return false;
+  } else if (!req.precision.bpw.empty() || !req.precision.maxWeightBytes.empty()) {
+    error = "--bpw and --max-weight-bytes are budgets of --precision auto";
+    return false;
+  }
+  if (stopAfter == Stage::Fused)
+    return materializeDerivedWeights(module, store, error);
+  if (!sizeContext(module, req.back, error))
+    return false;
+  if (req.stageBegins)
+    req.stageBegins("layout, memory plan, lowering");
+  codegen::LoweringWeights &weights = *req.weights;
+  weights.store = &store;
+  weights.materialize = [module, &store](const std::string &name, std::string &err) {
+    return materializeDerivedWeight(module, name, store, err);
+  };
+  weights.release = [&store](const std::string &name) { store.remove(name); };
+  return runBackHalfPipeline(module, *req.target, req.back, weights,
+                             stopAfter == Stage::Kiln ? BackHalfStage::Kiln
+                                                      : BackHalfStage::Lowered,
+                             records, error);
+}
+
+} // namespace kiln::pipelines
