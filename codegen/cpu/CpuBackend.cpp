@@ -47,6 +47,7 @@ public:
 
   void addLoweringPasses(mlir::OpPassManager &pm, LoweringWeights &weights) const override {
     pm.addPass(createKilnLowerToUkernels(weights));
+    pm.addPass(createKilnConvertUkernelCalls());
   }
 
   bool emitCode(mlir::ModuleOp lowered, CodeStage stage, EmittedCode &out, std::string &error,

@@ -1,10 +1,11 @@
-//===- LowerToUkernels.cpp - kiln IR -> LLVM-dialect micro-kernel calls ---===//
+//===- LowerToUkernels.cpp - kiln ops -> micro-kernel calls --------------===//
 //
 // One small lowering per op (the table in UkernelLowering's constructor): each turns its
-// op into calls of the kernels of codegen/common/ukernel_abi.h, with the shapes, weight
-// offsets and memory-plan offsets as constants. The driver around them stores the
-// weights, declares the kernels from their prototypes (UkernelDecls.h) and builds the
-// entry point: the input check, then every op, with the row-wise tail emitted twice.
+// op into kiln.ukernel_call of the kernels of codegen/common/ukernel_abi.h, with the
+// shapes, weight offsets and memory-plan offsets as constants. The driver around them
+// stores the weights and builds the entry point: the input check, then every op, with the
+// row-wise tail emitted twice. kiln-convert-ukernel-calls then makes the calls llvm.call
+// of the kernels declared from their prototypes (ConvertUkernelCalls.cpp).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/LowerToUkernels.h"
 
@@ -19,7 +20,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include "codegen/common/RopeAngles.h"
-#include "codegen/cpu/UkernelDecls.h"
+#include "codegen/common/ukernel_abi.h"
 #include "dialects/kiln/IR/KilnAttrNames.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "passes/memory/MemoryPlan.h"
@@ -161,8 +162,9 @@ private:
     Value n64 = b.create<LLVM::SExtOp>(loc, b.getI64Type(), rows);
     return b.create<LLVM::MulOp>(loc, n64, i64c(k));
   }
-  void call(StringRef name, ValueRange args) {
-    b.create<LLVM::CallOp>(loc, kernels.at(name.str()), args);
+  Value call(StringRef name, ValueRange args, Type result = {}) {
+    return b.create<UkernelCallOp>(loc, result, FlatSymbolRefAttr::get(ctx, name), args)
+        .getResult();
   }
   void forTokenPanels(Operation *op, llvm::function_ref<void(Value t0, Value count)> body);
   // body(row, 1) for one row, else forTokenPanels(op, body).
@@ -194,7 +196,6 @@ private:
   Type ptrTy;
   llvm::DenseMap<TypeID, OpLowering> lowerings;
   std::map<std::tuple<float, int32_t, const void *>, std::string> ropeTableNames;
-  std::map<std::string, LLVM::LLVMFuncOp> kernels;
   llvm::DenseMap<Operation *, std::string> headMaps; // constant query-head -> KV-head maps
   Value weightsBase, scratchBase, kvBase, ctxArg, tokensArg, positionsArg, nArg, logitsArg;
 };
@@ -343,9 +344,6 @@ LogicalResult UkernelLowering::storeWeights(ArrayRef<Operation *> ops) {
 void UkernelLowering::emit(func::FuncOp fn) {
   Type i32 = b.getI32Type();
   b.setInsertionPointToEnd(module.getBody());
-  forEachUkernel(ctx, [&](const char *name, LLVM::LLVMFunctionType type) {
-    kernels[name] = b.create<LLVM::LLVMFuncOp>(loc, name, type);
-  });
 
   // Constant query-head -> KV-head maps of attention ops that carry one.
   fn.walk([&](AttentionOp a) {
@@ -370,11 +368,10 @@ void UkernelLowering::emit(func::FuncOp fn) {
 
   // Inputs are checked once, up front; the kernels trust them.
   b.setInsertionPointToStart(body);
-  Value check = b.create<LLVM::CallOp>(loc, kernels["kiln_uk_check_inputs"],
-                                       ValueRange{tokensArg, positionsArg, nArg,
-                                                  i32c(weights.vocab), i32c(plan.maxCtx),
-                                                  i32c(plan.maxBatch)})
-                    .getResult();
+  Value check = call("kiln_uk_check_inputs",
+                     {tokensArg, positionsArg, nArg, i32c(weights.vocab), i32c(plan.maxCtx),
+                      i32c(plan.maxBatch)},
+                     i32);
   Value bad = b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::ne, check, i32c(0));
   b.create<LLVM::CondBrOp>(loc, bad, fail, run);
   b.setInsertionPointToStart(fail);

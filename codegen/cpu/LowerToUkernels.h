@@ -1,7 +1,7 @@
 //===- LowerToUkernels.h - the CPU back end's lowering pass ---------------===//
 //
 // kiln-lower-to-ukernels (codegen/cpu/Passes.td), made with the weights it stores
-// (LoweringWeights.h) or, from kiln-opt, without them.
+// (LoweringWeights.h) or, from kiln-opt, without them; then kiln-convert-ukernel-calls.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CPU_LOWERTOUKERNELS_H
 #define KILN_CODEGEN_CPU_LOWERTOUKERNELS_H

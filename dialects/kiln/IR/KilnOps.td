@@ -263,4 +263,21 @@ def Kiln_FusedLinearOp : Kiln_Op<"fused_linear", [Pure, DeclareOpInterfaceMethod
   let hasVerifier = 1;
 }
 
+// The lowered form's one op: the CPU lowering (kiln-lower-to-ukernels) turns each kiln op
+// into calls of this, and kiln-convert-ukernel-calls into llvm.call of the kernel declared
+// from its C prototype, checking the operands against it.
+def Kiln_UkernelCallOp : Kiln_Op<"ukernel_call"> {
+  let summary = "a call of a micro-kernel of codegen/common/ukernel_abi.h, by name";
+  let description = [{
+    ```mlir
+    kiln.ukernel_call @kiln_uk_silu(%x, %count, %y) : (!llvm.ptr, i64, !llvm.ptr) -> ()
+    %bad = kiln.ukernel_call @kiln_uk_check_inputs(%t, %p, %n, %v, %c, %b)
+        : (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32) -> i32
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$args);
+  let results = (outs Optional<AnyType>:$result);
+  let assemblyFormat = "$callee `(` $args `)` attr-dict `:` functional-type($args, results)";
+}
+
 #endif // KILN_OPS_TD

@@ -1,9 +1,10 @@
-// RUN: kiln-opt --kiln-plan-memory="max-ctx=64 max-batch=8" --kiln-lower-to-ukernels %s | FileCheck %s
-// RUN: kiln-opt --kiln-size-prefill-panels="cache-kib=16 max-batch=64" --kiln-plan-memory="max-ctx=64 max-batch=64" --kiln-lower-to-ukernels %s | FileCheck %s --check-prefix=PANEL
+// RUN: kiln-opt --kiln-plan-memory="max-ctx=64 max-batch=8" --kiln-lower-to-ukernels %s | FileCheck %s --check-prefix=CALLS
+// RUN: kiln-opt --kiln-plan-memory="max-ctx=64 max-batch=8" --kiln-lower-to-ukernels --kiln-convert-ukernel-calls %s | FileCheck %s
+// RUN: kiln-opt --kiln-size-prefill-panels="cache-kib=16 max-batch=64" --kiln-plan-memory="max-ctx=64 max-batch=64" --kiln-lower-to-ukernels --kiln-convert-ukernel-calls %s | FileCheck %s --check-prefix=PANEL
 
-// Every kernel of ukernel_abi.h is declared from its C prototype, then the entry point
-// checks its inputs and calls one kernel per op; the tail after attention is emitted for
-// the last row alone and for all rows.
+// The entry point checks its inputs and calls one kernel per op (kiln.ukernel_call); the
+// tail after attention is emitted for the last row alone and for all rows. Then every
+// kernel of ukernel_abi.h is declared from its C prototype and the calls become llvm.call.
 module attributes {kiln.vocab_size = 32 : i32} {
 func.func @forward(%tok: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x32xf32> {
   %x = kiln.embed %tok weight "tok" format f32 : tensor<?xi32> -> tensor<?x64xf32>
@@ -17,6 +18,15 @@ func.func @forward(%tok: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x32xf32>
   return %l : tensor<?x32xf32>
 }
 }
+// CALLS-NOT: llvm.func @kiln_uk_
+// CALLS-LABEL: llvm.func @kiln_model_forward(
+// CALLS: kiln.ukernel_call @kiln_uk_check_inputs(%{{.*}}) : (!llvm.ptr, !llvm.ptr, i32, i32, i32, i32) -> i32
+// CALLS: kiln.ukernel_call @kiln_uk_embed(
+// CALLS: kiln.ukernel_call @kiln_uk_rms_norm(
+// CALLS: kiln.ukernel_call @kiln_uk_linear_packed(
+// CALLS: kiln.ukernel_call @kiln_uk_attention(
+// CALLS-NOT: llvm.call
+
 // CHECK: llvm.func @kiln_uk_check_inputs(!llvm.ptr, !llvm.ptr, i32, i32, i32, i32) -> i32
 // CHECK: llvm.func @kiln_uk_embed(!llvm.ptr, i32, !llvm.ptr, i64, i32, !llvm.ptr, i32, !llvm.ptr)
 // CHECK: llvm.func @kiln_uk_rms_norm(i32, !llvm.ptr, !llvm.ptr, i32, i32, f32, !llvm.ptr)
