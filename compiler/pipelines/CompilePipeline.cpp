@@ -17,12 +17,27 @@
 
 namespace kiln::pipelines {
 
+namespace {
+
+// Where an error happened: the model's name for the op (the builders' NameLoc: a weight or
+// layer), or a position in a kiln-opt input; nothing for the module.
+std::string placeOf(mlir::Location loc) {
+  if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc))
+    return " (at " + name.getName().str() + ")";
+  if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
+    return " (at " + file.getFilename().str() + ":" + std::to_string(file.getLine()) + ":" +
+           std::to_string(file.getColumn()) + ")";
+  return "";
+}
+
+} // namespace
+
 bool runPassManager(mlir::PassManager &pm, mlir::ModuleOp module, bool quiet,
                     std::string &error) {
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(module.getContext(), [&](mlir::Diagnostic &d) {
     if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
-      diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
+      diagnostics += (diagnostics.empty() ? "" : "; ") + d.str() + placeOf(d.getLocation());
     else if (!quiet)
       std::fprintf(stderr, "kiln: %s%s\n",
                    d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning: " : "",

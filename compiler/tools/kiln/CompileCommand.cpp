@@ -120,9 +120,11 @@ int runCompile(const CompileOptions &opts) {
   if (opts.ctx && opts.slim.maxCtx && opts.ctx != opts.slim.maxCtx)
     return fail("--ctx " + std::to_string(opts.ctx) + " disagrees with --max-ctx " +
                 std::to_string(opts.slim.maxCtx));
-  StageProgress progress(opts.quiet, opts.emit == "kiln" || opts.emit == "lowered" ? 3
-                                     : opts.emit == "artifact"                     ? 5
-                                                                                   : 4);
+  const bool printsIr = opts.emit == "fused" || opts.emit == "kiln" || opts.emit == "lowered";
+  StageProgress progress(opts.quiet, opts.emit == "fused"      ? 2
+                                     : printsIr                ? 3
+                                     : opts.emit == "artifact" ? 5
+                                                               : 4);
   progress.begin("import " + opts.model);
   const bool writesModule = !opts.base.empty();
   if (writesModule && opts.emit != "artifact")
@@ -188,12 +190,13 @@ int runCompile(const CompileOptions &opts) {
   request.target = target.get();
   codegen::LoweringWeights weights;
   request.weights = &weights;
-  request.stageBegins = [&](const std::string &stage) { progress.begin(stage); };
-  if (!runPasses(s, opts.slim, prec, request, opts.emit == "kiln" ? pipelines::Stage::Kiln
-                                                                  : pipelines::Stage::Lowered,
-                 applied, error))
+  request.stageBegins = [&](const std::string &name) { progress.begin(name); };
+  const pipelines::Stage stage = opts.emit == "fused"  ? pipelines::Stage::Fused
+                                 : opts.emit == "kiln" ? pipelines::Stage::Kiln
+                                                       : pipelines::Stage::Lowered;
+  if (!runPasses(s, opts.slim, prec, request, stage, applied, error))
     return fail(error);
-  if (opts.emit == "kiln" || opts.emit == "lowered") {
+  if (printsIr) {
     std::error_code ec;
     llvm::raw_fd_ostream os(opts.output, ec);
     if (ec)

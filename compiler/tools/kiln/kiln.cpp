@@ -237,8 +237,11 @@ int main(int argc, char **argv) {
                          "it or --precision, each weight's source format (--precision source)")
       ->check(CLI::IsMember(
           {"f32", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "q4_0", "q4_1", "q3_0"}));
-  compileCmd->add_option("--emit", cmp.emit, "stage to stop at")
-      ->check(CLI::IsMember({"kiln", "lowered", "llvm", "obj", "artifact"}));
+  compileCmd->add_option("--emit", cmp.emit,
+                         "stage to stop at: fused (kiln IR after slimming, precision, fusion), "
+                         "kiln (after the memory plan), lowered (LLVM dialect), llvm, obj, "
+                         "artifact")
+      ->check(CLI::IsMember({"fused", "kiln", "lowered", "llvm", "obj", "artifact"}));
   compileCmd->add_option("--ctx", cmp.ctx,
                          "context the KV cache and RoPE tables hold (default: the model's, "
                          "at most 4096)")
