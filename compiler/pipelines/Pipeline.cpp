@@ -76,6 +76,7 @@ bool assignPrecisionAndFuse(mlir::ModuleOp module, WeightStore &store, PipelineR
                        "weights=" + std::to_string(count) + ",stats_seconds=" + stats +
                            ",encode_seconds=" + secs});
   }
+  preq.prepare = nullptr; // it points at `calibrated`, which ends here
   rest.fusion = req.fusion;
   rest.layout = req.layout;
   return runFusionPasses(module, rest, records, error);
