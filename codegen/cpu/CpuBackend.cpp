@@ -1,8 +1,8 @@
 //===- CpuBackend.cpp - the CPU back end: x86-64, aarch64 NEON, Hexagon HVX ===//
 //
 // One TargetBackend over a CpuTarget's facts: the kernels' formats and layouts, the
-// lowering to micro-kernel calls (kiln-lower-to-ukernels), and LLVM's code generation
-// with the target's kernel bitcode (EmitHostCode.h).
+// lowering to micro-kernel calls (kiln-lower-to-ukernels, kiln-convert-ukernel-calls), and
+// LLVM's code generation with the target's kernel bitcode (EmitHostCode.h).
 //===----------------------------------------------------------------------===//
 #include <memory>
 

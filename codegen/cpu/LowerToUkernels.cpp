@@ -44,7 +44,8 @@ static_assert(KILN_UK_ATTENTION_MAX_HEAD_DIM == 512,
 
 static_assert(int(Layout::block) == int(RowLayout::Block) &&
                   int(Layout::rows64) == int(RowLayout::Rows) &&
-                  int(Layout::r16) == int(RowLayout::R16) && int(Layout::r32) == int(RowLayout::R32),
+                  int(Layout::r16) == int(RowLayout::R16) &&
+                  int(Layout::r32) == int(RowLayout::R32),
               "kiln.layout's values are the weight layout's");
 
 // How a matrix's rows are stored: kiln.layout from passes/layout; without it, rows padded

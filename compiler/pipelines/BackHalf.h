@@ -1,12 +1,13 @@
 //===- BackHalf.h - the pipeline from planned kiln IR to the back end's code -===//
 //
 // After the kiln-level passes (CompilePipeline.h: slimming, precision, fusion), the back
-// half runs in this order, every pass of it runnable from kiln-opt:
+// half runs in this order (Pipeline.h runs both), every pass of it runnable from kiln-opt:
 //   kiln-assign-layout        weight rows as the target's kernels read them
 //   kiln-size-prefill-panels  prefill token panels sized to the target's L2
 //   kiln-size-weight-shards   decode weight shards for targets that prefetch themselves
 //   kiln-plan-memory          scratch, workspace and KV-cache offsets
-//   <target lowering>         TargetBackend::addLoweringPasses (CPU: kiln-lower-to-ukernels)
+//   <target lowering>         TargetBackend::addLoweringPasses (CPU: kiln-lower-to-ukernels,
+//                             kiln-convert-ukernel-calls)
 // then TargetBackend::emitCode. `kiln compile --emit=kiln` stops after kiln-plan-memory,
 // `--emit=lowered` after the lowering.
 //===----------------------------------------------------------------------===//

@@ -20,7 +20,7 @@ constexpr const char *kDerivedWeights = "kiln.derived_weights"; // dictionary: n
 constexpr const char *kPassEffects = "kiln.pass_effects";     // dictionary: pass -> "k=v,.."
 // On ops.
 constexpr const char *kLayer = "kiln.layer";             // integer: the decoder layer
-constexpr const char *kLayout = "kiln.layout";           // r16 | r32 | rows64 | block
+constexpr const char *kLayout = "kiln.layout";           // #kiln.layout<r16|r32|rows64|block>
 constexpr const char *kRowAlign = "kiln.row_align";      // integer: power of two >= 64
 constexpr const char *kTokenPanel = "kiln.token_panel";  // integer > 0: tokens per panel
 constexpr const char *kShardGroups = "kiln.shard_groups"; // integer > 0: groups per shard

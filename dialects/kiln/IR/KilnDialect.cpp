@@ -63,17 +63,47 @@ constexpr DeclaredAttr kDeclared[] = {
 };
 
 // The fields a recipe of each DeriveOp has besides `op` (models/weights/DerivedWeights.h).
-enum class Field { Source, Indices, Factor, By, Sources, Values };
+// A recipe field: its name, what it must hold, and the check.
+struct Field {
+  const char *name, *what;
+  bool (*holds)(mlir::Attribute);
+};
 
+bool weightNames(mlir::Attribute v, size_t count) {
+  auto names = mlir::dyn_cast_or_null<mlir::ArrayAttr>(v);
+  return names && !names.empty() && (!count || names.size() == count) &&
+         llvm::all_of(names, [](mlir::Attribute n) { return mlir::isa<mlir::StringAttr>(n); });
+}
+
+constexpr Field kSource{"source", "a weight name", [](mlir::Attribute v) {
+                          return mlir::isa_and_nonnull<mlir::StringAttr>(v);
+                        }};
+constexpr Field kBy{"by", "a weight name", kSource.holds};
+constexpr Field kIndices{"indices", "array<i64>", [](mlir::Attribute v) {
+                           return mlir::isa_and_nonnull<mlir::DenseI64ArrayAttr>(v);
+                         }};
+constexpr Field kFactor{"factor", "a float", [](mlir::Attribute v) {
+                          return mlir::isa_and_nonnull<mlir::FloatAttr>(v);
+                        }};
+constexpr Field kSources{"sources", "a non-empty list of weight names",
+                         [](mlir::Attribute v) { return weightNames(v, 0); }};
+constexpr Field kPair{"sources", "two weight names",
+                      [](mlir::Attribute v) { return weightNames(v, 2); }};
+constexpr Field kValues{"values", "a non-empty array<f32>", [](mlir::Attribute v) {
+                          auto f = mlir::dyn_cast_or_null<mlir::DenseF32ArrayAttr>(v);
+                          return f && !f.empty();
+                        }};
+
+// The fields a recipe of each DeriveOp has besides `op` (models/weights/DerivedWeights.h).
 llvm::SmallVector<Field, 2> fieldsOf(DeriveOp op) {
   switch (op) {
   case DeriveOp::select_rows:
-  case DeriveOp::select_cols: return {Field::Source, Field::Indices};
-  case DeriveOp::scale: return {Field::Source, Field::Factor};
-  case DeriveOp::scale_cols: return {Field::Source, Field::By};
-  case DeriveOp::concat_rows:
-  case DeriveOp::interleave_rows: return {Field::Sources};
-  case DeriveOp::values: return {Field::Values};
+  case DeriveOp::select_cols: return {kSource, kIndices};
+  case DeriveOp::scale: return {kSource, kFactor};
+  case DeriveOp::scale_cols: return {kSource, kBy};
+  case DeriveOp::concat_rows: return {kSources};
+  case DeriveOp::interleave_rows: return {kPair};
+  case DeriveOp::values: return {kValues};
   }
   return {};
 }
@@ -88,41 +118,15 @@ std::string recipeProblem(mlir::Attribute value) {
   if (!op)
     return "has no known 'op' (select_rows, select_cols, scale, scale_cols, concat_rows, "
            "interleave_rows, values)";
-  static const char *const kNames[] = {"source", "indices", "factor", "by", "sources", "values"};
   const llvm::SmallVector<Field, 2> fields = fieldsOf(*op);
-  for (mlir::NamedAttribute f : recipe) {
-    if (f.getName() == "op")
-      continue;
-    bool known = false;
-    for (Field k : fields)
-      known = known || f.getName() == kNames[int(k)];
-    if (!known)
+  for (mlir::NamedAttribute f : recipe)
+    if (f.getName() != "op" &&
+        llvm::none_of(fields, [&](const Field &k) { return f.getName() == k.name; }))
       return ("has a field '" + f.getName().getValue() + "' that " + opName.getValue() +
               " does not take").str();
-  }
-  for (Field k : fields) {
-    mlir::Attribute v = recipe.get(kNames[int(k)]);
-    auto strings = mlir::dyn_cast_or_null<mlir::ArrayAttr>(v);
-    auto floats = mlir::dyn_cast_or_null<mlir::DenseF32ArrayAttr>(v);
-    const bool ok =
-        k == Field::Source || k == Field::By ? mlir::isa_and_nonnull<mlir::StringAttr>(v)
-        : k == Field::Indices               ? mlir::isa_and_nonnull<mlir::DenseI64ArrayAttr>(v)
-        : k == Field::Factor                ? mlir::isa_and_nonnull<mlir::FloatAttr>(v)
-        : k == Field::Values                ? floats && !floats.empty()
-        : strings && !strings.empty() &&
-              (*op != DeriveOp::interleave_rows || strings.size() == 2) &&
-              llvm::all_of(strings, [](mlir::Attribute s) { return mlir::isa<mlir::StringAttr>(s); });
-    if (!ok)
-      return (opName.getValue() + " needs '" + kNames[int(k)] + "' (" +
-              (k == Field::Source || k == Field::By ? "a weight name"
-               : k == Field::Indices               ? "array<i64>"
-               : k == Field::Factor                ? "a float"
-               : k == Field::Values                ? "a non-empty array<f32>"
-               : *op == DeriveOp::interleave_rows  ? "two weight names"
-                                                   : "a non-empty list of weight names") +
-              ")")
-          .str();
-  }
+  for (const Field &k : fields)
+    if (!k.holds(recipe.get(k.name)))
+      return (opName.getValue() + " needs '" + k.name + "' (" + k.what + ")").str();
   return "";
 }
 
