@@ -127,7 +127,7 @@ bool WeightLayout::sizeTensor(PackedTensor &t, uint64_t rowAlign, std::string &e
     const uint32_t packed = kiln_packed_type(t.format, groupRows);
     if (!packed) {
       error = "weight '" + t.name + "': the " + (t.layout == RowLayout::R16 ? "r16" : "r32") +
-              " layout needs q4_0, q4_1 or q8_0 (r16: or q4_K, q6_K), not " +
+              " layout needs q4_0, q4_1 or q8_0 (r16: or q4_K, q5_K, q6_K), not " +
               kiln_ggml_type_name(t.format);
       return false;
     }

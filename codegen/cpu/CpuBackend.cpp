@@ -24,7 +24,7 @@ public:
 
   const std::string &name() const override { return t.name; }
   // The kernels decode every ggml format kiln reads; r16/r32 need q4_0, q4_1 or q8_0, r16
-  // also takes q4_K and q6_K (the layout pass leaves other formats in rows).
+  // also takes q4_K, q5_K and q6_K (the layout pass leaves other formats in rows).
   bool supportsFormat(uint32_t format) const override {
     return kiln_ggml_block_elems(format) != 0;
   }

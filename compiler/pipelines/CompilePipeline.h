@@ -18,10 +18,10 @@ namespace kiln::pipelines {
 // an explicit decision; the back half has its own (BackHalf.h).
 struct KilnPipelineOptions {
   // f32 | f16 | q8_0 | q6_K | q5_K | q4_K | q4_0 | q4_1 | q3_0, or "source": each weight in
-  // its source format (kiln-assign-source-format), K-quants requantised but for q4_K and
-  // q6_K where keepPackedKQuants; "lossless": the same with every K-quant kept
+  // its source format (kiln-assign-source-format), K-quants requantised unless
+  // keepPackedKQuants; "lossless": the same with every K-quant kept
   std::string weightFormat = "f32";
-  bool keepPackedKQuants = false; // the codegen reads q4_K/q6_K with integer-dot kernels
+  bool keepPackedKQuants = false; // the codegen reads q4_K/q5_K/q6_K with integer-dot kernels
   // Precision (passes/precision): rules replace the uniform format; a map is applied on
   // top (both as the passes' option strings). Resolved by PrecisionSearch.h.
   std::string precisionRules;       // kiln-assign-rules-format; empty: uniform

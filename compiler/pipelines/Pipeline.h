@@ -39,7 +39,7 @@ struct PipelineRequest {
   std::string fusion = "none";         // parseFusion's spec
   std::string layout = "none";         // the codegen's layout (what --fusion auto reads)
   unsigned rowAlign = 64;              // the target's plain-row alignment
-  // The codegen reads q4_K/q6_K with integer-dot kernels, so `source` keeps them.
+  // The codegen reads q4_K/q5_K/q6_K with integer-dot kernels, so `source` keeps them.
   bool integerKQuants = true;
   // The back half (Stage::Kiln and after).
   const codegen::TargetBackend *target = nullptr;

@@ -159,10 +159,16 @@ bool addSyntheticLlama(models::ModelWriter &w, const SyntheticOptions &opts, std
     return false;
   }
   // every matrix's rows are dim elements long (ffn_down's ffn): whole blocks of the format
-  const uint64_t block = opts.q4KMMix ? 256 : kiln_ggml_block_elems(opts.weightType);
+  const bool mix = opts.kMixBase != 0;
+  if (mix && opts.kMixBase != KILN_GGML_TYPE_Q4_K && opts.kMixBase != KILN_GGML_TYPE_Q5_K) {
+    error = "a synthetic K-quant mix is Q4_K_M or Q5_K_M";
+    return false;
+  }
+  const std::string mixName = opts.kMixBase == KILN_GGML_TYPE_Q5_K ? "Q5_K_M" : "Q4_K_M";
+  const uint64_t block = mix ? 256 : kiln_ggml_block_elems(opts.weightType);
   if (c.dim % block || c.ffnDim % block) {
     error = std::string("synthetic ") +
-            (opts.q4KMMix ? "Q4_K_M" : kiln_ggml_type_name(opts.weightType)) +
+            (mix ? mixName : kiln_ggml_type_name(opts.weightType)) +
             " weights need dim and ffn to be multiples of " + std::to_string(block);
     return false;
   }
@@ -186,18 +192,18 @@ bool addSyntheticLlama(models::ModelWriter &w, const SyntheticOptions &opts, std
   Rng rng{opts.seed};
   const uint64_t dim = c.dim, kv = uint64_t(c.numKvHeads) * c.headDim;
   const float sd = 1.0f / std::sqrt(float(c.dim));
-  const uint32_t q4k = KILN_GGML_TYPE_Q4_K, q6k = KILN_GGML_TYPE_Q6_K;
-  // the type of a matrix: one for all, or Q4_K_M's (classifier q6_K; attn_v and ffn_down
-  // q6_K in the layers use_more_bits picks)
+  const uint32_t q6k = KILN_GGML_TYPE_Q6_K;
+  // the type of a matrix: one for all, or Q4_K_M's / Q5_K_M's (classifier q6_K; attn_v and
+  // ffn_down q6_K in the layers use_more_bits picks)
   auto typeOf = [&](const char *what, uint32_t layer) {
-    if (!opts.q4KMMix)
+    if (!mix)
       return opts.weightType;
     const std::string s = what;
     if (s == "output" || (s == "token_embd" && c.tiedOutput))
       return q6k;
     if ((s == "attn_v" || s == "ffn_down") && useMoreBits(layer, c.numLayers))
       return q6k;
-    return q4k;
+    return opts.kMixBase;
   };
   addMatrix(w, rng, "token_embd.weight", dim, c.vocabSize, typeOf("token_embd", 0), 1.0f);
   addNorm(w, rng, "output_norm.weight", dim);

@@ -22,11 +22,11 @@ struct SyntheticOptions {
   // algorithms (q8_0, q4_0, q4_K, q5_K, q6_K), so a quantised file is the one llama.cpp's
   // quantizer makes of the f32 weights; norms stay f32.
   uint32_t weightType = 0;
-  // llama.cpp's Q4_K_M mix instead of one type (llama-quantize's per-tensor rule): q6_K for
-  // the classifier (the token embedding when tied) and for attn_v / ffn_down in the layers
-  // its use_more_bits picks (the first and last eighth, and every third in between), q4_K
-  // for every other matrix.
-  bool q4KMMix = false;
+  // llama.cpp's Q4_K_M / Q5_K_M mix instead of one type when set to q4_K / q5_K
+  // (llama-quantize's per-tensor rule): q6_K for the classifier (the token embedding when
+  // tied) and for attn_v / ffn_down in the layers its use_more_bits picks (the first and
+  // last eighth, and every third in between), kMixBase for every other matrix.
+  uint32_t kMixBase = 0;
   std::string architecture = "llama"; // written as general.architecture
   // Writes the tokenizer.ggml.* keys instead of the built-in SentencePiece vocabulary (a
   // byte-level one from a tokenizer.json, say); config.vocabSize must be its size.

@@ -23,10 +23,10 @@ bool packable(StorageFormat f) {
   return f == StorageFormat::q4_0 || f == StorageFormat::q4_1 || f == StorageFormat::q8_0;
 }
 
-// The K-quants with an r16 form (q4_K_r16, q6_K_r16: rows of whole 256-element
-// super-blocks, kiln/quant_packed.h); q5_K has none yet.
+// The K-quants with an r16 form (q4_K_r16, q5_K_r16, q6_K_r16: rows of whole 256-element
+// super-blocks, kiln/quant_packed.h).
 bool kquantPackable(StorageFormat f) {
-  return f == StorageFormat::q4_k || f == StorageFormat::q6_k;
+  return f == StorageFormat::q4_k || f == StorageFormat::q5_k || f == StorageFormat::q6_k;
 }
 
 struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
@@ -54,10 +54,10 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
       const WeightRead read = weightReadsOf(op).front();
       const StorageFormat fmt = StorageFormat(read.format);
       const StringRef weight = read.name;
-      // q4_K and q6_K rows of whole super-blocks take the r16 layout (the integer-dot
+      // q4_K, q5_K and q6_K rows of whole super-blocks take the r16 layout (the integer-dot
       // kernels; no r32 form), a tied table too: embed reads its rows from the groups
       // (kiln_uk_embed), and at 128k tokens the classifier is a quarter of a 1B model's bytes
-      // per token. q3_0, q5_K and other K-quant rows keep rows of whole blocks: 64-byte rows
+      // per token. q3_0 and other K-quant rows keep rows of whole blocks: 64-byte rows
       // would store a 64-wide q3_0 row (two 14-byte blocks) in 64 bytes, more than q4_0_r16
       // takes, and a q6_K row of 2048 (1,680 bytes) in 1,728, more than the file.
       if (kquantPackable(fmt) && target == Layout::r16 && read.rowLength > 0 &&

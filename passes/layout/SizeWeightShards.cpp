@@ -45,6 +45,7 @@ uint32_t packedType(Operation *op) {
   case StorageFormat::q4_1: base = KILN_GGML_TYPE_Q4_1; break;
   case StorageFormat::q8_0: base = KILN_GGML_TYPE_Q8_0; break;
   case StorageFormat::q4_k: base = KILN_GGML_TYPE_Q4_K; break;
+  case StorageFormat::q5_k: base = KILN_GGML_TYPE_Q5_K; break;
   case StorageFormat::q6_k: base = KILN_GGML_TYPE_Q6_K; break;
   default: return 0;
   }

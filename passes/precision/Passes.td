@@ -32,8 +32,9 @@ def KilnAssignSourceFormat : Pass<"kiln-assign-source-format", "mlir::ModuleOp">
     q4_1, 9 q6_K -> q8_0`, `1 iq4_xs -> q4_0`, ...). K-quants without integer-dot kernels
     on the target compute in fp32 (6.5x slower decode than q4_1/q8_0's integer kernels on
     the Llama-3.2-1B shape, docs/perf.md), so they are requantised unless kept:
-    `keep-packed-kquants` keeps q4_K and q6_K (x86's q4_K_r16 / q6_K_r16 kernels; `kiln
-    compile` sets it for targets that have them), `keep-kquants` every K-quant. Norm
+    `keep-packed-kquants` keeps them where the target reads them with integer-dot kernels
+    (q4_K_r16 / q5_K_r16 / q6_K_r16 on x86 and NEON; `kiln compile` sets it for targets
+    that have them), `keep-kquants` keeps them for any target. Norm
     scales keep f16, else f32. Must run before any other precision pass.
     `kiln compile`'s default (`--precision source`; `--precision lossless` keeps K-quants).
   }];
@@ -41,7 +42,7 @@ def KilnAssignSourceFormat : Pass<"kiln-assign-source-format", "mlir::ModuleOp">
     Option<"keepKQuants", "keep-kquants", "bool", /*default=*/"false",
            "keep q4_K, q5_K and q6_K weights as the file stores them">,
     Option<"keepPackedKQuants", "keep-packed-kquants", "bool", /*default=*/"false",
-           "keep q4_K and q6_K, the K-quants the target reads with integer-dot kernels (r16)">,
+           "keep q4_K, q5_K and q6_K: the target reads them with integer-dot kernels (r16)">,
   ];
 }
 

@@ -72,9 +72,9 @@ uint32_t sourceFormat(uint32_t source, bool norm, bool keepKQuants, bool keepPac
   if (norm)
     return source == KILN_GGML_TYPE_F16 ? KILN_GGML_TYPE_F16 : KILN_GGML_TYPE_F32;
   const auto &formats = supportedFormats();
-  const bool packedKQuant = source == KILN_GGML_TYPE_Q4_K || source == KILN_GGML_TYPE_Q6_K;
+  // q4_K, q5_K and q6_K each have an r16 form with integer-dot kernels
   if (std::find(formats.begin(), formats.end(), source) != formats.end() &&
-      (keepKQuants || !kquant(source) || (keepPackedKQuants && packedKQuant)))
+      (keepKQuants || keepPackedKQuants || !kquant(source)))
     return source;
   // bytes per element as fractions bytes / elems, compared cross-multiplied
   struct Rate {

@@ -36,8 +36,8 @@ bool normFormat(uint32_t id);
 // than the first and adds little; into as many bits or fewer it would add about as much
 // error again), among the 32-element block formats (the source's rows need not fill a
 // K-quant's 256): q5_0/q5_1 -> q8_0, iq4_nl -> q4_1, iq4_xs -> q4_0, q3_K/q2_K -> q3_0,
-// bf16 -> f32 (exact). q4_K, q5_K and q6_K are kept with keepKQuants (q4_K and q6_K with
-// keepPackedKQuants: the target's integer-dot kernels read them), else q4_K -> q4_1 and
+// bf16 -> f32 (exact). q4_K, q5_K and q6_K are kept with keepKQuants or keepPackedKQuants
+// (the target's integer-dot kernels read them), else q4_K -> q4_1 and
 // q5_K/q6_K -> q8_0 (formats with integer-dot kernels). A norm scale (`norm`) keeps
 // f16, else f32 (the llama frontend reads every norm scale as f32, which an f16 one
 // converts to exactly).

@@ -27,7 +27,7 @@
  *       runtime-min/tools/kiln-run/bandwidth.c runtime-min/tools/kiln-run/probe_threads.c \
  *       build/lib/libkiln_ukernels_x86_v4_vnni.a -lpthread -lm -o /tmp/lpb
  *   /tmp/lpb q4_0_r16 5632 2048 2 [MiB] [TOKENS]  # format rows in threads
- *       (formats: q4_0_r16, q4_1_r16, q8_0_r16, q4_K_r16, q6_K_r16)
+ *       (formats: q4_0_r16, q4_1_r16, q8_0_r16, q4_K_r16, q5_K_r16, q6_K_r16)
  *       [weight MiB per token, 1024] [tokens per call, 1; more: a prefill]
  *       [PANEL: tokens per kernel call, all; fewer: kiln-size-prefill-panels' split]
  * (a few MiB instead of 1024 keeps the matrices in cache: the kernel's compute ceiling).
@@ -176,6 +176,7 @@ int main(int argc, char **argv) {
   b.format = !strcmp(fname, "q8_0_r16")   ? KILN_TYPE_Q8_0_R16
              : !strcmp(fname, "q4_1_r16") ? KILN_TYPE_Q4_1_R16
              : !strcmp(fname, "q4_K_r16") ? KILN_TYPE_Q4_K_R16
+             : !strcmp(fname, "q5_K_r16") ? KILN_TYPE_Q5_K_R16
              : !strcmp(fname, "q6_K_r16") ? KILN_TYPE_Q6_K_R16
                                           : KILN_TYPE_Q4_0_R16;
   b.rows = argc > 2 ? atoi(argv[2]) : 5632;
@@ -187,8 +188,9 @@ int main(int argc, char **argv) {
   if (want <= 0 || b.tokens < 1 || b.tokens > 512 || b.rows < 16 || b.in < 32 || b.in % 32 ||
       (kiln_is_packed_kquant(b.format) && b.in % 256) || b.threads < 1 || b.threads > 64 ||
       b.panel < 1) {
-    fprintf(stderr, "usage: %s q4_0_r16|q4_1_r16|q8_0_r16|q4_K_r16|q6_K_r16 ROWS IN(multiple of 32; 256 "
-            "for K) THREADS [MiB] [TOKENS] [PANEL]\n",
+    fprintf(stderr,
+            "usage: %s q4_0_r16|q4_1_r16|q8_0_r16|q4_K_r16|q5_K_r16|q6_K_r16 ROWS IN(multiple "
+            "of 32; 256 for K) THREADS [MiB] [TOKENS] [PANEL]\n",
             argv[0]);
     return 2;
   }

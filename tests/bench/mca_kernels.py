@@ -25,7 +25,7 @@ import time
 LLVM = "/usr/lib/llvm-19/bin"
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 NAMES = {1008: "q8_0_r16", 1002: "q4_0_r16", 1003: "q4_1_r16", 1012: "q4_K_r16",
-         1014: "q6_K_r16"}
+         1013: "q5_K_r16", 1014: "q6_K_r16"}
 ROW = re.compile(r'\{"([^"]+)", (\d+)u, (\d), ([0-9.]+)(?: / (\d+))?, ([0-9.]+)(?: / (\d+))?, "([^"]*)"\}')
 
 

@@ -4,7 +4,7 @@
  * cancelling out (tests/bench/emu_counts.py). Deterministic: fixed seed, no threads.
  *
  *   ukernel-calls FORMAT ROWS IN [N] [CALLS]
- *     FORMAT: q8_0_r16 q4_0_r16 q4_1_r16 q4_K_r16 q6_K_r16 (kiln_uk_linear_packed) or f32
+ *     FORMAT: q8_0_r16 q4_0_r16 q4_1_r16 q4_K_r16 q5_K_r16 q6_K_r16 (kiln_uk_linear_packed),
  *     f16 q8_0 q4_0 q3_0 q4_K q5_K q6_K (kiln_uk_linear, rows of whole blocks; IN a
  *     multiple of 256 for the K-quants)
  *   ukernel-calls attention-KV HEAD_DIM CTX [N] [CALLS] [HEADS KV_HEADS]
@@ -32,7 +32,8 @@ static int parse_format(const char *s, uint32_t *f) {
       {"q8_0_r16", KILN_TYPE_Q8_0_R16}, {"q4_0_r16", KILN_TYPE_Q4_0_R16},
       {"q4_1_r16", KILN_TYPE_Q4_1_R16}, {"q8_0_r32", KILN_TYPE_Q8_0_R32},
       {"q4_0_r32", KILN_TYPE_Q4_0_R32}, {"q4_K_r16", KILN_TYPE_Q4_K_R16},
-      {"q6_K_r16", KILN_TYPE_Q6_K_R16}, {"f32", KILN_GGML_TYPE_F32},
+      {"q5_K_r16", KILN_TYPE_Q5_K_R16}, {"q6_K_r16", KILN_TYPE_Q6_K_R16},
+      {"f32", KILN_GGML_TYPE_F32},
       {"f16", KILN_GGML_TYPE_F16},      {"q8_0", KILN_GGML_TYPE_Q8_0},
       {"q4_0", KILN_GGML_TYPE_Q4_0},    {"q3_0", KILN_TYPE_Q3_0},
       {"q4_K", KILN_GGML_TYPE_Q4_K},    {"q5_K", KILN_GGML_TYPE_Q5_K},

@@ -6,7 +6,8 @@ q4_k_m`, quantised with kiln's ggml-identical quantizers):
   - `kiln compile --precision lossless` keeps every tensor's format: `kiln inspect` says
     "lossless" for each, q4_K/q6_K repacked into q4_K_r16/q6_K_r16 (the tied table too), and
     the weights section holds the file's tensor bytes (no growth); the default (`source`)
-    keeps them too for x86 and NEON targets, and requantises them for HVX (no K form);
+    keeps them too for x86 and NEON targets, and requantises them for HVX (no K form); the
+    same for a Q5_K_M file (`--type q5_k_m`: q5_K_r16), whose r16 mean NLL is checked too;
   - with `--layout none` (ggml rows, fp32 kernels) the artifact's greedy text equals the
     reference executor's (`kiln eval`) on the file, and its PPL on tinystories-dev.txt is the
     reference's within 1e-4 (the weights decoded exactly: only summation order differs); the
@@ -110,6 +111,32 @@ def main():
     src = run([args.kiln, "inspect", w("source-hvx.kiln")]).stdout.decode()
     if src.count("requantised from q4_K") != 48 or src.count("requantised from q6_K") != 9:
         fail(f"--precision source should requantise 48 q4_K and 9 q6_K weights for HVX:\n{src}")
+
+    # 1b. Q5_K_M (q5_K layers, q6_K where Q4_K_M has them): kept on x86 and NEON as
+    # q5_K_r16/q6_K_r16 by default, requantised for HVX; the r16 kernels' mean NLL as the
+    # reference executor's (int8 activations, as below)
+    q5 = w("q5_k_m.gguf")
+    run([args.kiln, "synth", "-o", q5, "--tied"] + shape[:1] + ["q5_k_m"] + shape[2:])
+    ref5 = ppl_of(run([args.kiln, "ppl", q5, text, "--ctx", "128"]))
+    for name, target in (("x86", "host"), ("NEON", "snapdragon-8-gen-3:cpu")):
+        art5 = w(f"q5_k_m-{name}.kiln")
+        p = run([args.kiln, "compile", q5, "-o", art5, "--quiet", "--target", target])
+        if b"requantised" in p.stderr:
+            fail(f"kiln compile of Q5_K_M for {name} requantised: {p.stderr!r}")
+        src = run([args.kiln, "inspect", art5]).stdout.decode()
+        if src.count("q5_K_r16") != 48 or src.count("q6_K_r16") != 9:
+            fail(f"--precision source should keep 48 q5_K and 9 q6_K weights on {name}:\n{src}")
+    got5 = ppl_of(run([args.kiln_run, "ppl", w("q5_k_m-x86.kiln"), text, "--ctx", "128",
+                       "--threads", "2"]))
+    rel = abs(math.log(got5) - math.log(ref5)) / math.log(ref5)
+    print(f"Q5_K_M kept as q5_K_r16/q6_K_r16 on x86 and NEON; r16 kernels' mean NLL {rel:.1e} "
+          f"relative from the reference's")
+    if rel > 1e-3:
+        fail(f"Q5_K_M r16 artifact PPL {got5}: mean NLL {rel:.1e} from the reference's {ref5}")
+    p = run([args.kiln, "compile", q5, "-o", w("q5_k_m-hvx.kiln"), "--quiet", "--target",
+             "snapdragon-8-gen-3:hvx"])
+    if b"requantised 48 q5_K -> q8_0, 9 q6_K -> q8_0 (K-quants" not in p.stderr:
+        fail(f"kiln compile of Q5_K_M for HVX did not say it requantised: {p.stderr!r}")
 
     # 2. the artifact runs what the reference executor runs on the file (the PPL compares the
     # logits of every position of the text): in fp32 on ggml rows exactly, and with int8

@@ -138,8 +138,8 @@ ISAS = ("generic", "neon", "neon-i8mm")
 
 def kernels_bitexact(env):
     bins = os.path.dirname(env.a.cross_kiln_run)
-    for fmt in ("q8_0_r16", "q4_0_r16", "q4_1_r16", "q4_K_r16", "q6_K_r16", "f32", "f16",
-                "q8_0", "q4_0", "q3_0", "q4_K", "q5_K", "q6_K"):
+    for fmt in ("q8_0_r16", "q4_0_r16", "q4_1_r16", "q4_K_r16", "q5_K_r16", "q6_K_r16", "f32",
+                "f16", "q8_0", "q4_0", "q3_0", "q4_K", "q5_K", "q6_K"):
         # K-quant rows: whole 256-blocks (3 of them in r16: q6_K_r16's odd-count tail)
         width = "768" if fmt.endswith("_K_r16") else "512" if "_K" in fmt else "224"
         for n in ("1", "4", "5", "8"):

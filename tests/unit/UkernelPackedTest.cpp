@@ -60,13 +60,13 @@ PackedWeights makePacked(std::mt19937 &rng, uint32_t base, int32_t rows, int32_t
   std::vector<float> row(size_t(padded), 0.0f), dec(static_cast<size_t>(padded));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   w.deq.resize(size_t(rows) * size_t(cols));
+  const bool withMin = base == KILN_GGML_TYPE_Q4_1 || base == KILN_GGML_TYPE_Q4_K ||
+                       base == KILN_GGML_TYPE_Q5_K; // formats with a minimum: offset rows
   for (int32_t r = 0; r < rows; ++r) {
     const float scale = 0.05f + 2.0f * float(r % 7) / 7.0f;
     std::fill(row.begin(), row.end(), 0.0f);
     for (int32_t i = 0; i < cols; ++i)
-      row[size_t(i)] = u(rng) * scale + (base == KILN_GGML_TYPE_Q4_1 || base == KILN_GGML_TYPE_Q4_K
-                                             ? 0.3f * scale
-                                             : 0.0f);
+      row[size_t(i)] = u(rng) * scale + (withMin ? 0.3f * scale : 0.0f);
     uint8_t *dst = ggml.data() + size_t(r) * rowBytes;
     EXPECT_EQ(kiln_quantize(base, row.data(), dst, uint64_t(padded)), KILN_STATUS_OK);
     EXPECT_EQ(kiln_dequantize(base, dst, dec.data(), uint64_t(padded)), KILN_STATUS_OK);
@@ -208,6 +208,12 @@ TEST_F(UkernelPacked, Q4_K) {
   static MaxErr tight("linear q4_K_r16 vs int8 math (|err| / sum|w x^|)");
   static MaxErr loose("linear q4_K_r16 vs fp32 (|err| / bound)");
   runKShapes(KILN_GGML_TYPE_Q4_K, tight, loose);
+}
+
+TEST_F(UkernelPacked, Q5_K) {
+  static MaxErr tight("linear q5_K_r16 vs int8 math (|err| / sum|w x^|)");
+  static MaxErr loose("linear q5_K_r16 vs fp32 (|err| / bound)");
+  runKShapes(KILN_GGML_TYPE_Q5_K, tight, loose);
 }
 
 TEST_F(UkernelPacked, Q6_K) {
@@ -359,8 +365,9 @@ TEST_F(UkernelPacked, RepackIsLossless) {
                                                  .c_str());
     EXPECT_EQ(kiln_packed_base_type(w.packed), base);
   }
-  // q4_K_r16 / q6_K_r16: 1 and 3 super-blocks (q6_K's odd unit)
-  for (uint32_t base : {uint32_t(KILN_GGML_TYPE_Q4_K), uint32_t(KILN_GGML_TYPE_Q6_K)})
+  // q4_K_r16 / q5_K_r16 / q6_K_r16: 1 and 3 super-blocks (q6_K's odd unit)
+  for (uint32_t base : {uint32_t(KILN_GGML_TYPE_Q4_K), uint32_t(KILN_GGML_TYPE_Q5_K),
+                        uint32_t(KILN_GGML_TYPE_Q6_K)})
     for (int32_t in : {256, 768}) {
       const int32_t rows = 21;
       const PackedWeights w = makePacked(rng, base, rows, in);
@@ -461,7 +468,7 @@ TEST_F(UkernelPacked, FusedStoreSegmentsResidualSwiGlu) {
     ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, 1, 2048, 2116, 16));
     ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, 1, 64, 1334, 16));
   }
-  for (uint32_t base : {KILN_GGML_TYPE_Q4_K, KILN_GGML_TYPE_Q6_K})
+  for (uint32_t base : {KILN_GGML_TYPE_Q4_K, KILN_GGML_TYPE_Q5_K, KILN_GGML_TYPE_Q6_K})
     for (int32_t n : {1, 3, 17})
       ASSERT_NO_FATAL_FAILURE(packedFusedCase(base, n, 512, 344, 16));
 }

@@ -1,5 +1,6 @@
-/* kiln micro-kernels: one row's fields of a q4_K_r16 / q6_K_r16 group (kiln/quant_packed.h),
- * read in portable C by the linear (packed_kquant.h) and embed kernels (internal). */
+/* kiln micro-kernels: one row's fields of a q4_K_r16 / q5_K_r16 / q6_K_r16 group
+ * (kiln/quant_packed.h), read in portable C by the linear (packed_kquant.h) and embed kernels
+ * (internal). */
 #ifndef KILN_CODEGEN_CPU_UKERNELS_KQUANT_R16_H_
 #define KILN_CODEGEN_CPU_UKERNELS_KQUANT_R16_H_
 
@@ -13,6 +14,13 @@ KILN_UK_INLINE void kq4_scale_min(const uint8_t *sb, int32_t r, int32_t j, int32
   const uint32_t hi = kiln_uk_load_u32(sb + 192 + r * 4) >> (4 * j);
   *sc = (lo & 15) | (int32_t)(hi & 3) << 4;
   *m = (lo >> 4) | (int32_t)((hi >> 2) & 3) << 4;
+}
+
+/* q5_K_r16: the code (0..31) of element e (0..31) of row r in a sub-block's 5 chunks. */
+KILN_UK_INLINE int32_t kq5_code(const uint8_t *codes, int32_t r, int32_t e) {
+  const int32_t i = r * 4 + e % 4, k = e % 16 / 4;
+  const int32_t lo = e < 16 ? codes[k * 64 + i] & 15 : codes[k * 64 + i] >> 4;
+  return lo | ((codes[256 + i] >> (k + (e < 16 ? 0 : 4))) & 1) << 4;
 }
 
 /* q6_K_r16: the code of element e (0..31) of row r in a sub-block's 6 chunks. */

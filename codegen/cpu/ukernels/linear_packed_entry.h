@@ -14,7 +14,7 @@
 #ifndef packed_groups_r32
 #define packed_groups_r32 packed_generic_groups
 #endif
-/* ... and packed_kquant_groups for q4_K_r16 / q6_K_r16 (default: the portable C code). */
+/* ... and packed_kquant_groups for the K-quants' r16 forms (default: the portable C code). */
 #include "packed_kquant.h"
 #ifndef packed_kquant_groups
 #define packed_kquant_groups kq_generic_groups
@@ -54,6 +54,7 @@ static void packed_task(void *arg, int32_t task, int32_t n_tasks) {
   case KILN_TYPE_Q8_0_R32: packed_groups_r32(a, KILN_TYPE_Q8_0_R32, g0, g1); break;
   case KILN_TYPE_Q8_0_R16: packed_groups(a, KILN_TYPE_Q8_0_R16, g0, g1); break;
   case KILN_TYPE_Q4_K_R16: packed_kquant_groups(a, KILN_TYPE_Q4_K_R16, g0, g1); break;
+  case KILN_TYPE_Q5_K_R16: packed_kquant_groups(a, KILN_TYPE_Q5_K_R16, g0, g1); break;
   case KILN_TYPE_Q6_K_R16: packed_kquant_groups(a, KILN_TYPE_Q6_K_R16, g0, g1); break;
   default: break; /* unreachable: the entry points take only kiln_is_packed formats */
   }

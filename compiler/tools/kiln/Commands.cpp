@@ -22,6 +22,7 @@
 #include "compiler/frontends/gguf/SyntheticGguf.h"
 #include "compiler/frontends/hf/ChatTemplateConfig.h"
 #include "compiler/frontends/hf/TextTokenizer.h"
+#include "kiln/quant.h"
 
 namespace kiln::tool {
 
@@ -409,8 +410,8 @@ int runSynth(const SynthOptions &opts) {
     o.vocabulary = [record](models::ModelWriter &w) { writeVocabulary(w, *record); };
   }
   o.seed = opts.seed;
-  if (opts.type == "q4_k_m")
-    o.q4KMMix = true;
+  if (opts.type == "q4_k_m" || opts.type == "q5_k_m")
+    o.kMixBase = opts.type == "q4_k_m" ? KILN_GGML_TYPE_Q4_K : KILN_GGML_TYPE_Q5_K;
   else if (!precision::parseFormat(opts.type, o.weightType))
     return fail("unknown synthetic weight type '" + opts.type + "'");
   o.architecture = opts.arch;

@@ -56,8 +56,9 @@ void addSlimmingFlags(CLI::App *cmd, SlimmingFlags &f) {
 void addPrecisionFlags(CLI::App *cmd, PrecisionFlags &f) {
   cmd->add_option("--precision", f.precision,
                   "weight storage formats: source (compile's default: as the model file "
-                  "stores them, or requantised to more bits; K-quants to q4_1/q8_0), "
-                  "lossless (source with K-quants kept), uniform:FMT, "
+                  "stores them, or requantised to more bits; K-quants kept where the "
+                  "target has integer kernels for them, else to q4_1/q8_0), lossless "
+                  "(source with every K-quant kept), uniform:FMT, "
                   "rules:CLASS=FMT,..., map:WEIGHT=FMT,... (one format per weight, e.g. auto's "
                   "printed map) or auto (--calib, --bpw or --max-weight-bytes)");
   cmd->add_option("--bpw", f.bpw, "auto's budget: average bits per weight as stored");
@@ -196,8 +197,9 @@ int main(int argc, char **argv) {
   synthCmd->add_option("--seed", syn.seed, "generator seed");
   synthCmd->add_option("--type", syn.type,
                        "matrix storage: f32, f16, q8_0, q4_0, q4_k, q5_k, q6_k (quantised with "
-                       "ggml's algorithms) or q4_k_m (llama-quantize's Q4_K_M mix)")
-      ->check(CLI::IsMember({"f32", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m"}));
+                       "ggml's algorithms), q4_k_m or q5_k_m (llama-quantize's mixes)")
+      ->check(CLI::IsMember(
+          {"f32", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m", "q5_k_m"}));
   synthCmd->add_flag("--tied", syn.tied, "tie the classifier to the token embedding");
   synthCmd->add_option("--tokenizer", syn.tokenizer,
                        "a tokenizer.json whose vocabulary (byte-level BPE, e.g. Llama 3's, or "

@@ -55,10 +55,11 @@ extern "C" {
 
 /* The K-quants in groups of 16 rows (layout below); rows of whole 256-element super-blocks. */
 #define KILN_TYPE_Q4_K_R16 1012u
+#define KILN_TYPE_Q5_K_R16 1013u
 #define KILN_TYPE_Q6_K_R16 1014u
 
 static inline int kiln_is_packed_kquant(uint32_t type) {
-  return type == KILN_TYPE_Q4_K_R16 || type == KILN_TYPE_Q6_K_R16;
+  return type == KILN_TYPE_Q4_K_R16 || type == KILN_TYPE_Q5_K_R16 || type == KILN_TYPE_Q6_K_R16;
 }
 static inline int kiln_is_packed_r16(uint32_t type) {
   return type == KILN_TYPE_Q4_0_R16 || type == KILN_TYPE_Q4_1_R16 || type == KILN_TYPE_Q8_0_R16 ||
@@ -77,13 +78,13 @@ static inline uint32_t kiln_packed_rows(uint32_t type) {
   return kiln_is_packed_r16(type) ? 16u : kiln_is_packed_r32(type) ? 32u : 0u;
 }
 
-/* The ggml block format a packed format holds (q4_0, q4_1, q8_0, q4_K, q6_K), 0 for other
+/* The ggml block format a packed format holds (q4_0, q4_1, q8_0, q4_K, q5_K, q6_K), 0 for other
  * ids. */
 static inline uint32_t kiln_packed_base_type(uint32_t type) {
   return kiln_is_packed_r16(type) ? type - 1000u : kiln_is_packed_r32(type) ? type - 2000u : 0u;
 }
 
-/* The packed id of a ggml block format (q4_0, q4_1, q8_0; q4_K, q6_K with 16 rows) in
+/* The packed id of a ggml block format (q4_0, q4_1, q8_0; q4_K, q5_K, q6_K with 16 rows) in
  * groups of `rows` (16 or 32); 0 when there is none. */
 static inline uint32_t kiln_packed_type(uint32_t base, uint32_t rows) {
   const uint32_t t = base + (rows == 16u ? 1000u : rows == 32u ? 2000u : 0u);
@@ -119,7 +120,7 @@ static inline uint64_t kiln_packed_codes_offset(uint32_t type, uint64_t b) {
          b % ub * kiln_packed_code_bytes(type);
 }
 
-/* The K-quant groups (q4_K_r16, q6_K_r16): 16 rows, every byte of their ggml blocks kept,
+/* The K-quant groups (q4_K_r16, q5_K_r16, q6_K_r16): 16 rows, every byte of their ggml blocks kept,
  * the codes in the chunks above so the same dot product instructions read them, and the
  * super-block scales unpacked to one row per lane:
  *
@@ -129,6 +130,9 @@ static inline uint64_t kiln_packed_codes_offset(uint32_t type, uint64_t b) {
  *             hold the top 2 bits of scale j (bits 4j, 4j+1) and of min j]
  *             [8 sub-blocks x 4 chunks of codes, as q4_1_r16's; element values
  *             d * sc_j * q - dmin * m_j]
+ *   q5_K_r16  q4_K_r16's with a fifth chunk after each sub-block's 4 (2816 bytes per
+ *             super-block, 320 per sub-block): byte 4r + i holds the fifth bit of element
+ *             4k + i at bit k and of element 16 + 4k + i at bit 4 + k (k = 0..3); q in 0..31
  *   q6_K_r16  units of 2 super-blocks: [16 fp16 d of super-block 2u | of 2u + 1], then each
  *             super-block's 3328 bytes: [8 x 32 int8 scales: sub-block j's scale of elements
  *             0..15 for 16 rows, then of 16..31][8 sub-blocks x 6 chunks: 4 of the codes'
@@ -141,15 +145,17 @@ static inline uint64_t kiln_packed_codes_offset(uint32_t type, uint64_t b) {
 #define KILN_PACK_SUPER 256u
 #define KILN_Q4_K_R16_SUPER_BYTES 2304u
 #define KILN_Q4_K_R16_CODES 256u /* offset of the codes in a q4_K_r16 super-block */
+#define KILN_Q5_K_R16_SUPER_BYTES 2816u
+#define KILN_Q5_K_R16_SUB_BYTES 320u /* a q5_K_r16 sub-block: 4 chunks of codes, 1 of bits */
 #define KILN_Q6_K_R16_SUPER_BYTES 3328u
 #define KILN_Q6_K_R16_CODES 256u /* offset of the codes in a q6_K_r16 super-block */
 #define KILN_Q6_K_R16_SUB_BYTES 384u /* bytes of a q6_K_r16 sub-block's 6 chunks */
 
-/* Byte offset in a group of super-block s (its scales; q4_K_r16: its d and dmin). */
+/* Byte offset in a group of super-block s (its scales; q4_K/q5_K_r16: its d and dmin). */
 static inline uint64_t kiln_packed_super_offset(uint32_t type, uint64_t s) {
-  return type == KILN_TYPE_Q4_K_R16
-             ? s * KILN_Q4_K_R16_SUPER_BYTES
-             : s / 2u * (64u + 2u * KILN_Q6_K_R16_SUPER_BYTES) + 64u +
+  return type == KILN_TYPE_Q4_K_R16   ? s * KILN_Q4_K_R16_SUPER_BYTES
+         : type == KILN_TYPE_Q5_K_R16 ? s * KILN_Q5_K_R16_SUPER_BYTES
+                                      : s / 2u * (64u + 2u * KILN_Q6_K_R16_SUPER_BYTES) + 64u +
                    s % 2u * KILN_Q6_K_R16_SUPER_BYTES;
 }
 /* q6_K_r16: byte offset in a group of super-block s's 16 fp16 d. */
@@ -164,8 +170,9 @@ static inline uint64_t kiln_packed_group_bytes(uint32_t type, uint64_t row_lengt
     if (row_length % KILN_PACK_SUPER)
       return 0;
     const uint64_t ns = row_length / KILN_PACK_SUPER;
-    return type == KILN_TYPE_Q4_K_R16 ? ns * KILN_Q4_K_R16_SUPER_BYTES
-                                      : ns * KILN_Q6_K_R16_SUPER_BYTES + (ns + 1u) / 2u * 64u;
+    return type == KILN_TYPE_Q4_K_R16   ? ns * KILN_Q4_K_R16_SUPER_BYTES
+           : type == KILN_TYPE_Q5_K_R16 ? ns * KILN_Q5_K_R16_SUPER_BYTES
+                                        : ns * KILN_Q6_K_R16_SUPER_BYTES + (ns + 1u) / 2u * 64u;
   }
   if (!kiln_is_packed(type))
     return 0;

@@ -16,6 +16,7 @@ const char *kiln_packed_type_name(uint32_t type) {
   case KILN_TYPE_Q4_1_R32: return "q4_1_r32";
   case KILN_TYPE_Q8_0_R32: return "q8_0_r32";
   case KILN_TYPE_Q4_K_R16: return "q4_K_r16";
+  case KILN_TYPE_Q5_K_R16: return "q5_K_r16";
   case KILN_TYPE_Q6_K_R16: return "q6_K_r16";
   default: return NULL;
   }
@@ -83,7 +84,7 @@ kiln_status_t kiln_dequantize_packed_row(uint32_t type, const void *packed, uint
   const uint8_t *g = (const uint8_t *)packed + (row / R) * kiln_packed_group_bytes(type, row_length);
   const uint64_t lane = row % R;
   if (kiln_is_packed_kquant(type)) { /* the ggml super-blocks, one at a time */
-    uint8_t blk[sizeof(kiln_block_q6_K_t)]; /* the larger of the two */
+    uint8_t blk[sizeof(kiln_block_q6_K_t)]; /* the largest of the three */
     for (uint64_t s = 0; s < row_length / KILN_PACK_SUPER; ++s) {
       kiln_packed_kquant_get_super(type, g, lane, s, blk);
       kiln_status_t st = kiln_dequantize(base, blk, dst + s * KILN_PACK_SUPER, KILN_PACK_SUPER);

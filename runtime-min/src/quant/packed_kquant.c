@@ -1,5 +1,5 @@
-/* kiln runtime-min: q4_K_r16 and q6_K_r16 (layout in kiln/quant_packed.h). Moves bits only:
- * a row unpacks to the ggml super-blocks it was packed from, byte for byte. */
+/* kiln runtime-min: q4_K_r16, q5_K_r16 and q6_K_r16 (layout in kiln/quant_packed.h). Moves
+ * bits only: a row unpacks to the ggml super-blocks it was packed from, byte for byte. */
 #include <string.h>
 
 #include "kiln/quant_blocks.h"
@@ -12,31 +12,38 @@ static uint64_t chunk_byte(uint64_t lane, int e) {
   return (uint64_t)(e % 16 / 4) * 64u + lane * 4u + (uint64_t)(e % 4);
 }
 
-/* ggml q4_K: sub-block j is the low (even j) or high nibbles of qs[32(j/2) + l]. */
-static void pack_q4_k(const kiln_block_q4_K_t *b, uint8_t *sb, uint64_t lane) {
-  memcpy(sb + lane * 2u, &b->d, 2);
-  memcpy(sb + 32u + lane * 2u, &b->dmin, 2);
+/* ggml q4_K / q5_K (the same header): sub-block j is the low (even j) or high nibbles of
+ * qs[32(j/2) + l]; q5_K's fifth bit is bit j of qh[l]. `qh` is NULL for q4_K. */
+static void pack_q45_k(const kiln_half_t *dm, const uint8_t *scales, const uint8_t *qs,
+                       const uint8_t *qh, uint8_t *sb, uint64_t lane) {
+  memcpy(sb + lane * 2u, &dm[0], 2);
+  memcpy(sb + 32u + lane * 2u, &dm[1], 2);
+  const uint64_t sub = qh ? KILN_Q5_K_R16_SUB_BYTES : 256u;
   uint32_t high = 0;
   for (int j = 0; j < 8; ++j) {
     uint8_t sc, m;
-    kiln_kquant_scale_min(b->scales, j, &sc, &m);
+    kiln_kquant_scale_min(scales, j, &sc, &m);
     sb[64u + (uint64_t)j * 16u + lane] = (uint8_t)((sc & 15) | (m & 15) << 4);
     high |= (uint32_t)((sc >> 4) | (m >> 4) << 2) << (4 * j);
-    uint8_t *codes = sb + KILN_Q4_K_R16_CODES + (uint64_t)j * 256u;
+    uint8_t *codes = sb + KILN_Q4_K_R16_CODES + (uint64_t)j * sub;
     for (int e = 0; e < 32; ++e) {
-      const uint8_t q = b->qs[32 * (j / 2) + e];
+      const uint8_t q = qs[32 * (j / 2) + e];
       const uint8_t c = (uint8_t)((j & 1) ? q >> 4 : q & 15);
       codes[chunk_byte(lane, e)] |= (uint8_t)(e < 16 ? c : c << 4);
+      if (qh)
+        codes[256u + lane * 4u + (uint64_t)(e % 4)] |=
+            (uint8_t)(((qh[e] >> j) & 1) << (e % 16 / 4 + (e < 16 ? 0 : 4)));
     }
   }
   for (int i = 0; i < 4; ++i)
     sb[192u + lane * 4u + (uint64_t)i] = (uint8_t)(high >> (8 * i));
 }
 
-static void unpack_q4_k(const uint8_t *sb, uint64_t lane, kiln_block_q4_K_t *b) {
-  memset(b, 0, sizeof *b);
-  memcpy(&b->d, sb + lane * 2u, 2);
-  memcpy(&b->dmin, sb + 32u + lane * 2u, 2);
+static void unpack_q45_k(const uint8_t *sb, uint64_t lane, kiln_half_t *dm, uint8_t *scales,
+                         uint8_t *qs, uint8_t *qh) {
+  memcpy(&dm[0], sb + lane * 2u, 2);
+  memcpy(&dm[1], sb + 32u + lane * 2u, 2);
+  const uint64_t sub = qh ? KILN_Q5_K_R16_SUB_BYTES : 256u;
   uint32_t high = 0;
   for (int i = 0; i < 4; ++i)
     high |= (uint32_t)sb[192u + lane * 4u + (uint64_t)i] << (8 * i);
@@ -46,18 +53,22 @@ static void unpack_q4_k(const uint8_t *sb, uint64_t lane, kiln_block_q4_K_t *b) 
     const uint32_t hi = high >> (4 * j);
     sc[j] = (uint8_t)((lo & 15) | (hi & 3) << 4);
     m[j] = (uint8_t)((lo >> 4) | ((hi >> 2) & 3) << 4);
-    const uint8_t *codes = sb + KILN_Q4_K_R16_CODES + (uint64_t)j * 256u;
+    const uint8_t *codes = sb + KILN_Q4_K_R16_CODES + (uint64_t)j * sub;
     for (int e = 0; e < 32; ++e) {
       const uint8_t byte = codes[chunk_byte(lane, e)];
       const uint8_t c = (uint8_t)(e < 16 ? byte & 15 : byte >> 4);
-      b->qs[32 * (j / 2) + e] |= (uint8_t)((j & 1) ? c << 4 : c);
+      qs[32 * (j / 2) + e] |= (uint8_t)((j & 1) ? c << 4 : c);
+      if (qh) {
+        const uint8_t bits = codes[256u + lane * 4u + (uint64_t)(e % 4)];
+        qh[e] |= (uint8_t)(((bits >> (e % 16 / 4 + (e < 16 ? 0 : 4))) & 1) << j);
+      }
     }
   }
   /* ggml's 12-byte packing (kquant_scales.h read backwards) */
   for (int j = 0; j < 4; ++j) {
-    b->scales[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-    b->scales[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
-    b->scales[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+    scales[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+    scales[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+    scales[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
   }
 }
 
@@ -117,7 +128,13 @@ void kiln_packed_kquant_put_row(uint32_t type, const void *src, uint64_t lane,
     if (type == KILN_TYPE_Q4_K_R16) {
       kiln_block_q4_K_t b;
       memcpy(&b, (const uint8_t *)src + s * sizeof b, sizeof b);
-      pack_q4_k(&b, sb, lane);
+      const kiln_half_t dm[2] = {b.d, b.dmin};
+      pack_q45_k(dm, b.scales, b.qs, NULL, sb, lane);
+    } else if (type == KILN_TYPE_Q5_K_R16) {
+      kiln_block_q5_K_t b;
+      memcpy(&b, (const uint8_t *)src + s * sizeof b, sizeof b);
+      const kiln_half_t dm[2] = {b.d, b.dmin};
+      pack_q45_k(dm, b.scales, b.qs, b.qh, sb, lane);
     } else {
       kiln_block_q6_K_t b;
       memcpy(&b, (const uint8_t *)src + s * sizeof b, sizeof b);
@@ -131,7 +148,19 @@ void kiln_packed_kquant_get_super(uint32_t type, const uint8_t *group, uint64_t 
   const uint8_t *sb = group + kiln_packed_super_offset(type, s);
   if (type == KILN_TYPE_Q4_K_R16) {
     kiln_block_q4_K_t b;
-    unpack_q4_k(sb, lane, &b);
+    memset(&b, 0, sizeof b);
+    kiln_half_t dm[2];
+    unpack_q45_k(sb, lane, dm, b.scales, b.qs, NULL);
+    b.d = dm[0];
+    b.dmin = dm[1];
+    memcpy(dst, &b, sizeof b);
+  } else if (type == KILN_TYPE_Q5_K_R16) {
+    kiln_block_q5_K_t b;
+    memset(&b, 0, sizeof b);
+    kiln_half_t dm[2];
+    unpack_q45_k(sb, lane, dm, b.scales, b.qs, b.qh);
+    b.d = dm[0];
+    b.dmin = dm[1];
     memcpy(dst, &b, sizeof b);
   } else {
     kiln_block_q6_K_t b;

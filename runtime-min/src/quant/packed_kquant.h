@@ -1,5 +1,5 @@
-/* kiln runtime-min: one row of a q4_K_r16 / q6_K_r16 group in and out (internal; packed.c
- * walks the rows). */
+/* kiln runtime-min: one row of a q4_K_r16 / q5_K_r16 / q6_K_r16 group in and out (internal;
+ * packed.c walks the rows). */
 #ifndef KILN_SRC_QUANT_PACKED_KQUANT_H_
 #define KILN_SRC_QUANT_PACKED_KQUANT_H_
 

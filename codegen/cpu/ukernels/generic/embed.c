@@ -2,27 +2,32 @@
  *
  * Formats: f32, f16, q8_0, q4_0, q4_1 and q3_0 (a row of dim elements in ceil(dim/32) blocks,
  * the last one zero-padded) and q4_K/q5_K/q6_K (ceil(dim/256) super-blocks), and a tied
- * table the classifier reads in 16-row groups (q4_0/q4_1/q8_0/q4_K/q6_K_r16); exactly the
- * values kiln_dequantize gives. Token ids were
- * range-checked by the generated entry point. Serial: it moves n * dim floats, far less
- * than a thread hand-off costs.
+ * table the classifier reads in 16-row groups (q4_0/q4_1/q8_0/q4_K/q5_K/q6_K_r16); exactly
+ * the values kiln_dequantize gives. Token ids were range-checked by the generated entry point.
+ * Serial: it moves n * dim floats, far less than a thread hand-off costs.
  */
 #include "common.h"
 #include "kquant_r16.h"
 #include "ukernel_abi.h"
 
-/* Row `lane` of a q4_K_r16 / q6_K_r16 group (kiln/quant_packed.h): the values
+/* Row `lane` of a q4_K_r16 / q5_K_r16 / q6_K_r16 group (kiln/quant_packed.h): the values
  * kiln_uk_decode_kquant gives for the ggml row, by the same float steps. */
 static void embed_kquant_r16(uint32_t format, const uint8_t *grp, int32_t lane, int32_t dim,
                              float *o) {
   for (int32_t i0 = 0; i0 < dim; i0 += 32) {
     const int32_t s = i0 / 256, j = i0 % 256 / 32;
     const uint8_t *sb = grp + kiln_packed_super_offset(format, (uint64_t)s);
-    if (format == KILN_TYPE_Q4_K_R16) {
+    if (format != KILN_TYPE_Q6_K_R16) { /* q4_K, q5_K */
       int32_t sc, m;
       kq4_scale_min(sb, lane, j, &sc, &m);
       const float d1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(sb + lane * 2)) * (float)sc;
       const float m1 = kiln_uk_fp16_to_fp32(kiln_uk_load_u16(sb + 32 + lane * 2)) * (float)m;
+      if (format == KILN_TYPE_Q5_K_R16) {
+        const uint8_t *codes = sb + KILN_Q4_K_R16_CODES + j * KILN_Q5_K_R16_SUB_BYTES;
+        for (int32_t e = 0; e < 32; ++e)
+          o[i0 + e] = d1 * (float)kq5_code(codes, lane, e) - m1;
+        continue;
+      }
       const uint8_t *codes = sb + KILN_Q4_K_R16_CODES + j * 256 + lane * 4;
       for (int32_t e = 0; e < 16; ++e) {
         const uint8_t c = codes[e / 4 * 64 + e % 4];

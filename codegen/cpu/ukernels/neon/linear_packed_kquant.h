@@ -1,5 +1,5 @@
-/* kiln micro-kernels, aarch64 NEON: q4_K_r16 and q6_K_r16 (kiln/quant_packed.h) on the
- * sdot-by-element tiles of linear_packed.c, which includes this file; packed_kquant.h states
+/* kiln micro-kernels, aarch64 NEON: q4_K_r16, q5_K_r16 and q6_K_r16 (kiln/quant_packed.h) on
+ * the sdot-by-element tiles of linear_packed.c, which includes this file; packed_kquant.h states
  * the math and the float steps, which these follow to the bit.
  *
  * A sub-block is one 32-element activation block and its codes are laid out as q4_1_r16's
@@ -8,6 +8,8 @@
  *   unpacked from the super-block header for all 16 rows in one u8 register each (d, dmin
  *   and the top scale bits loaded once per super-block; per sub-block 7 integer operations,
  *   then the widening to float, against 32 sdot);
+ * - q5_K: q4_K's step with the codes' fifth bits inserted above the nibbles (a shift, an and
+ *   and an insert per register, as q6_K's);
  * - q6_K: the 6-bit codes rebuilt from a nibble chunk and the 2-bit chunks (a shift, an and
  *   and an insert per register), two int32 chains per row register (one per 16-element half, each
  *   started at -32 times the activation half sum), weighted by the int8 scales in int32.
@@ -71,6 +73,25 @@ KILN_UK_INLINE void load_q6(const uint8_t *codes, int32_t k, int8x16_t lo[Q], in
   }
 }
 
+/* q5_K chunk k: the nibbles with the fifth chunk's bit k (elements 4k..) or 4 + k (16 + 4k..)
+ * as bit 4 */
+KILN_UK_INLINE void load_q5(const uint8_t *codes, int32_t k, int8x16_t lo[Q], int8x16_t hi[Q]) {
+  const uint8x16_t one = vdupq_n_u8(1), bit4 = vdupq_n_u8(0x10);
+  for (int32_t q = 0; q < Q; ++q) {
+    const uint8x16_t raw = vld1q_u8(codes + k * 64 + 16 * q);
+    const uint8x16_t h = vld1q_u8(codes + 256 + 16 * q);
+    uint8x16_t hk; /* h >> k, immediate shifts once k is a constant */
+    switch (k) {
+    case 0: hk = h; break;
+    case 1: hk = vshrq_n_u8(h, 1); break;
+    case 2: hk = vshrq_n_u8(h, 2); break;
+    default: hk = vshrq_n_u8(h, 3); break;
+    }
+    lo[q] = vreinterpretq_s8_u8(vsliq_n_u8(raw, vandq_u8(hk, one), 4));
+    hi[q] = vreinterpretq_s8_u8(vsriq_n_u8(vandq_u8(hk, bit4), raw, 4));
+  }
+}
+
 /* Rows of group g for tokens t0..t0+T-1 (T constant after inlining, <= TT). */
 KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, int32_t t0,
                             int32_t T) {
@@ -92,14 +113,14 @@ KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, 
     float32x4_t d[Q], ndmin[Q];
     uint16x8_t high[2][2];
     for (int32_t q = 0; q < Q; ++q) {
-      if (format == KILN_TYPE_Q4_K_R16) {
+      if (format != KILN_TYPE_Q6_K_R16) {
         d[q] = halves4(sb + 8 * q);
         ndmin[q] = vnegq_f32(halves4(sb + 32 + 8 * q));
       } else {
         d[q] = halves4(grp + kiln_packed_q6_k_d_offset((uint64_t)s) + 8 * q);
       }
     }
-    if (format == KILN_TYPE_Q4_K_R16)
+    if (format != KILN_TYPE_Q6_K_R16)
       for (int32_t h = 0; h < 2; ++h) {
         const uint32x4_t w0 = vreinterpretq_u32_u8(vld1q_u8(sb + 192 + 32 * h));
         const uint32x4_t w1 = vreinterpretq_u32_u8(vld1q_u8(sb + 208 + 32 * h));
@@ -117,8 +138,10 @@ KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, 
         x0[t] = vld1q_s8(xb);
         x1[t] = vld1q_s8(xb + 16);
       }
-      if (format == KILN_TYPE_Q4_K_R16) {
-        const uint8_t *codes = sb + KILN_Q4_K_R16_CODES + j * 256;
+      if (format != KILN_TYPE_Q6_K_R16) {
+        const int32_t q5 = format == KILN_TYPE_Q5_K_R16;
+        const uint8_t *codes =
+            sb + KILN_Q4_K_R16_CODES + j * (q5 ? KILN_Q5_K_R16_SUB_BYTES : 256);
         int32x4_t s4[TT][Q];
         KILN_UK_UNROLL
         for (int32_t t = 0; t < T; ++t)
@@ -126,7 +149,10 @@ KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, 
             s4[t][q] = vdupq_n_s32(0);
         int8x16_t lo[Q], hi[Q];
 #define KQ4_CHUNK(k)                                                                           \
-  load_q4(codes, k, lo, hi);                                                                   \
+  if (q5)                                                                                      \
+    load_q5(codes, k, lo, hi);                                                                 \
+  else                                                                                         \
+    load_q4(codes, k, lo, hi);                                                                 \
   KILN_UK_UNROLL for (int32_t t = 0; t < T; ++t) {                                             \
     DOT4(s4[t], lo, x0[t], k);                                                                 \
     DOT4(s4[t], hi, x1[t], k);                                                                 \

@@ -1,14 +1,16 @@
-/* kiln micro-kernels, x86: q4_K_r16 and q6_K_r16 (kiln/quant_packed.h) with the integer dot
- * products of linear_packed.c, which includes this file; packed_kquant.h states the math and
- * the float steps, which these follow to the bit.
+/* kiln micro-kernels, x86: q4_K_r16, q5_K_r16 and q6_K_r16 (kiln/quant_packed.h) with the
+ * integer dot products of linear_packed.c, which includes this file; packed_kquant.h states
+ * the math and the float steps, which these follow to the bit.
  *
  * A sub-block is one 32-element activation block, so q4_K runs linear_packed.c's q4_1 block
  * step (block_dot) with the scale d * sc_j and minimum -dmin * m_j of each row unpacked into
  * lanes from the super-block's header (a few integer operations per sub-block, against 8 dot
- * products). q6_K rebuilds its 6-bit codes (0..63) from the nibble chunks and the 2-bit
- * chunks, takes one integer sum per 16-element half (two chains), and weights them by the
- * int8 scales in int32. Decode walks a group's halves in one pass (each line read once);
- * prefill tiles TT tokens on one register of rows, the codes decoded once per tile.
+ * products). q5_K takes q4_K's scales and float steps, its codes (0..31) rebuilt from the
+ * nibbles and the fifth chunk's bits (a shift, an and and an or per register). q6_K rebuilds
+ * its 6-bit codes (0..63) from the nibble chunks and the 2-bit chunks, takes one integer sum
+ * per 16-element half (two chains), and weights them by the int8 scales in int32. Decode
+ * walks a group's halves in one pass (each line read once); prefill tiles TT tokens on one
+ * register of rows, the codes decoded once per tile.
  */
 #ifndef KILN_CODEGEN_CPU_UKERNELS_X86_LINEAR_PACKED_KQUANT_H_
 #define KILN_CODEGEN_CPU_UKERNELS_X86_LINEAR_PACKED_KQUANT_H_
@@ -50,6 +52,66 @@ KILN_UK_INLINE vi_t kq6_high(vi_t h, int32_t k) {
   case 1: return VI_AND(KQ_SLL16(h, 2), mask);
   case 2: return VI_AND(h, mask);
   default: return VI_AND(KQ_SRL16(h, 2), mask);
+  }
+}
+
+/* Chunk k's fifth bits (bit k of each byte of h for elements 4k.., bit 4 + k for 16 + 4k..)
+ * at bit 4, the rest zero. */
+KILN_UK_INLINE vi_t kq5_low(vi_t h, int32_t k) {
+  const vi_t mask = VI_SET1_8(0x10);
+  switch (k) {
+  case 0: return VI_AND(KQ_SLL16(h, 4), mask);
+  case 1: return VI_AND(KQ_SLL16(h, 3), mask);
+  case 2: return VI_AND(KQ_SLL16(h, 2), mask);
+  default: return VI_AND(KQ_SLL16(h, 1), mask);
+  }
+}
+KILN_UK_INLINE vi_t kq5_high(vi_t h, int32_t k) {
+  const vi_t mask = VI_SET1_8(0x10);
+  switch (k) {
+  case 0: return VI_AND(h, mask);
+  case 1: return VI_AND(KQ_SRL16(h, 1), mask);
+  case 2: return VI_AND(KQ_SRL16(h, 2), mask);
+  default: return VI_AND(KQ_SRL16(h, 3), mask);
+  }
+}
+
+/* One q5_K sub-block (block b) of one register of rows for T tokens: acc[t] += isum * dw *
+ * d_x, isum over the 5-bit codes; the caller adds the minimum, as for q4_K. */
+KILN_UK_INLINE void kq5_block_dot(const uint8_t *codes, const qact_t *xq, int32_t b, int32_t T,
+                                  vf_t dw, vf_t *acc) {
+  const vi_t low4 = VI_SET1_8(15);
+  const vi_t h = VI_LOAD(codes + 256);
+  vi_t lo[4], hi[4];
+  KILN_UK_UNROLL
+  for (int32_t k = 0; k < 4; ++k) {
+    const vi_t raw = VI_LOAD(codes + k * 64);
+    lo[k] = KQ_OR(VI_AND(raw, low4), kq5_low(h, k));
+    hi[k] = KQ_OR(VI_AND(VI_SRL4(raw), low4), kq5_high(h, k));
+  }
+  KILN_UK_UNROLL
+  for (int32_t t = 0; t < T; ++t) {
+    const int8_t *xb = xq[t].q + b * KILN_PACK_BLOCK;
+#if Q8_BIAS /* VNNI */
+    vi_t i0 = VI_ZERO(), i1 = VI_ZERO();
+    KILN_UK_UNROLL
+    for (int32_t k = 0; k < 4; ++k) {
+      i0 = DOT_U8S8(i0, lo[k], bcast4(xb + 4 * k));
+      i1 = DOT_U8S8(i1, hi[k], bcast4(xb + 16 + 4 * k));
+    }
+    const vi_t isum = VI_ADD(i0, i1);
+#else
+    /* a code (<= 31) times |x| <= 127 is at most 7874 per pair, so one half's 4 chunks of
+     * pairs add in int16 (at most 31496) */
+    vi_t p0 = VI_ZERO(), p1 = VI_ZERO();
+    KILN_UK_UNROLL
+    for (int32_t k = 0; k < 4; ++k) {
+      p0 = I16_ADD(p0, U8S8_PAIRS(lo[k], bcast4(xb + 4 * k)));
+      p1 = I16_ADD(p1, U8S8_PAIRS(hi[k], bcast4(xb + 16 + 4 * k)));
+    }
+    const vi_t isum = VI_ADD(I16_WIDEN(p0), I16_WIDEN(p1));
+#endif
+    acc[t] = add_block(acc[t], isum, dw, xq[t].d[b]);
   }
 }
 
@@ -119,10 +181,10 @@ KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, 
   for (int32_t s = 0; s < ns; ++s) {
     const uint64_t so = kiln_packed_super_offset(format, (uint64_t)s);
     const uint64_t dq = kiln_packed_q6_k_d_offset((uint64_t)s); /* q6_K's d */
-    /* q4_K: the super-block's d, -dmin and top scale bits, per lane and register */
+    /* q4_K/q5_K: the super-block's d, -dmin and top scale bits, per lane and register */
     vf_t d[KQ_MAX_LANES][HALVES], ndmin[KQ_MAX_LANES][HALVES];
     vi_t high[KQ_MAX_LANES][HALVES];
-    if (format == KILN_TYPE_Q4_K_R16)
+    if (format != KILN_TYPE_Q6_K_R16)
       KILN_UK_UNROLL
       for (int32_t k = 0; k < NG; ++k)
         KILN_UK_UNROLL
@@ -142,15 +204,19 @@ KILN_UK_INLINE void kq_tile(const packed_args_t *a, uint32_t format, int64_t g, 
         for (int32_t h = 0; h < H; ++h) {
           const uint8_t *sb = grp[k] + so;
           const int32_t row0 = (h0 + h) * LANES;
-          if (format == KILN_TYPE_Q4_K_R16) {
+          if (format != KILN_TYPE_Q6_K_R16) {
             const vi_t lo = KQ_U8_LANES(sb + 64 + j * 16 + row0);
             const vi_t hb = KQ_SRL32(high[k][h], 4 * j);
             const vi_t sc = KQ_OR(VI_AND(lo, fifteen), KQ_SLL32(VI_AND(hb, three), 4));
             const vi_t m = KQ_OR(KQ_SRL32(lo, 4), KQ_SLL32(VI_AND(KQ_SRL32(hb, 2), three), 4));
             const vf_t dw = VF_MUL(d[k][h], VF_FROM_I(sc));
             const vf_t mw = VF_MUL(ndmin[k][h], VF_FROM_I(m));
-            block_dot(KILN_TYPE_Q4_1_R16, sb + KILN_Q4_K_R16_CODES + j * 256 + row0 * 4, xq, b,
-                      T, dw, acc[k][h]);
+            if (format == KILN_TYPE_Q4_K_R16)
+              block_dot(KILN_TYPE_Q4_1_R16, sb + KILN_Q4_K_R16_CODES + j * 256 + row0 * 4, xq,
+                        b, T, dw, acc[k][h]);
+            else
+              kq5_block_dot(sb + KILN_Q4_K_R16_CODES + j * KILN_Q5_K_R16_SUB_BYTES + row0 * 4,
+                            xq, b, T, dw, acc[k][h]);
             KILN_UK_UNROLL
             for (int32_t t = 0; t < T; ++t)
               acc[k][h][t] = VF_FMA(mw, VF_SET1(xq[t].ds[b]), acc[k][h][t]);

@@ -5,9 +5,9 @@
 // Formats kiln stores stay (a Q4_0 file is repacked, not requantised); the others become
 // the smallest 32-element block format with more bits per weight; norm scales keep f16 or
 // f32. K-quants go to q4_1/q8_0 (integer-dot kernels), with a remark, unless keep-kquants;
-// keep-packed-kquants (a target with q4_K_r16 / q6_K_r16 kernels) keeps q4_K and q6_K only.
+// keep-packed-kquants (a target with q4_K_r16 / q5_K_r16 / q6_K_r16 kernels) keeps them.
 // CHECK: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 q4_K -> q4_1, 1 q5_K -> q8_0, 1 q6_K -> q8_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0 (K-quants the target has no integer-dot kernels for: into formats that have them; --precision lossless keeps them as the file stores them)
-// PACKED: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 q5_K -> q8_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0 (K-quants{{.*}}
+// PACKED: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0{{$}}
 // KEEP: remark: kiln-assign-source-format: requantised 1 q5_0 -> q8_0, 1 q5_1 -> q8_0, 1 q2_K -> q3_0, 1 q3_K -> q3_0, 1 iq4_nl -> q4_1, 1 iq4_xs -> q4_0{{$}}
 // CHECK-LABEL: func.func @forward
 func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
@@ -37,7 +37,7 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   %i = kiln.linear %f weight "q5_1" format q5_1 : tensor<?x64xf32> -> tensor<?x64xf32>
   // CHECK: weight "q5_k" format q8_0
   // KEEP: weight "q5_k" format q5_k
-  // PACKED: weight "q5_k" format q8_0
+  // PACKED: weight "q5_k" format q5_k
   %j = kiln.linear %i weight "q5_k" format q5_k : tensor<?x64xf32> -> tensor<?x64xf32>
   // 4.5 bits: q4_0 has no more, q4_1 (5) does
   // CHECK: weight "q4_k" format q4_1
