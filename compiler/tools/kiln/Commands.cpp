@@ -142,9 +142,16 @@ bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, boo
 
 } // namespace
 
-bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &prec,
+bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &flags,
                pipelines::PipelineRequest &pipeline, pipelines::Stage stopAfter,
                std::vector<pipelines::AppliedPass> &records, std::string &error) {
+  if (!flags.weights.empty() && !flags.precision.empty()) {
+    error = "give --weights or --precision, not both (--weights F is --precision uniform:F)";
+    return false;
+  }
+  PrecisionFlags prec = flags;
+  if (!prec.weights.empty())
+    prec.precision = "uniform:" + prec.weights;
   pipelines::SlimmingRequest &req = pipeline.slimming;
   req.maxCtx = f.maxCtx;
   req.layers = f.pruneLayers;

@@ -36,6 +36,7 @@ struct SlimmingFlags {
 // --calib-chunks are the slimming flags'.
 struct PrecisionFlags {
   std::string precision;      // --precision source | uniform:FMT | rules:... | auto; "" = as stored
+  std::string weights;        // --weights FMT: --precision uniform:FMT
   std::string bpw;            // --bpw B (auto)
   std::string maxWeightBytes; // --max-weight-bytes N (auto)
   std::string rounding = "nearest"; // --rounding nearest | weighted | gptq (--calib)
@@ -111,7 +112,6 @@ struct CompileOptions {
   std::string tokenizer; // --tokenizer FILE: GGUF or tokenizer.json
   std::string output;
   std::string target = "host";
-  std::string weights; // f32 | f16 | q8_0 | q6_k | q5_k | q4_k | q4_0 | q4_1 | q3_0; "" = source
   std::string emit = "artifact"; // kiln | lowered | llvm | obj | artifact
   std::string sign;              // --sign KEY: sign the artifact with this secret key
   std::string chatTemplate = "auto"; // --chat-template (ChatTemplateChoice.h)

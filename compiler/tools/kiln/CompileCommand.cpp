@@ -162,13 +162,11 @@ int runCompile(const CompileOptions &opts) {
 
   // Slimming (measured on --calib when asked), precision, fusion.
   std::vector<pipelines::AppliedPass> applied;
-  if (!opts.weights.empty() && !opts.prec.precision.empty())
-    return fail("give --weights or --precision, not both (--weights F is --precision uniform:F)");
   PrecisionFlags prec = opts.prec;
   // Neither given: each weight as the file stores it where kiln can (a Q4_0 file compiles
   // to q4_0, repacked losslessly), else requantised to more bits (PrecisionSpec.h).
-  if (prec.precision.empty())
-    prec.precision = opts.weights.empty() ? std::string("source") : "uniform:" + opts.weights;
+  if (prec.precision.empty() && prec.weights.empty())
+    prec.precision = "source";
   if (KvFormat kv; !parseKvFormat(opts.kv, kv, error)) // checked here for one early line
     return fail(error);
   if (opts.l2Kib && *opts.l2Kib != 0 && *opts.l2Kib < 16)

@@ -61,6 +61,11 @@ void addPrecisionFlags(CLI::App *cmd, PrecisionFlags &f) {
                   "(source with every K-quant kept), uniform:FMT, "
                   "rules:CLASS=FMT,..., map:WEIGHT=FMT,... (one format per weight, e.g. auto's "
                   "printed map) or auto (--calib, --bpw or --max-weight-bytes)");
+  cmd->add_option("--weights", f.weights,
+                  "one weight storage format (--precision uniform:FMT); compile without it "
+                  "or --precision: each weight's source format (--precision source)")
+      ->check(CLI::IsMember(
+          {"f32", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "q4_0", "q4_1", "q3_0"}));
   cmd->add_option("--bpw", f.bpw, "auto's budget: average bits per weight as stored");
   cmd->add_option("--max-weight-bytes", f.maxWeightBytes, "auto's budget: total weight bytes");
   cmd->add_option("--rounding", f.rounding,
@@ -234,11 +239,6 @@ int main(int argc, char **argv) {
                          "aarch64 cores (snapdragon-8-gen-3:cpu) or its Hexagon DSP "
                          "(snapdragon-8-gen-3:hvx, linked statically with --emit=obj); kiln "
                          "targets lists them");
-  compileCmd->add_option("--weights", cmp.weights,
-                         "one weight storage format (--precision uniform:FMT); without "
-                         "it or --precision, each weight's source format (--precision source)")
-      ->check(CLI::IsMember(
-          {"f32", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "q4_0", "q4_1", "q3_0"}));
   compileCmd->add_option("--emit", cmp.emit,
                          "stage to stop at: fused (kiln IR after slimming, precision, fusion), "
                          "kiln (after the memory plan), lowered (LLVM dialect), llvm, obj, "
