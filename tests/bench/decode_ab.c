@@ -8,10 +8,8 @@
  * against A's). Both sessions exist throughout, each with its own pool; the other session's
  * workers have gone to sleep by the time a block starts (they spin ~50 us, then yield).
  *
- * Not built by CMake; link it with the runtime library of a build:
- *   gcc -O2 -Iruntime-min/include tests/bench/decode_ab.c build/lib/libkiln_runtime.a \
- *       -lpthread -ldl -lm -o /tmp/decode_ab
- *   /tmp/decode_ab A.kiln B.kiln [THREADS 2] [ROUNDS 40] [BLOCK 8]
+ * Built as build/bin/decode-ab:
+ *   build/bin/decode-ab A.kiln B.kiln [THREADS 2] [ROUNDS 40] [BLOCK 8]
  * The two sides are not equal (the one opened second can run several percent faster). Run
  * each pair in both orders and take the geometric mean of B/A and 1/(A/B), which cancels a
  * fixed side bias. The bias is not fixed either, so trust a change of a few percent only

@@ -6,7 +6,7 @@
 # runs decode_ab in both orders, in fresh processes (fresh loads), and reports
 # r = sqrt(B/A in "A B" / (A/B in "B A")), which cancels the side bias; the pairs' median and
 # spread say how far a change of a percent or two can be trusted.
-#   tests/bench/decode_ab_pairs.sh /tmp/decode_ab A.kiln B.kiln [PAIRS 4] [ROUNDS 100] [THREADS 2]
+#   tests/bench/decode_ab_pairs.sh build/bin/decode-ab A.kiln B.kiln [PAIRS 4] [ROUNDS 100] [THREADS 2]
 #   KILN_BENCH_OUT=build/bench-results: each pair's ratios as CSV, decode_ab_pairs-<UTC time>.csv
 #   (empty: none; build/ is ignored by git)
 set -euo pipefail
