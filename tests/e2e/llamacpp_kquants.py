@@ -95,22 +95,28 @@ def main():
     # the default (--precision source) keeps them where the target has integer K kernels
     # (x86: the host, and NEON), and requantises them into formats that have some elsewhere
     # (HVX's r32 layout)
-    for name, target in (("x86", "host"), ("NEON", "snapdragon-8-gen-3:cpu")):
-        src_art = w(f"source-{name}.kiln")
-        p = run([args.kiln, "compile", gguf, "-o", src_art, "--quiet", "--target", target])
-        if b"requantised" in p.stderr:
-            fail(f"kiln compile for {name} requantised: {p.stderr!r}")
-        src = run([args.kiln, "inspect", src_art]).stdout.decode()
-        if src.count("q4_K_r16") != 48 or src.count("q6_K_r16") != 9:
-            fail(f"--precision source should keep 48 q4_K and 9 q6_K weights on {name}:\n{src}")
-    p = run([args.kiln, "compile", gguf, "-o", w("source-hvx.kiln"), "--quiet", "--target",
-             "snapdragon-8-gen-3:hvx"])
-    if b"requantised 48 q4_K -> q4_1, 9 q6_K -> q8_0 (K-quants" not in p.stderr:
-        fail(f"kiln compile for HVX did not say it requantised the 57 K-quant weights: "
-             f"{p.stderr!r}")
-    src = run([args.kiln, "inspect", w("source-hvx.kiln")]).stdout.decode()
-    if src.count("requantised from q4_K") != 48 or src.count("requantised from q6_K") != 9:
-        fail(f"--precision source should requantise 48 q4_K and 9 q6_K weights for HVX:\n{src}")
+    def source_formats(model, tag, base, requantised_to):
+        for name, target in (("x86", "host"), ("NEON", "snapdragon-8-gen-3:cpu")):
+            src_art = w(f"{tag}-{name}.kiln")
+            p = run([args.kiln, "compile", model, "-o", src_art, "--quiet", "--target", target])
+            if b"requantised" in p.stderr:
+                fail(f"kiln compile of {tag} for {name} requantised: {p.stderr!r}")
+            src = run([args.kiln, "inspect", src_art]).stdout.decode()
+            if src.count(f"{base}_r16") != 48 or src.count("q6_K_r16") != 9:
+                fail(f"--precision source should keep 48 {base} and 9 q6_K weights on {name}:"
+                     f"\n{src}")
+        p = run([args.kiln, "compile", model, "-o", w(f"{tag}-hvx.kiln"), "--quiet", "--target",
+                 "snapdragon-8-gen-3:hvx"])
+        want = f"requantised 48 {base} -> {requantised_to}, 9 q6_K -> q8_0 (K-quants"
+        if want.encode() not in p.stderr:
+            fail(f"kiln compile of {tag} for HVX did not say '{want}': {p.stderr!r}")
+        src = run([args.kiln, "inspect", w(f"{tag}-hvx.kiln")]).stdout.decode()
+        if src.count(f"requantised from {base}") != 48 or \
+                src.count("requantised from q6_K") != 9:
+            fail(f"--precision source should requantise 48 {base} and 9 q6_K weights for "
+                 f"HVX:\n{src}")
+
+    source_formats(gguf, "source", "q4_K", "q4_1")
 
     # 1b. Q5_K_M (q5_K layers, q6_K where Q4_K_M has them): kept on x86 and NEON as
     # q5_K_r16/q6_K_r16 by default, requantised for HVX; the r16 kernels' mean NLL as the
@@ -118,14 +124,7 @@ def main():
     q5 = w("q5_k_m.gguf")
     run([args.kiln, "synth", "-o", q5, "--tied"] + shape[:1] + ["q5_k_m"] + shape[2:])
     ref5 = ppl_of(run([args.kiln, "ppl", q5, text, "--ctx", "128"]))
-    for name, target in (("x86", "host"), ("NEON", "snapdragon-8-gen-3:cpu")):
-        art5 = w(f"q5_k_m-{name}.kiln")
-        p = run([args.kiln, "compile", q5, "-o", art5, "--quiet", "--target", target])
-        if b"requantised" in p.stderr:
-            fail(f"kiln compile of Q5_K_M for {name} requantised: {p.stderr!r}")
-        src = run([args.kiln, "inspect", art5]).stdout.decode()
-        if src.count("q5_K_r16") != 48 or src.count("q6_K_r16") != 9:
-            fail(f"--precision source should keep 48 q5_K and 9 q6_K weights on {name}:\n{src}")
+    source_formats(q5, "q5_k_m", "q5_K", "q8_0")
     got5 = ppl_of(run([args.kiln_run, "ppl", w("q5_k_m-x86.kiln"), text, "--ctx", "128",
                        "--threads", "2"]))
     rel = abs(math.log(got5) - math.log(ref5)) / math.log(ref5)
@@ -133,10 +132,6 @@ def main():
           f"relative from the reference's")
     if rel > 1e-3:
         fail(f"Q5_K_M r16 artifact PPL {got5}: mean NLL {rel:.1e} from the reference's {ref5}")
-    p = run([args.kiln, "compile", q5, "-o", w("q5_k_m-hvx.kiln"), "--quiet", "--target",
-             "snapdragon-8-gen-3:hvx"])
-    if b"requantised 48 q5_K -> q8_0, 9 q6_K -> q8_0 (K-quants" not in p.stderr:
-        fail(f"kiln compile of Q5_K_M for HVX did not say it requantised: {p.stderr!r}")
 
     # 2. the artifact runs what the reference executor runs on the file (the PPL compares the
     # logits of every position of the text): in fp32 on ggml rows exactly, and with int8
