@@ -31,7 +31,7 @@ public:
   // The row groups the target's kernels read: 16, or 32 for HVX's 128-byte vectors.
   std::string packedLayout() const override { return t.packRows == 32 ? "r32" : "r16"; }
   unsigned rowAlignBytes() const override { return t.rowAlignBytes; }
-  // x86/ and neon/linear_packed_kquant.h; HVX's r32 layout has no K-quant form
+  // x86/ and neon/linear_packed_kquant.h; HVX runs the portable code on K-quants' r16 groups
   bool integerKQuants() const override {
     return t.packRows == 16 &&
            (t.triple.rfind("x86_64", 0) == 0 || t.triple.rfind("aarch64", 0) == 0);

@@ -50,14 +50,21 @@ public:
     const llvm::StringRef arg = pass->getArgument();
     if (arg == "kiln-assign-layout") {
       const std::string layout = layoutOf(target, o);
-      int64_t packed = 0, rows = 0, block = 0;
+      // on an r32 target the K-quants' r16 groups are counted on their own
+      int64_t packed = 0, r16Beside = 0, rows = 0, block = 0;
       module.walk([&](mlir::Operation *op) {
-        if (const std::optional<Layout> l = kiln::layoutOf(op))
-          ++(readsRowGroups(op) ? packed : l == Layout::block ? block : rows);
+        const std::optional<Layout> l = kiln::layoutOf(op);
+        if (!l)
+          return;
+        if (readsRowGroups(op))
+          ++(layout == "r32" && l == Layout::r16 ? r16Beside : packed);
+        else
+          ++(l == Layout::block ? block : rows);
       });
       applied.push_back(
           {arg.str(), "layout=" + layout + ",row-align=" + std::to_string(target.rowAlignBytes()),
            (layout == "r32" ? "r32_ops=" : "r16_ops=") + std::to_string(packed) +
+               (r16Beside ? ",r16_ops=" + std::to_string(r16Beside) : "") +
                ",rows64_ops=" + std::to_string(rows) +
                (block ? ",block_ops=" + std::to_string(block) : "")});
     } else if (arg == "kiln-size-prefill-panels") {

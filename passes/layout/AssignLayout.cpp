@@ -55,12 +55,14 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
       const StorageFormat fmt = StorageFormat(read.format);
       const StringRef weight = read.name;
       // q4_K, q5_K and q6_K rows of whole super-blocks take the r16 layout (the integer-dot
-      // kernels; no r32 form), a tied table too: embed reads its rows from the groups
-      // (kiln_uk_embed), and at 128k tokens the classifier is a quarter of a 1B model's bytes
-      // per token. q3_0 and other K-quant rows keep rows of whole blocks: 64-byte rows
+      // kernels), a tied table too: embed reads its rows from the groups (kiln_uk_embed), and
+      // at 128k tokens the classifier is a quarter of a 1B model's bytes per token. An r32
+      // target (HVX) gets r16 for them as well: it has no r32 K form, and its portable
+      // integer r16 code runs 3.6x fewer packets than fp32 block rows (docs/perf.md, "HVX
+      // K-quants in r16 groups"). q3_0 and other K-quant rows keep rows of whole blocks: 64-byte rows
       // would store a 64-wide q3_0 row (two 14-byte blocks) in 64 bytes, more than q4_0_r16
       // takes, and a q6_K row of 2048 (1,680 bytes) in 1,728, more than the file.
-      if (kquantPackable(fmt) && target == Layout::r16 && read.rowLength > 0 &&
+      if (kquantPackable(fmt) && target != Layout::rows64 && read.rowLength > 0 &&
           read.rowLength % 256 == 0) {
         setLayout(op, Layout::r16);
         ++numPacked;

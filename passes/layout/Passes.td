@@ -18,10 +18,12 @@ def KilnAssignLayout : Pass<"kiln-assign-layout", "mlir::ModuleOp"> {
     - `rows64`: the format's plain rows, each padded to whole blocks and to a multiple of
       `row-align` bytes (`kiln.row_align`: the target's cache line, 64 bytes on every CPU
       kiln targets, or its vector, 128 bytes for Hexagon HVX);
-    - `block` (q3_0, q4_K, q5_K and q6_K whatever the option): plain rows padded to whole
-      blocks only. These have no r16 form; q3_0's 14-byte blocks would make 64-byte rows
-      cost up to twice the weights (a 64-wide row: 28 bytes in 64), and a q6_K row of
-      2048 (1,680 bytes) would grow past the file's bytes.
+    - q4_K, q5_K and q6_K rows of whole 256-element super-blocks take `r16` with any
+      option but rows64 (they have no r32 form: HVX runs the portable integer code on them);
+    - `block` (q3_0, and K-quants otherwise): plain rows padded to whole blocks only.
+      q3_0's 14-byte blocks would make 64-byte rows cost up to twice the weights (a 64-wide
+      row: 28 bytes in 64), and a q6_K row of 2048 (1,680 bytes) would grow past the
+      file's bytes.
     A weight also read by an embed (a tied classifier) gets no attribute and a remark:
     it keeps the embedding's rows (ggml rows padded to the block), as it is stored once. Runs after the precision passes (it reads
     `format`). `--layout none` on `kiln compile` skips the pass: rows are padded to the

@@ -52,7 +52,7 @@ void compileAndOpen(const std::string &model, const std::string &weights, uint32
   kiln::tool::CompileOptions o;
   o.model = model;
   o.output = path;
-  o.weights = precision.empty() ? weights : "";
+  o.prec.weights = precision.empty() ? weights : "";
   o.prec.precision = precision;
   // The reference predicts the fp32-activation kernels; the r16 layout's integer kernels
   // quantise activations to int8 (bounded in UkernelPackedTest), so mixed maps use rows.
@@ -441,7 +441,7 @@ TEST(ArtifactVsReference, Stories260KAvxVnniTargetBitExactWithV3OrRefused) {
   kiln::tool::CompileOptions o;
   o.model = model;
   o.output = tempPath("x86-64-v3-vnni-refused.kiln");
-  o.weights = "q4_0";
+  o.prec.weights = "q4_0";
   o.ctx = 128;
   o.target = "x86-64-v3-vnni";
   ASSERT_EQ(kiln::tool::runCompile(o), 0);

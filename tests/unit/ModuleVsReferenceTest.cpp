@@ -49,7 +49,7 @@ kiln::tool::CompileOptions compileOptions(const std::string &model, const std::s
   kiln::tool::CompileOptions o;
   o.model = model;
   o.output = out;
-  o.weights = "f32";
+  o.prec.weights = "f32";
   o.ctx = 64;
   o.maxBatch = 64;
   o.quiet = true;

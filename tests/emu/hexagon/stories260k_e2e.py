@@ -20,6 +20,10 @@ Cases:
               kernel applies block scales in another order, and the next layer's int8
               activation quantisation turns last-bit differences into code changes), so
               a short prefix is noisy: q4_0 is 0.13% apart on 8 chunks, 0.01% on 32
+  kquants     a synthetic Q4_K_M file compiled with --precision lossless: its q4_K/q6_K
+              in r16 groups (HVX has no r32 K form) on the portable integer kernels, the
+              same greedy text as the host artifact (x86's K kernels give the portable
+              code's bits)
   bad-input   a program refuses an artifact compiled with other options, and the host
               artifact (x86 code), with one clear message each
 """
@@ -45,17 +49,20 @@ class Env:
         self.gguf = need(a.models, "stories260K.gguf")
         os.makedirs(a.work, exist_ok=True)
 
-    def compile(self, target, weights, extra=(), emit="artifact"):
+    def compile(self, target, weights, extra=(), emit="artifact", model=None):
+        """weights: a --weights format, or a --precision policy (source, lossless)."""
         tag = re.sub(r"[^a-z0-9]+", "-", f"{target}-{weights}-{'-'.join(extra)}")
-        out = os.path.join(self.a.work, f"stories260K-{tag}.{'o' if emit == 'obj' else 'kiln'}")
-        run([self.a.kiln, "compile", self.gguf, "--target", target, "--weights", weights,
+        name = os.path.splitext(os.path.basename(model or self.gguf))[0]
+        out = os.path.join(self.a.work, f"{name}-{tag}.{'o' if emit == 'obj' else 'kiln'}")
+        flag = "--precision" if weights in ("source", "lossless") else "--weights"
+        run([self.a.kiln, "compile", model or self.gguf, "--target", target, flag, weights,
              "--emit", emit, "-o", out, *extra])
         return out
 
-    def program(self, target, weights, extra=()):
+    def program(self, target, weights, extra=(), model=None):
         """The artifact and a kiln-run executable with its code linked in."""
-        art = self.compile(target, weights, extra)
-        obj = self.compile(target, weights, extra, emit="obj")
+        art = self.compile(target, weights, extra, model=model)
+        obj = self.compile(target, weights, extra, emit="obj", model=model)
         cpu = "v67" if target == V67 else "v73"
         inc = obj[:-2] + ".inc"
         os.makedirs(inc, exist_ok=True)
@@ -115,6 +122,25 @@ def ppl(env, weights):
         fail(f"Hexagon PPL {e} is more than 0.1% from the host's {h}")
 
 
+def kquants(env):
+    gguf = os.path.join(env.a.work, "q4_k_m.gguf")
+    run([env.a.kiln, "synth", "-o", gguf, "--tied", "--type", "q4_k_m", "--dim", "256",
+         "--heads", "4", "--kv-heads", "2", "--layers", "2", "--ffn", "512", "--vocab", "320",
+         "--ctx", "256"])
+    gen = ["-p", PROMPT, "-n", "24"]
+    want = env.host("generate", env.compile("host", "lossless", model=gguf), *gen,
+                    "--threads", "2").stdout
+    art, exe = env.program(V67, "lossless", model=gguf)
+    insp = run([env.a.kiln, "inspect", art]).stdout.decode()
+    if insp.count("q4_K_r16") < 1 or insp.count("q6_K_r16") < 1 or "r16_ops=" not in insp:
+        fail(f"the K-quants are not in r16 groups on HVX:\n{insp}")
+    got = env.emu(exe, "generate", art, *gen).stdout
+    if got != want:
+        fail(f"Hexagon q4_k_m lossless: text differs from the host's\n  host:    {want!r}\n"
+             f"  hexagon: {got!r}")
+    print(f"ok q4_k_m lossless on HVX (r16 K groups): {got.decode(errors='replace')[:60]!r}...")
+
+
 def bad_input(env):
     art, exe = env.program(V67, "q8_0")
     other = env.compile(V67, "q4_0")
@@ -132,7 +158,8 @@ def bad_input(env):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["greedy", "ppl-f32", "ppl-q8_0", "ppl-q4_0", "bad-input"])
+    ap.add_argument("case", choices=["greedy", "ppl-f32", "ppl-q8_0", "ppl-q4_0", "kquants",
+                                     "bad-input"])
     for flag in ("--kiln", "--kiln-run", "--qemu", "--clang", "--lld", "--lib-dir",
                  "--libc-include", "--src", "--models", "--work"):
         ap.add_argument(flag, required=True)
@@ -143,6 +170,8 @@ def main():
         greedy(env)
     elif a.case == "bad-input":
         bad_input(env)
+    elif a.case == "kquants":
+        kquants(env)
     else:
         ppl(env, a.case[len("ppl-"):])
     print("PASS")

@@ -41,17 +41,17 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x512xf32> {
   // R32: kiln.linear %{{.*}} weight "k6" format q6_k {{{.*}}kiln.layout = #kiln.layout<block>
   %k4 = kiln.linear %e weight "k4" format q4_k : tensor<?x64xf32> -> tensor<?x64xf32>
   %k6 = kiln.linear %k4 weight "k6" format q6_k : tensor<?x64xf32> -> tensor<?x256xf32>
-  // Rows of whole super-blocks: q4_K, q5_K and q6_K are repacked in 16-row groups (they have
-  // no r32 form).
+  // Rows of whole super-blocks: q4_K, q5_K and q6_K are repacked in 16-row groups, with
+  // layout=r32 too (they have no r32 form).
   // CHECK: kiln.linear %{{.*}} weight "s4" format q4_k {{{.*}}kiln.layout = #kiln.layout<r16>
   // ROWS: kiln.linear %{{.*}} weight "s4" format q4_k {{{.*}}kiln.layout = #kiln.layout<block>
-  // R32: kiln.linear %{{.*}} weight "s4" format q4_k {{{.*}}kiln.layout = #kiln.layout<block>
+  // R32: kiln.linear %{{.*}} weight "s4" format q4_k {{{.*}}kiln.layout = #kiln.layout<r16>
   %s4 = kiln.linear %k6 weight "s4" format q4_k : tensor<?x256xf32> -> tensor<?x256xf32>
   // CHECK: kiln.linear %{{.*}} weight "s6" format q6_k {{{.*}}kiln.layout = #kiln.layout<r16>
-  // R32: kiln.linear %{{.*}} weight "s6" format q6_k {{{.*}}kiln.layout = #kiln.layout<block>
+  // R32: kiln.linear %{{.*}} weight "s6" format q6_k {{{.*}}kiln.layout = #kiln.layout<r16>
   %s6 = kiln.linear %s4 weight "s6" format q6_k : tensor<?x256xf32> -> tensor<?x256xf32>
   // CHECK: kiln.linear %{{.*}} weight "s5" format q5_k {{{.*}}kiln.layout = #kiln.layout<r16>
-  // R32: kiln.linear %{{.*}} weight "s5" format q5_k {{{.*}}kiln.layout = #kiln.layout<block>
+  // R32: kiln.linear %{{.*}} weight "s5" format q5_k {{{.*}}kiln.layout = #kiln.layout<r16>
   %s5 = kiln.linear %s6 weight "s5" format q5_k : tensor<?x256xf32> -> tensor<?x64xf32>
   // CHECK: kiln.logits %{{.*}} weight "output.weight" format q8_0 {{{.*}}kiln.layout = #kiln.layout<r16>
   // R32: kiln.logits %{{.*}} weight "output.weight" format q8_0 {{{.*}}kiln.layout = #kiln.layout<r32>
