@@ -142,16 +142,24 @@ bool runContext(const ModelSession &s, uint32_t ctx, const SlimmingFlags &f, boo
 
 } // namespace
 
-bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &flags,
-               pipelines::PipelineRequest &pipeline, pipelines::Stage stopAfter,
-               std::vector<pipelines::AppliedPass> &records, std::string &error) {
-  if (!flags.weights.empty() && !flags.precision.empty()) {
+bool resolveWeightsFlag(PrecisionFlags &prec, std::string &error) {
+  if (prec.weights.empty())
+    return true;
+  if (!prec.precision.empty()) {
     error = "give --weights or --precision, not both (--weights F is --precision uniform:F)";
     return false;
   }
+  prec.precision = "uniform:" + prec.weights;
+  prec.weights.clear();
+  return true;
+}
+
+bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &flags,
+               pipelines::PipelineRequest &pipeline, pipelines::Stage stopAfter,
+               std::vector<pipelines::AppliedPass> &records, std::string &error) {
   PrecisionFlags prec = flags;
-  if (!prec.weights.empty())
-    prec.precision = "uniform:" + prec.weights;
+  if (!resolveWeightsFlag(prec, error))
+    return false;
   pipelines::SlimmingRequest &req = pipeline.slimming;
   req.maxCtx = f.maxCtx;
   req.layers = f.pruneLayers;

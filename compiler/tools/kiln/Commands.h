@@ -209,6 +209,9 @@ int runPredict(const PredictOptions &opts);
 int runThermalSim(const ThermalSimOptions &opts);
 
 struct ModelSession;
+// --weights F as --precision uniform:F (weights cleared); false with an error if both given.
+bool resolveWeightsFlag(PrecisionFlags &prec, std::string &error);
+
 // Checks the slimming and precision flags, reads and tokenises --calib where something
 // measures on it, fills those parts of `request` (the caller sets fusion and the back
 // half) and runs the pipeline (compiler/pipelines/Pipeline.h) on `s`'s module up to

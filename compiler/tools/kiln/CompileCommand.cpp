@@ -163,9 +163,11 @@ int runCompile(const CompileOptions &opts) {
   // Slimming (measured on --calib when asked), precision, fusion.
   std::vector<pipelines::AppliedPass> applied;
   PrecisionFlags prec = opts.prec;
+  if (!resolveWeightsFlag(prec, error))
+    return fail(error);
   // Neither given: each weight as the file stores it where kiln can (a Q4_0 file compiles
   // to q4_0, repacked losslessly), else requantised to more bits (PrecisionSpec.h).
-  if (prec.precision.empty() && prec.weights.empty())
+  if (prec.precision.empty())
     prec.precision = "source";
   if (KvFormat kv; !parseKvFormat(opts.kv, kv, error)) // checked here for one early line
     return fail(error);
