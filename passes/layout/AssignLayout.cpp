@@ -59,9 +59,9 @@ struct AssignLayout : public impl::KilnAssignLayoutBase<AssignLayout> {
       // at 128k tokens the classifier is a quarter of a 1B model's bytes per token. An r32
       // target (HVX) gets r16 for them as well: it has no r32 K form, and its portable
       // integer r16 code runs 3.6x fewer packets than fp32 block rows (docs/perf.md, "HVX
-      // K-quants in r16 groups"). q3_0 and other K-quant rows keep rows of whole blocks: 64-byte rows
-      // would store a 64-wide q3_0 row (two 14-byte blocks) in 64 bytes, more than q4_0_r16
-      // takes, and a q6_K row of 2048 (1,680 bytes) in 1,728, more than the file.
+      // K-quants in r16 groups"). q3_0 and other K-quant rows keep rows of whole blocks:
+      // 64-byte rows would store a 64-wide q3_0 row (two 14-byte blocks) in 64 bytes, more
+      // than q4_0_r16 takes, and a q6_K row of 2048 (1,680 bytes) in 1,728, more than the file.
       if (kquantPackable(fmt) && target != Layout::rows64 && read.rowLength > 0 &&
           read.rowLength % 256 == 0) {
         setLayout(op, Layout::r16);
