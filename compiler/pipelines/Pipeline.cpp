@@ -73,8 +73,8 @@ bool assignPrecisionAndFuse(mlir::ModuleOp module, WeightStore &store, PipelineR
                        "method=" + preq.rounding + ",calib=" + req.calib->name +
                            ",ctx=" + std::to_string(req.calib->ctx) +
                            ",positions=" + std::to_string(calibrated.positions()),
-                       "weights=" + std::to_string(count) + ",stats_seconds=" + stats +
-                           ",encode_seconds=" + secs});
+                       // no times: the same inputs give the same artifact bytes
+                       "weights=" + std::to_string(count)});
   }
   preq.prepare = nullptr; // it points at `calibrated`, which ends here
   rest.fusion = req.fusion;

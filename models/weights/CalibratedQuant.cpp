@@ -6,11 +6,9 @@
 #include <cstring>
 #include <thread>
 
-#include <Eigen/Cholesky>
-#include <Eigen/Core>
-
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
+#include "models/weights/DenseLinalg.h"
 
 namespace kiln::quant {
 
@@ -56,12 +54,12 @@ float half(float v) { return kiln_fp16_to_fp32(kiln_fp32_to_fp16(v)); }
 // The code nearest to x on grid g (ties to even, by adding and removing 1.5 * 2^23; the
 // search and the encoding share it), as a float. Plain arithmetic so the block loops
 // vectorise: the scale search is most of the time of weighted rounding.
-inline float codeOf(const Format &f, const Grid &g, float x) {
+[[gnu::always_inline]] inline float codeOf(const Format &f, const Grid &g, float x) {
   const float t = std::min(std::max((x - g.m) * g.id, float(f.kmin)), float(f.kmax));
   return (t + 12582912.0f) - 12582912.0f;
 }
 
-float valueOf(const Grid &g, float k) { return k * g.d + g.m; }
+[[gnu::always_inline]] inline float valueOf(const Grid &g, float k) { return k * g.d + g.m; }
 
 // Sums over a block keep 8 partial sums, lane l taking elements l, l + 8, ...: every
 // lane is a plain sequential sum, so the loops vectorise (4 or 8 lanes wide) without
@@ -71,7 +69,8 @@ inline float sum8(const float *p) {
 }
 
 // sum_j wt_j (x_j - value(code(x_j)))^2
-float errorOf(const Format &f, const Grid &g, const float *x, const float *wt) {
+[[gnu::always_inline]] inline float errorOf(const Format &f, const Grid &g, const float *x,
+                                            const float *wt) {
   float e[8] = {};
   for (int j0 = 0; j0 < kBlock; j0 += 8)
     for (int l = 0; l < 8; ++l) {
@@ -82,14 +81,20 @@ float errorOf(const Format &f, const Grid &g, const float *x, const float *wt) {
 }
 
 // Weighted least-squares d (and m) for the codes grid g gives x: the refit of
-// llama.cpp's make_qx_quants / make_qkx2_quants, under importance wt.
-Grid refit(const Format &f, const Grid &g, const float *x, const float *wt) {
-  float sw[8] = {}, sk[8] = {}, skk[8] = {}, sx[8] = {}, skx[8] = {};
+// llama.cpp's make_qx_quants / make_qkx2_quants, under importance wt. With `err`, also
+// errorOf(g) from the same pass over the block.
+[[gnu::always_inline]] inline Grid refit(const Format &f, const Grid &g, const float *x,
+                                         const float *wt, float *err = nullptr) {
+  float sw[8] = {}, sk[8] = {}, skk[8] = {}, sx[8] = {}, skx[8] = {}, e[8] = {};
   for (int j0 = 0; j0 < kBlock; j0 += 8)
     for (int l = 0; l < 8; ++l) {
       const float k = codeOf(f, g, x[j0 + l]), w = wt[j0 + l], wk = w * k;
+      const float r = x[j0 + l] - valueOf(g, k);
+      e[l] += w * r * r;
       sw[l] += w, sk[l] += wk, skk[l] += wk * k, sx[l] += w * x[j0 + l], skx[l] += wk * x[j0 + l];
     }
+  if (err)
+    *err = sum8(e);
   const double W = sum8(sw), K = sum8(sk), KK = sum8(skk), X = sum8(sx), KX = sum8(skx);
   if (!f.hasMin)
     return Grid(KK > 0 ? half(float(KX / KK)) : 0.0f, 0.0f);
@@ -99,9 +104,27 @@ Grid refit(const Format &f, const Grid &g, const float *x, const float *wt) {
   return Grid(half(float((W * KX - K * X) / det)), half(float((KK * X - K * KX) / det)));
 }
 
+// Keeps g or its refit where either has less weighted error than `best`.
+[[gnu::always_inline]] inline void tryGridAndRefit(const Format &f, const Grid &g,
+                                                   const float *x, const float *wt, Grid &best,
+                                                   float &bestErr) {
+  float e;
+  const Grid r = refit(f, g, x, wt, &e);
+  if (e < bestErr)
+    bestErr = e, best = g;
+  e = errorOf(f, r, x, wt);
+  if (e < bestErr)
+    bestErr = e, best = r;
+}
+
 // The grid of least weighted error for one block: candidates around the plain rule (the
 // element of largest magnitude on the code range's end, or min/max for q4_1), each
 // refitted by least squares.
+// Most of weighted rounding's time: cloned for AVX-512 and AVX2, which vectorise the same
+// lanes (nothing is reordered, so every clone gives the same grid).
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 Grid searchGrid(const Format &f, const float *x, const float *wt) {
   float amax = 0, max = 0, lo = x[0], hi = x[0];
   for (int j = 0; j < kBlock; ++j) {
@@ -114,23 +137,16 @@ Grid searchGrid(const Format &f, const float *x, const float *wt) {
   if (amax == 0)
     return best;
   float bestErr = errorOf(f, best, x, wt);
-  auto tryGrid = [&](Grid g) {
-    for (int it = 0; it < 2; ++it) {
-      const float e = errorOf(f, g, x, wt);
-      if (e < bestErr)
-        bestErr = e, best = g;
-      g = refit(f, g, x, wt);
-    }
-  };
   for (int t = -kSteps; t <= kSteps; ++t) {
     const float scale = 1.0f + 0.2f / kSteps * float(t); // 0.8 .. 1.2
     if (f.hasMin) {
-      tryGrid(Grid(half((hi - lo) / (float(f.kmax) * scale)), half(lo)));
+      tryGridAndRefit(f, Grid(half((hi - lo) / (float(f.kmax) * scale)), half(lo)), x, wt,
+                      best, bestErr);
       continue;
     }
     // the largest element on the negative end (the plain rule) or on the positive end
-    tryGrid(Grid(half(max / (float(f.kmin) * scale)), 0.0f));
-    tryGrid(Grid(half(max / (float(f.kmax) * scale)), 0.0f));
+    tryGridAndRefit(f, Grid(half(max / (float(f.kmin) * scale)), 0.0f), x, wt, best, bestErr);
+    tryGridAndRefit(f, Grid(half(max / (float(f.kmax) * scale)), 0.0f), x, wt, best, bestErr);
   }
   return best;
 }
@@ -175,54 +191,30 @@ void packBlock(uint32_t format, const Format &f, const Grid &g, const int *k, ui
   }
 }
 
-using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-using ColF = Eigen::MatrixXf;
-
-// L^-1 of a lower triangular L, by blocks of columns: X_kk = L_kk^-1 and, down the block
-// column, X_ik = -L_ii^-1 (L_i,k..i-1 X_k..i-1,k). n^3/3 multiply-adds instead of the n^3
-// of solving against the identity; block columns are independent, so two threads take them
-// in turn (each column's arithmetic does not depend on the split).
-ColF lowerInverse(const ColF &l) {
-  const Eigen::Index n = l.rows(), b = 128, nb = (n + b - 1) / b;
-  ColF x = ColF::Zero(n, n);
-  auto column = [&](Eigen::Index k) {
-    const Eigen::Index c0 = k * b, cw = std::min(b, n - c0);
-    x.block(c0, c0, cw, cw).setIdentity();
-    l.block(c0, c0, cw, cw).triangularView<Eigen::Lower>().solveInPlace(
-        x.block(c0, c0, cw, cw));
-    for (Eigen::Index i = k + 1; i < nb; ++i) {
-      const Eigen::Index r0 = i * b, rw = std::min(b, n - r0);
-      ColF t = -l.block(r0, c0, rw, r0 - c0) * x.block(c0, c0, r0 - c0, cw);
-      l.block(r0, r0, rw, rw).triangularView<Eigen::Lower>().solveInPlace(t);
-      x.block(r0, c0, rw, cw) = t;
-    }
-  };
-  std::thread other([&] {
-    for (Eigen::Index k = 1; k < nb; k += 2)
-      column(k);
-  });
-  for (Eigen::Index k = 0; k < nb; k += 2)
-    column(k);
-  other.join();
-  return x;
+unsigned threadCount() {
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
 }
 
 // U, upper triangular with H^-1 = U^T U, from the Cholesky factor of H in reversed order
 // (P H P = L L^T gives U = P L^-1 P): one factorisation and one triangular inverse
-// instead of GPTQ's three. In fp32, as GPTQ's reference code; H is damped by 1% of its
-// mean diagonal, more if that is not enough.
-bool inverseFactor(const MatF &h, double meanDiag, std::vector<float> &u, std::string &error) {
-  const Eigen::Index n = h.rows();
+// instead of GPTQ's three. In fp32, as GPTQ's reference code; H (n x n, symmetric) is
+// damped by 1% of its mean diagonal, more if that is not enough.
+bool inverseFactor(const std::vector<float> &h, size_t n, double meanDiag,
+                   std::vector<float> &u, std::string &error) {
+  std::vector<float> p(n * n), linv(n * n);
   for (double damp = 0.01; damp <= 10; damp *= 10) {
-    ColF p = h.reverse();
-    p.diagonal().array() += float(damp * meanDiag);
-    Eigen::LLT<ColF> llt(p);
-    if (llt.info() != Eigen::Success)
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < n; ++j)
+        p[i * n + j] = h[(n - 1 - i) * n + (n - 1 - j)];
+    for (size_t i = 0; i < n; ++i)
+      p[i * n + i] += float(damp * meanDiag);
+    if (!linalg::choleskyLower(p.data(), n, threadCount()))
       continue;
-    const ColF linv = lowerInverse(llt.matrixL());
-    u.resize(size_t(n * n));
-    Eigen::Map<MatF>(u.data(), n, n) = linv.reverse();
+    linalg::lowerInverse(p.data(), linv.data(), n, threadCount());
+    u.resize(n * n);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < n; ++j)
+        u[i * n + j] = linv[(n - 1 - i) * n + (n - 1 - j)];
     return true;
   }
   error = "the inputs' second moment is not positive definite even after damping";
@@ -255,11 +247,9 @@ bool hasCalibratedEncoder(uint32_t format) {
 void InputStats::add(const float *x, uint64_t n) {
   if (h.size() != cols * cols)
     h.assign(cols * cols, 0.0f);
-  Eigen::Map<const MatF> xs(x, Eigen::Index(n), Eigen::Index(cols));
   // H is symmetric: the lower triangle is accumulated (half the work), RoundingPlan
   // reads only that
-  Eigen::Map<MatF> hm(h.data(), Eigen::Index(cols), Eigen::Index(cols));
-  hm.selfadjointView<Eigen::Lower>().rankUpdate(xs.transpose());
+  linalg::addGram(h.data(), cols, x, n, threadCount());
   samples += n;
 }
 
@@ -277,24 +267,27 @@ bool RoundingPlan::make(Rounding rounding, const InputStats *stats, uint64_t col
   // H over the padded columns: the padding's inputs are zero (dead columns); a dead
   // column gets the mean diagonal so the factorisation exists and its rounding, which
   // multiplies zeros, moves nothing.
-  MatF h = MatF::Zero(Eigen::Index(pc), Eigen::Index(pc));
+  std::vector<float> h(pc * pc, 0.0f);
   if (stats && stats->samples) {
-    Eigen::Map<const MatF> lower(stats->h.data(), Eigen::Index(cols), Eigen::Index(cols));
-    h.topLeftCorner(Eigen::Index(cols), Eigen::Index(cols)) =
-        lower.selfadjointView<Eigen::Lower>();
+    for (uint64_t i = 0; i < cols; ++i)
+      for (uint64_t j = 0; j <= i; ++j)
+        h[i * pc + j] = h[j * pc + i] = stats->h[i * cols + j];
   } else {
-    h.diagonal().head(Eigen::Index(cols)).setOnes();
+    for (uint64_t j = 0; j < cols; ++j)
+      h[j * pc + j] = 1.0f;
   }
-  const double meanDiag =
-      std::max(double(h.diagonal().head(Eigen::Index(cols)).mean()), 1e-30);
+  double trace = 0;
+  for (uint64_t j = 0; j < cols; ++j)
+    trace += h[j * pc + j];
+  const double meanDiag = std::max(trace / double(cols), 1e-30);
   // importance of each column in the scale search: its diagonal, damped as H is; the
   // padding has none
   plan.importance.assign(pc, 0.0f);
   for (uint64_t j = 0; j < cols; ++j)
-    plan.importance[j] = float(h(Eigen::Index(j), Eigen::Index(j)) / meanDiag + 0.01);
+    plan.importance[j] = float(h[j * pc + j] / meanDiag + 0.01);
   for (uint64_t j = 0; j < pc; ++j)
-    if (h(Eigen::Index(j), Eigen::Index(j)) <= 0)
-      h(Eigen::Index(j), Eigen::Index(j)) = float(meanDiag);
+    if (h[j * pc + j] <= 0)
+      h[j * pc + j] = float(meanDiag);
   // Act order (GPTQ's desc_act): columns of larger input energy are rounded first, while
   // the most columns are left to absorb their error. The block grids are then fixed from
   // the weights before any update ("static groups"), as a block's columns are no longer
@@ -306,14 +299,13 @@ bool RoundingPlan::make(Rounding rounding, const InputStats *stats, uint64_t col
   if (rounding != Rounding::Gptq)
     return true;
   std::stable_sort(plan.order.begin(), plan.order.end(), [&](uint64_t a, uint64_t b) {
-    return h(Eigen::Index(a), Eigen::Index(a)) > h(Eigen::Index(b), Eigen::Index(b));
+    return h[a * pc + a] > h[b * pc + b];
   });
-  MatF hp = MatF::Zero(Eigen::Index(pc), Eigen::Index(pc));
+  std::vector<float> hp(pc * pc);
   for (uint64_t i = 0; i < pc; ++i)
     for (uint64_t j = 0; j < pc; ++j)
-      hp(Eigen::Index(i), Eigen::Index(j)) =
-          h(Eigen::Index(plan.order[i]), Eigen::Index(plan.order[j]));
-  return inverseFactor(hp, meanDiag, plan.u, error);
+      hp[i * pc + j] = h[plan.order[i] * pc + plan.order[j]];
+  return inverseFactor(hp, pc, meanDiag, plan.u, error);
 }
 
 bool encodeCalibrated(uint32_t format, Rounding rounding, const float *w, uint64_t rows,
@@ -372,8 +364,7 @@ bool encodeCalibrated(uint32_t format, const RoundingPlan &plan, const float *w,
   const bool gptq = rounding == Rounding::Gptq;
   const std::vector<uint64_t> &perm = plan.order;
   const std::vector<float> &wt = plan.importance;
-  Eigen::Map<const MatF> u(plan.u.data(), gptq ? Eigen::Index(pc) : 0,
-                           gptq ? Eigen::Index(pc) : 0);
+  const float *u = plan.u.data(); // pc x pc (gptq)
 
   // Rows in chunks of 256 (independent; the chunking, not the thread count, fixes the
   // floating-point order), the columns in lazy batches of 128 as GPTQ does.
@@ -381,10 +372,10 @@ bool encodeCalibrated(uint32_t format, const RoundingPlan &plan, const float *w,
   const uint64_t chunks = (rows + kRows - 1) / kRows, nb = pc / kBlock;
   auto runChunk = [&](uint64_t c) {
     const uint64_t r0 = c * kRows, nr = std::min(kRows, rows - r0);
-    MatF wc = MatF::Zero(Eigen::Index(nr), Eigen::Index(pc)); // columns in rounding order
+    std::vector<float> wc(nr * pc); // the chunk's rows, columns in rounding order
     for (uint64_t r = 0; r < nr; ++r)
       for (uint64_t i = 0; i < pc; ++i)
-        wc(Eigen::Index(r), Eigen::Index(i)) = padded[(r0 + r) * pc + perm[i]];
+        wc[r * pc + i] = padded[(r0 + r) * pc + perm[i]];
     std::vector<Grid> grids(nr * nb);
     // every block's grid from the weights before any update (GPTQ's static groups;
     // weighted rounding has no updates)
@@ -393,29 +384,28 @@ bool encodeCalibrated(uint32_t format, const RoundingPlan &plan, const float *w,
         grids[r * nb + b] =
             searchGrid(f, padded.data() + (r0 + r) * pc + b * kBlock, wt.data() + b * kBlock);
     std::vector<int> codes(nr * pc);
+    std::vector<float> err(nr * kBatch); // row r's scaled errors of the batch's columns
     for (uint64_t b0 = 0; b0 < pc; b0 += kBatch) {
-      const uint64_t b1 = std::min(pc, b0 + kBatch);
-      MatF err(Eigen::Index(nr), Eigen::Index(b1 - b0));
+      const uint64_t b1 = std::min(pc, b0 + kBatch), bw = b1 - b0;
       for (uint64_t i = b0; i < b1; ++i) {
         const uint64_t col = perm[i];
+        const float *ui = u + i * pc;
         for (uint64_t r = 0; r < nr; ++r) {
           const Grid &g = grids[r * nb + col / kBlock];
-          const float x = wc(Eigen::Index(r), Eigen::Index(i));
-          const int k = codeOf(f, g, x);
+          float *wr = wc.data() + r * pc;
+          const int k = codeOf(f, g, wr[i]);
           codes[r * pc + col] = k;
-          if (gptq)
-            err(Eigen::Index(r), Eigen::Index(i - b0)) =
-                (x - valueOf(g, k)) / u(Eigen::Index(i), Eigen::Index(i));
+          if (!gptq)
+            continue;
+          // the error spread over the batch's columns not rounded yet
+          const float e = (wr[i] - valueOf(g, k)) / ui[i];
+          err[r * kBatch + (i - b0)] = e;
+          linalg::subtractScaled(wr + i + 1, ui + i + 1, e, b1 - i - 1);
         }
-        if (gptq && i + 1 < b1)
-          wc.block(0, Eigen::Index(i + 1), Eigen::Index(nr), Eigen::Index(b1 - i - 1)).noalias() -=
-              err.col(Eigen::Index(i - b0)) *
-              u.row(Eigen::Index(i)).segment(Eigen::Index(i + 1), Eigen::Index(b1 - i - 1));
       }
-      if (gptq && b1 < pc)
-        wc.rightCols(Eigen::Index(pc - b1)).noalias() -=
-            err * u.block(Eigen::Index(b0), Eigen::Index(b1), Eigen::Index(b1 - b0),
-                          Eigen::Index(pc - b1));
+      if (gptq && b1 < pc) // and over the columns after the batch
+        linalg::addProduct(wc.data() + b1, pc, err.data(), kBatch, u + b0 * pc + b1, pc, nr,
+                           pc - b1, bw, true);
     }
     const size_t blockBytes = kiln_ggml_block_bytes(format);
     for (uint64_t r = 0; r < nr; ++r)
@@ -423,8 +413,7 @@ bool encodeCalibrated(uint32_t format, const RoundingPlan &plan, const float *w,
         packBlock(format, f, grids[r * nb + b], codes.data() + r * pc + b * kBlock,
                   out.data() + (r0 + r) * rowBytes + b * blockBytes);
   };
-  const uint64_t threads =
-      std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, std::min<uint64_t>(8, chunks));
+  const uint64_t threads = std::min<uint64_t>(threadCount(), chunks);
   std::vector<std::thread> pool;
   for (uint64_t t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {

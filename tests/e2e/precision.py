@@ -136,7 +136,8 @@ def gptq(a, f32, calib, dev):
     rounded = re.findall(r"^  \S+\s+q4_0\s.*gptq-rounded from f32$", inspect, re.M)
     if len(rounded) != 37:  # 5 layers x 7 matrices, token_embd and output
         fail(f"{len(rounded)} gptq-rounded tensors, expected 37")
-    if not re.search(r"calibrated-rounding \[method=gptq,.*positions=9472\] weights=37,", inspect):
+    if not re.search(r"calibrated-rounding \[method=gptq,.*positions=9472\] weights=37$", inspect,
+                     re.M):
         fail("no calibrated-rounding record for 37 weights over the 37 chunks' 9472 positions")
     common = [dev, "--ctx", "256"]
     art_out, _ = run([a.kiln_run, "ppl", art] + common)
