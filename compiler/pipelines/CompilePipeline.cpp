@@ -174,6 +174,23 @@ bool runSlimmingPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
   return true;
 }
 
+bool runResidualRotation(mlir::ModuleOp module, std::vector<AppliedPass> &applied,
+                         std::string &error) {
+  mlir::PassManager pm(module.getContext());
+  KilnRotateResidualOptions o;
+  pm.addPass(createKilnRotateResidual(o));
+  if (!runPassManager(pm, module, /*quiet=*/false, error))
+    return false;
+  int64_t count = 0;
+  module.walk([&](mlir::Operation *op) {
+    for (const WeightRead &w : weightReadsOf(op))
+      count += w.name.ends_with(":rotated") ? 1 : 0;
+  });
+  applied.push_back({"kiln-rotate-residual", "seed=" + std::to_string(o.seed),
+                     "rotated=" + std::to_string(count)});
+  return true;
+}
+
 bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                         std::vector<AppliedPass> &applied, std::string &error) {
   mlir::PassManager pm(module.getContext());

@@ -60,6 +60,11 @@ struct AppliedPass {
 bool runSlimmingPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                        std::vector<AppliedPass> &applied, std::string &error);
 
+// kiln-rotate-residual (before precision, so the rotated weights are what it rounds);
+// records how many weights now read or write the rotated stream.
+bool runResidualRotation(mlir::ModuleOp module, std::vector<AppliedPass> &applied,
+                         std::string &error);
+
 // The precision passes alone: uniform (or rules), then the map when one is given.
 bool runPrecisionPasses(mlir::ModuleOp module, const KilnPipelineOptions &opts,
                         std::vector<AppliedPass> &applied, std::string &error);

@@ -104,6 +104,9 @@ bool runPipeline(mlir::ModuleOp module, WeightStore &store, PipelineRequest &req
     req.stageBegins("slimming, precision, fusion");
   if (!slim(module, store, req, records, error))
     return false;
+  if (req.rotateResidual && (!runResidualRotation(module, records, error) ||
+                             !materializeDerivedWeights(module, store, error)))
+    return false;
   if (!req.precision.spec.empty()) {
     if (!assignPrecisionAndFuse(module, store, req, records, error))
       return false;

@@ -3,6 +3,8 @@
 // kiln compile, eval and ppl run one order on an imported module, written only here:
 //   slimming    measured requests resolved first (SlimmingSearch.h), then kiln-prune-context,
 //               kiln-prune-layers, kiln-prune-heads; compensation measured on the result
+//   rotation    --rotate residual: kiln-rotate-residual folds a Hadamard rotation of the
+//               residual stream into the weights, before anything rounds them
 //   precision   the spec resolved (PrecisionSearch.h: auto measures its candidates), the
 //               precision passes, then --rounding weighted|gptq encodes every weight from
 //               the calibration inputs (CalibratedRounding.h)
@@ -35,6 +37,7 @@ struct PipelineRequest {
   SlimmingRequest slimming;            // its calib: only when pruning is measured
   PrecisionRequest precision;          // spec empty: no precision pass, weights as imported
   quant::Rounding rounding = quant::Rounding::Nearest; // needs calib and a precision spec
+  bool rotateResidual = false;         // kiln-rotate-residual before precision
   const Calibration *calib = nullptr;  // the calibration text, where anything measures
   std::string fusion = "none";         // parseFusion's spec
   std::string layout = "none";         // the codegen's layout (what --fusion auto reads)

@@ -8,6 +8,7 @@
 
 #include "dialects/kiln/IR/KilnOps.h"
 #include "kiln/quant.h"
+#include "models/weights/HadamardRotation.h"
 
 using namespace mlir;
 
@@ -178,10 +179,47 @@ bool materializeMulti(const std::string &name, DictionaryAttr recipe, Dictionary
   return true;
 }
 
+// What a derived weight is built from: its recipe and, in turn, its derived sources'
+// recipes, as text. The same text builds the same values.
+std::string recipeChainOf(DictionaryAttr recipe, DictionaryAttr all, int depth) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  recipe.print(os);
+  auto source = [&](Attribute a) {
+    auto n = dyn_cast_or_null<StringAttr>(a);
+    auto inner = n ? all.getAs<DictionaryAttr>(n) : DictionaryAttr();
+    if (inner && depth < 16)
+      text += "<" + recipeChainOf(inner, all, depth + 1) + ">";
+  };
+  source(recipe.get("source"));
+  source(recipe.get("by"));
+  if (auto sources = recipe.getAs<ArrayAttr>("sources"))
+    for (Attribute a : sources)
+      source(a);
+  return text;
+}
+
+bool buildOne(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
+              WeightStore &store, int depth, std::string &error);
+
+// A derived weight already built from the same recipe chain is kept as it is, with any
+// encoding calibrated rounding gave it (building it again would drop that).
 bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
                     WeightStore &store, int depth, std::string &error) {
   if (store.find(name) && !all.get(name))
     return true;
+  std::string chain = recipeChainOf(recipe, all, 0);
+  const std::string *built = store.builtFrom(name);
+  if (store.find(name) && built && *built == chain)
+    return true;
+  if (!buildOne(name, recipe, all, store, depth, error))
+    return false;
+  store.setBuiltFrom(name, std::move(chain));
+  return true;
+}
+
+bool buildOne(const std::string &name, DictionaryAttr recipe, DictionaryAttr all,
+              WeightStore &store, int depth, std::string &error) {
   const std::optional<DeriveOp> op = deriveOpOf(recipe);
   if (!op) {
     auto given = recipe.getAs<StringAttr>("op");
@@ -260,6 +298,21 @@ bool materializeOne(const std::string &name, DictionaryAttr recipe, DictionaryAt
     out = data;
     for (float &x : out)
       x *= float(factor.getValueAsDouble());
+    dims = src->dims;
+  } else if (op == DeriveOp::rotate_rows || op == DeriveOp::rotate_cols) {
+    auto seed = recipe.getAs<IntegerAttr>("seed");
+    const uint64_t n = op == DeriveOp::rotate_rows ? cols : rows;
+    if (!seed || !rotation::isSupported(n) || src->dims.size() > 2) {
+      error = "derived weight '" + name + "': " + stringifyDeriveOp(*op).str() +
+              " needs a seed and a source whose rotated side has a Hadamard matrix (it is " +
+              std::to_string(n) + ")";
+      return false;
+    }
+    out = data;
+    if (op == DeriveOp::rotate_rows)
+      rotation::rotateRowsOf(out.data(), rows, cols, uint64_t(seed.getInt()));
+    else
+      rotation::rotateColumnsOf(out.data(), rows, cols, uint64_t(seed.getInt()));
     dims = src->dims;
   } else { // scale_cols
     // W diag(g): column c times g[c] (an rms_norm weight folded into a linear).

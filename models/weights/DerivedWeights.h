@@ -12,6 +12,11 @@
 //   {op = "interleave_rows", sources = ["gate", "up"]} (gate row j, up row j, ...: SwiGLU)
 //   {op = "values", values = array<f32: 0.1, -0.2>}   (inline 1-D [n] data, no source:
 //                                                      compensation biases)
+//   {source = "blk.0.attn_q.weight", op = "rotate_rows", seed = 1 : i64}
+//                            (W Q^T, every row rotated: it reads a rotated residual stream;
+//                             Q of models/weights/HadamardRotation.h)
+//   {source = "blk.0.attn_output.weight", op = "rotate_cols", seed = 1 : i64}
+//                            (Q W, every column rotated: it writes one)
 // Recipes may name other derived weights as their source. materializeDerivedWeights turns
 // the recipes into tensors owned by the store, so the executor and the code generator see
 // derived weights exactly like stored ones, and the IR stays the single record of what was

@@ -40,6 +40,7 @@ public:
   // Adds (or replaces) a tensor; a replaced tensor's encodings go with it.
   void add(WeightView view) {
     dropEncodings(view.name);
+    builtFrom_.erase(view.name);
     views_[view.name] = std::move(view);
   }
   // Adds (or replaces) a tensor whose fp32 bytes the store owns - a weight a pass derived.
@@ -52,6 +53,17 @@ public:
   const WeightView *find(const std::string &name) const;
   void remove(const std::string &name) {
     views_.erase(name), owned_.erase(name), ownedBytes_.erase(name), dropEncodings(name);
+    builtFrom_.erase(name);
+  }
+  // What a derived weight was built from (its recipe chain as text, DerivedWeights.cpp),
+  // so building it again from the same recipe keeps it and its encodings; null when
+  // unknown. Cleared when the weight is replaced or removed.
+  void setBuiltFrom(const std::string &name, std::string recipe) {
+    builtFrom_[name] = std::move(recipe);
+  }
+  const std::string *builtFrom(const std::string &name) const {
+    auto it = builtFrom_.find(name);
+    return it == builtFrom_.end() ? nullptr : &it->second;
   }
   // The encoding of weight `name` in `format` (replacing one it had); null when none.
   void setEncoding(const std::string &name, WeightEncoding e) {
@@ -78,6 +90,7 @@ private:
     encodings_.erase(encodings_.lower_bound({name, 0}), encodings_.upper_bound({name, ~0u}));
   }
   std::map<std::pair<std::string, uint32_t>, WeightEncoding> encodings_;
+  std::map<std::string, std::string> builtFrom_;
   std::map<std::string, WeightView> views_;
   std::map<std::string, std::vector<float>> owned_; // backing of addOwnedF32 views
   std::map<std::string, std::vector<uint8_t>> ownedBytes_; // backing of addOwned views

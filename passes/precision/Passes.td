@@ -76,4 +76,29 @@ def KilnApplyPrecisionMap : Pass<"kiln-apply-precision-map", "mlir::ModuleOp"> {
   ];
 }
 
+def KilnRotateResidual : Pass<"kiln-rotate-residual", "mlir::ModuleOp"> {
+  let summary = "rotate the residual stream by a randomised Hadamard matrix, folded into the weights";
+  let description = [{
+    QuaRot / SpinQuant's rotation at zero run-time cost: with Q = H D / sqrt(n)
+    (models/weights/HadamardRotation.h) the residual stream becomes Q x. Every RMSNorm on
+    the stream loses its scale to the linears that read it (W diag(g), then
+    `kiln.rms_normalize`: RMS is unchanged by Q), each of those linears and the classifier
+    read W Q^T (`rotate_rows`), the embedding table stores E Q^T and the linears that add to
+    the stream (attention output, FFN down; a bias too) write Q W (`rotate_cols`). In exact
+    arithmetic the model computes the same logits; what changes is how the weights quantise
+    (outlier channels are spread over all of them), so it runs before precision and the
+    rotated weights are fp32. The rotated names end in `:rotated`.
+    Refused with one error where the stream is not only embed / add / rms_norm (a reader
+    that is not a linear), its width has no Hadamard matrix here (a power of two, or a
+    Paley order such as 12 or 20 times one: 3072 and 5120 are covered), or the classifier
+    shares the embedding table (rotating would store a second table).
+  }];
+  let options = [
+    Option<"seed", "seed", "int64_t", /*default=*/"1", "seed of D's random signs">,
+  ];
+  let statistics = [
+    Statistic<"numRotated", "rotated", "weights rotated">,
+  ];
+}
+
 #endif // KILN_PASSES_PRECISION_PASSES_TD

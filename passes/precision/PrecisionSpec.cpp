@@ -109,8 +109,8 @@ std::string classOf(const std::string &opKind, const std::string &weight) {
     return "output";
   if (opKind == "rms_norm")
     return "norms";
-  // blk.N.<class>.weight
-  std::vector<std::string> parts = split(weight, '.');
+  // blk.N.<class>.weight, or its rotation blk.N.<class>.weight:rotated
+  std::vector<std::string> parts = split(weight.substr(0, weight.find(':')), '.');
   if (parts.size() == 4 && parts[0] == "blk" && parts[3] == "weight") {
     const auto &c = tensorClasses();
     if (std::find(c.begin(), c.begin() + 7, parts[2]) != c.begin() + 7)

@@ -11,7 +11,8 @@
 #   KILN_MODELS_DIR=../shared/models  KILN_BUILD_DIR=build  KILN_PREC_DIR=/tmp/kiln-precision
 #   KILN_PREC_CALIB_CHUNKS=8 (auto's calibration chunks)  KILN_PREC_CHUNKS=0 (dev chunks, 0 = all)
 #   KILN_PREC_ROWS="f32 q4_0 ..." (a subset of the row names below; NAME@weighted or
-#   NAME@gptq rounds that row's formats with --rounding on the calibration text)
+#   NAME@gptq rounds that row's formats with --rounding on the calibration text; a final
+#   +rot adds --rotate residual, e.g. q4_0@gptq+rot)
 #   KILN_BENCH_OUT=build/bench-results (the rows as CSV, precision_table-<UTC time>.csv; empty:
 #   none; build/ is ignored by git; a relative path is from the caller's directory)
 set -euo pipefail
@@ -46,6 +47,12 @@ mkdir -p "$WORK"
 # (the --rounding flags of NAME@METHOD, replayed by the reference).
 row_spec() {
   ROUND=()
+  if [[ $1 == *+rot ]]; then
+    row_spec "${1%+rot}"
+    LABEL="$LABEL, \`--rotate residual\`"
+    ROUND+=(--rotate residual)
+    return
+  fi
   if [[ $1 == *@* ]]; then
     row_spec "${1%@*}"
     LABEL="$LABEL, \`--rounding ${1#*@}\`"
@@ -89,7 +96,7 @@ for row in $ROWS; do
   art="$WORK/$row.kiln"
   # the rounding's calibration text, unless auto's flags name it already
   RCALIB=()
-  [ ${#ROUND[@]} -eq 0 ] || RCALIB=("${CALIB[@]}")
+  [[ " ${ROUND[*]} " != *" --rounding "* ]] || RCALIB=("${CALIB[@]}")
   COMPILE_RCALIB=("${RCALIB[@]}")
   [[ " ${SPEC[*]} " != *" --calib "* ]] || COMPILE_RCALIB=()
   if ! "$KILN" compile "$MODEL" --ctx 256 "${SPEC[@]}" "${ROUND[@]}" "${COMPILE_RCALIB[@]}" -o "$art" \

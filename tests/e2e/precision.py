@@ -24,6 +24,10 @@ Cases:
               every matrix is stored gptq-rounded, the artifact (--layout none) has the
               reference's dev PPL to every digit, and that PPL is below rounding to nearest
               by at least 0.2 (measured 6.2892 against 6.5850 on all 196 chunks)
+  rotate      --rotate residual: in f32 the rotated model is the model (KLD under 1e-6,
+              every top-1 token the same, PPL within 0.01%); with uniform:q4_0 and gptq the
+              37 matrices are rotated and gptq-rounded, and the artifact (--layout none) has
+              the reference's dev PPL to every digit
 """
 import argparse
 import os
@@ -52,7 +56,7 @@ def ppl_of(out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["llama-mix", "auto-budget", "auto-bpw45", "gptq"])
+    ap.add_argument("case", choices=["llama-mix", "auto-budget", "auto-bpw45", "gptq", "rotate"])
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--kiln-run", required=True)
     ap.add_argument("--work", required=True)
@@ -81,6 +85,9 @@ def main():
         return
     if a.case == "gptq":
         gptq(a, f32, calib, dev)
+        return
+    if a.case == "rotate":
+        rotate(a, f32, calib, dev)
         return
     _, log = run([a.kiln, "compile", f32, "--ctx", "256", "-o", art, "--precision", "auto",
                   "--max-weight-bytes", "387104", "--calib", calib, "--calib-chunks", "4"])
@@ -149,6 +156,40 @@ def gptq(a, f32, calib, dev):
         fail("the artifact's PPL differs from the reference's")
     if float(ppl_of(ref_out)) > float(ppl_of(near_out)) - 0.2:
         fail("gptq rounding does not lower the PPL by 0.2 against rounding to nearest")
+
+
+def rotate(a, f32, calib, dev):
+    common = [dev, "--ctx", "256", "--chunks", "24"]
+    plain, _ = run([a.kiln, "ppl", f32] + common + ["--precision", "uniform:f32"])
+    rot, _ = run([a.kiln, "ppl", f32] + common + ["--precision", "uniform:f32", "--rotate",
+                                                   "residual", "--compare", f32])
+    kld = re.search(r"^mean KLD = ([0-9.e+-]+)", rot, re.M)
+    agree = re.search(r"^top-1 agreement = ([0-9.]+)", rot, re.M)
+    print(f"f32 PPL {ppl_of(plain)}, rotated {ppl_of(rot)}, KLD {kld and kld.group(1)}, "
+          f"top-1 agreement {agree and agree.group(1)}")
+    if not kld or float(kld.group(1)) > 1e-6 or not agree or agree.group(1) != "1.0000":
+        fail("the rotated f32 model is not the model")
+    if abs(float(ppl_of(rot)) / float(ppl_of(plain)) - 1) > 1e-4:
+        fail("the rotated f32 model's PPL moved by more than 0.01%")
+
+    flags = ["--precision", "uniform:q4_0", "--rounding", "gptq", "--calib", calib,
+             "--rotate", "residual"]
+    art = os.path.join(a.work, "rotated.kiln")
+    _, log = run([a.kiln, "compile", f32, "--ctx", "256", "--layout", "none", "-o", art] + flags)
+    sys.stdout.write(log)
+    inspect, _ = run([a.kiln, "inspect", art])
+    if not re.search(r"^  kiln-rotate-residual \[seed=1\] rotated=37$", inspect, re.M):
+        fail("no kiln-rotate-residual record for 37 weights")
+    rounded = re.findall(r"^  \S+:rotated\s+q4_0\s.*gptq-rounded from f32$", inspect, re.M)
+    if len(rounded) != 37:
+        fail(f"{len(rounded)} rotated gptq-rounded tensors, expected 37")
+    art_out, _ = run([a.kiln_run, "ppl", art] + common)
+    ref_out, _ = run([a.kiln, "ppl", f32] + common + flags)
+    unrot, _ = run([a.kiln, "ppl", f32] + common + flags[:-2])
+    print(f"dev PPL (24 chunks), q4_0 gptq: rotated artifact {ppl_of(art_out)}, reference "
+          f"{ppl_of(ref_out)}, not rotated {ppl_of(unrot)}")
+    if ppl_of(art_out) != ppl_of(ref_out):
+        fail("the rotated artifact's PPL differs from the reference's")
 
 
 def recorded_and_stored(inspect):

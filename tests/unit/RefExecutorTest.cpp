@@ -9,6 +9,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -18,6 +19,7 @@
 #include "compiler/eval/RefExecutor.h"
 #include "compiler/eval/Sampler.h"
 #include "compiler/frontends/gguf/GgufImport.h"
+#include "kiln/quant.h"
 #include "models/weights/DerivedWeights.h"
 #include "dialects/kiln/IR/KilnOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -163,6 +165,46 @@ TEST(RefExecutor, DerivedWeightsOneAtATimeMatchAll) {
   EXPECT_NE(error.find("'no.such.weight' is not in the weight store and has no recipe"),
             std::string::npos)
       << error;
+}
+
+// Calibrated rounding encodes derived weights (a rotated or pruned matrix) once they are
+// built; building them again from the same recipes must keep them and their encodings,
+// and a changed recipe must rebuild them without the stale encoding.
+TEST(RefExecutor, MaterializingAgainKeepsEncodings) {
+  auto m = syntheticModel(32);
+  mlir::OwningOpRef<mlir::ModuleOp> fused = fusedClone(*m);
+  ASSERT_TRUE(fused);
+  kiln::WeightStore &store = m->imported.weights;
+  std::string error;
+  ASSERT_TRUE(kiln::materializeDerivedWeights(*fused, store, error)) << error;
+  std::string name;
+  fused->walk([&](mlir::Operation *op) {
+    if (auto w = op->getAttrOfType<mlir::StringAttr>("weight"))
+      if (name.empty() && w.str().find("fused") != std::string::npos)
+        name = w.str();
+  });
+  if (name.empty())
+    fused->walk([&](mlir::Operation *op) {
+      if (auto w = op->getAttrOfType<mlir::StringAttr>("weight"))
+        if (name.empty() && store.builtFrom(w.str()))
+          name = w.str();
+    });
+  ASSERT_FALSE(name.empty());
+  kiln::WeightEncoding enc;
+  enc.format = KILN_GGML_TYPE_Q8_0;
+  enc.method = "gptq";
+  enc.bytes = {1, 2, 3};
+  store.setEncoding(name, enc);
+  ASSERT_TRUE(kiln::materializeDerivedWeights(*fused, store, error)) << error;
+  EXPECT_NE(store.encoding(name, KILN_GGML_TYPE_Q8_0), nullptr) << name;
+  mlir::Builder b(fused->getContext());
+  kiln::addDerivedWeight(
+      *fused, name,
+      kiln::derivedRecipe(fused->getContext(), kiln::DeriveOp::scale,
+                          {b.getNamedAttr("source", b.getStringAttr("token_embd.weight")),
+                           b.getNamedAttr("factor", b.getF32FloatAttr(2.0f))}));
+  ASSERT_TRUE(kiln::materializeDerivedWeights(*fused, store, error)) << error;
+  EXPECT_EQ(store.encoding(name, KILN_GGML_TYPE_Q8_0), nullptr) << name;
 }
 
 TEST(RefExecutor, RejectsBadPositionsAndIds) {

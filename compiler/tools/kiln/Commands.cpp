@@ -184,6 +184,14 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &fl
             "--precision";
     return false;
   }
+  if (prec.rotate != "none" && (prec.precision.empty() || prec.precision == "source" ||
+                                 prec.precision == "lossless")) {
+    error = "--rotate " + prec.rotate + " rotates the weights before --precision rounds them; "
+            "give --precision uniform:F, rules:, map: or auto (source and lossless would "
+            "keep the rotated weights in f32)";
+    return false;
+  }
+  pipeline.rotateResidual = prec.rotate == "residual";
   const bool measured =
       anyPruning(f) || prec.precision == "auto" || rounding != quant::Rounding::Nearest;
   if (!f.calib.empty() && !measured)

@@ -88,9 +88,12 @@ def Kiln_DeriveScaleCols      : I32EnumAttrCase<"scale_cols", 3>;
 def Kiln_DeriveConcatRows     : I32EnumAttrCase<"concat_rows", 4>;
 def Kiln_DeriveInterleaveRows : I32EnumAttrCase<"interleave_rows", 5>;
 def Kiln_DeriveValues         : I32EnumAttrCase<"values", 6>;
+def Kiln_DeriveRotateRows     : I32EnumAttrCase<"rotate_rows", 7>;
+def Kiln_DeriveRotateCols     : I32EnumAttrCase<"rotate_cols", 8>;
 def Kiln_DeriveOp : I32EnumAttr<"DeriveOp", "derived-weight recipe", [
     Kiln_DeriveSelectRows, Kiln_DeriveSelectCols, Kiln_DeriveScale, Kiln_DeriveScaleCols,
-    Kiln_DeriveConcatRows, Kiln_DeriveInterleaveRows, Kiln_DeriveValues]> {
+    Kiln_DeriveConcatRows, Kiln_DeriveInterleaveRows, Kiln_DeriveValues,
+    Kiln_DeriveRotateRows, Kiln_DeriveRotateCols]> {
   let cppNamespace = "::kiln";
   let genSpecializedAttr = 0;
 }

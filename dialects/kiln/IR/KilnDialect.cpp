@@ -85,6 +85,9 @@ constexpr Field kIndices{"indices", "array<i64>", [](mlir::Attribute v) {
 constexpr Field kFactor{"factor", "a float", [](mlir::Attribute v) {
                           return mlir::isa_and_nonnull<mlir::FloatAttr>(v);
                         }};
+constexpr Field kSeed{"seed", "an integer", [](mlir::Attribute v) {
+                        return mlir::isa_and_nonnull<mlir::IntegerAttr>(v);
+                      }};
 constexpr Field kSources{"sources", "a non-empty list of weight names",
                          [](mlir::Attribute v) { return weightNames(v, 0); }};
 constexpr Field kPair{"sources", "two weight names",
@@ -104,6 +107,8 @@ llvm::SmallVector<Field, 2> fieldsOf(DeriveOp op) {
   case DeriveOp::concat_rows: return {kSources};
   case DeriveOp::interleave_rows: return {kPair};
   case DeriveOp::values: return {kValues};
+  case DeriveOp::rotate_rows:
+  case DeriveOp::rotate_cols: return {kSource, kSeed};
   }
   return {};
 }
@@ -117,7 +122,7 @@ std::string recipeProblem(mlir::Attribute value) {
   std::optional<DeriveOp> op = opName ? symbolizeDeriveOp(opName.getValue()) : std::nullopt;
   if (!op)
     return "has no known 'op' (select_rows, select_cols, scale, scale_cols, concat_rows, "
-           "interleave_rows, values)";
+           "interleave_rows, values, rotate_rows, rotate_cols)";
   const llvm::SmallVector<Field, 2> fields = fieldsOf(*op);
   for (mlir::NamedAttribute f : recipe)
     if (f.getName() != "op" &&

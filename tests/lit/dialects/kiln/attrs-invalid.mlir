@@ -63,5 +63,10 @@ module attributes {kiln.derived_weights = {w2 = {op = "select_rows", source = "w
 
 // -----
 
+// expected-error @+1 {{derived weight 'wq': the recipe rotate_rows needs 'seed' (an integer)}}
+module attributes {kiln.derived_weights = {wq = {op = "rotate_rows", source = "w", seed = "one"}}} {}
+
+// -----
+
 // expected-error @+1 {{attribute 'kiln.pass_effects' must be a dictionary from pass names to "key=value,..." strings}}
 module attributes {kiln.pass_effects = {"kiln-prune-layers" = "removed 2"}} {}
