@@ -5,8 +5,10 @@
 
 #include "codegen/common/LoweringWeights.h"
 #include "compiler/pipelines/CalibratedRounding.h"
+#include "compiler/pipelines/CalibrationKld.h"
 #include "dialects/kiln/IR/KilnAttrNames.h"
 #include "models/weights/DerivedWeights.h"
+#include "passes/precision/WeightReads.h"
 
 namespace kiln::pipelines {
 
@@ -82,6 +84,55 @@ bool assignPrecisionAndFuse(mlir::ModuleOp module, WeightStore &store, PipelineR
   return runFusionPasses(module, rest, records, error);
 }
 
+// --rotate auto: the precision (its rounding and the fusions too) on a rotated copy and on
+// the module itself, each scored by its calibration KLD against the f32 model (the same
+// model both ways: the rotation is exact); the module keeps the lower, the record says both.
+bool precisionWithRotationChoice(mlir::ModuleOp module, WeightStore &store,
+                                 PipelineRequest &req, std::vector<AppliedPass> &records,
+                                 std::string &error) {
+  if (!req.calib || req.precision.spec.empty()) {
+    error = "--rotate auto needs --calib TEXT and --precision";
+    return false;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> ref(module.clone());
+  for (const precision::WeightRead &r : precision::weightReads(*ref))
+    precision::setFormat(r.op, 0);
+  CalibrationKld scorer(store, *req.calib);
+  if (!scorer.init(*ref, error))
+    return false;
+  mlir::OwningOpRef<mlir::ModuleOp> rotated(module.clone());
+  std::vector<AppliedPass> rotatedRecords = records;
+  double kldRotated = 0, kldPlain = 0;
+  if (!runResidualRotation(*rotated, rotatedRecords, error) ||
+      !materializeDerivedWeights(*rotated, store, error) ||
+      !assignPrecisionAndFuse(*rotated, store, req, rotatedRecords, error) ||
+      !materializeDerivedWeights(*rotated, store, error) ||
+      !scorer.kld(*rotated, kldRotated, error))
+    return false;
+  if (!assignPrecisionAndFuse(module, store, req, records, error) ||
+      !materializeDerivedWeights(module, store, error) || !scorer.kld(module, kldPlain, error))
+    return false;
+  const bool rotate = kldRotated < kldPlain;
+  if (rotate) {
+    mlir::Block *body = module.getBody();
+    body->getOperations().clear();
+    body->getOperations().splice(body->end(), rotated->getBody()->getOperations());
+    module->setAttrs(rotated.get()->getAttrDictionary());
+    records = std::move(rotatedRecords);
+  }
+  char plain[32], rot[32];
+  std::snprintf(plain, sizeof plain, "%.6f", kldPlain);
+  std::snprintf(rot, sizeof rot, "%.6f", kldRotated);
+  log(req, std::string("rotation auto: calibration KLD ") + plain + " unrotated, " + rot +
+               " rotated: " + (rotate ? "rotated" : "not rotated"));
+  records.push_back({"rotation-choice",
+                     "calib=" + req.calib->name + ",ctx=" + std::to_string(req.calib->ctx) +
+                         ",positions=" + std::to_string(scorer.positions()),
+                     std::string("kld_none=") + plain + ",kld_residual=" + rot +
+                         ",chose=" + (rotate ? "residual" : "none")});
+  return true;
+}
+
 // The back half's context: the one asked for, or kiln-prune-context's cap (--max-ctx),
 // which sizes the same tables; prefill batches up to 128 tokens by default.
 bool sizeContext(mlir::ModuleOp module, BackHalfOptions &back, std::string &error) {
@@ -104,10 +155,13 @@ bool runPipeline(mlir::ModuleOp module, WeightStore &store, PipelineRequest &req
     req.stageBegins("slimming, precision, fusion");
   if (!slim(module, store, req, records, error))
     return false;
-  if (req.rotateResidual && (!runResidualRotation(module, records, error) ||
-                             !materializeDerivedWeights(module, store, error)))
+  if (req.rotate == Rotate::Residual && (!runResidualRotation(module, records, error) ||
+                                         !materializeDerivedWeights(module, store, error)))
     return false;
-  if (!req.precision.spec.empty()) {
+  if (req.rotate == Rotate::Auto) {
+    if (!precisionWithRotationChoice(module, store, req, records, error))
+      return false;
+  } else if (!req.precision.spec.empty()) {
     if (!assignPrecisionAndFuse(module, store, req, records, error))
       return false;
   } else if (!req.precision.bpw.empty() || !req.precision.maxWeightBytes.empty()) {

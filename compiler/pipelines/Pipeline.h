@@ -4,7 +4,8 @@
 //   slimming    measured requests resolved first (SlimmingSearch.h), then kiln-prune-context,
 //               kiln-prune-layers, kiln-prune-heads; compensation measured on the result
 //   rotation    --rotate residual: kiln-rotate-residual folds a Hadamard rotation of the
-//               residual stream into the weights, before anything rounds them
+//               residual stream into the weights, before anything rounds them; auto: the
+//               precision below runs on a rotated copy and on the module, the better kept
 //   precision   the spec resolved (PrecisionSearch.h: auto measures its candidates), the
 //               precision passes, then --rounding weighted|gptq encodes every weight from
 //               the calibration inputs (CalibratedRounding.h)
@@ -33,11 +34,15 @@ namespace kiln::pipelines {
 
 enum class Stage { Fused, Kiln, Lowered };
 
+// --rotate: none, residual, or auto (the precision run both ways, the lower calibration
+// KLD against the f32 model kept).
+enum class Rotate { None, Residual, Auto };
+
 struct PipelineRequest {
   SlimmingRequest slimming;            // its calib: only when pruning is measured
   PrecisionRequest precision;          // spec empty: no precision pass, weights as imported
   quant::Rounding rounding = quant::Rounding::Nearest; // needs calib and a precision spec
-  bool rotateResidual = false;         // kiln-rotate-residual before precision
+  Rotate rotate = Rotate::None;        // kiln-rotate-residual before precision; auto: needs calib
   const Calibration *calib = nullptr;  // the calibration text, where anything measures
   std::string fusion = "none";         // parseFusion's spec
   std::string layout = "none";         // the codegen's layout (what --fusion auto reads)

@@ -27,7 +27,8 @@ Cases:
   rotate      --rotate residual: in f32 the rotated model is the model (KLD under 1e-6,
               every top-1 token the same, PPL within 0.01%); with uniform:q4_0 and gptq the
               37 matrices are rotated and gptq-rounded, and the artifact (--layout none) has
-              the reference's dev PPL to every digit
+              the reference's dev PPL to every digit; --rotate auto (q4_0 and q3_0, gptq)
+              keeps the lower calibration KLD, recorded, and rotates only then
 """
 import argparse
 import os
@@ -190,6 +191,24 @@ def rotate(a, f32, calib, dev):
           f"{ppl_of(ref_out)}, not rotated {ppl_of(unrot)}")
     if ppl_of(art_out) != ppl_of(ref_out):
         fail("the rotated artifact's PPL differs from the reference's")
+
+    # --rotate auto keeps the lower calibration KLD and says so
+    for fmt in ["q4_0", "q3_0"]:
+        art = os.path.join(a.work, f"auto-{fmt}.kiln")
+        run([a.kiln, "compile", f32, "--ctx", "256", "--layout", "none", "-o", art,
+             "--precision", f"uniform:{fmt}", "--rounding", "gptq", "--calib", calib,
+             "--rotate", "auto"])
+        inspect, _ = run([a.kiln, "inspect", art])
+        m = re.search(r"rotation-choice \[.*\] kld_none=([0-9.]+),kld_residual=([0-9.]+),"
+                      r"chose=(none|residual)$", inspect, re.M)
+        if not m:
+            fail("no rotation-choice record")
+        want = "residual" if float(m.group(2)) < float(m.group(1)) else "none"
+        rotated = "kiln-rotate-residual [" in inspect
+        print(f"{fmt} gptq --rotate auto: KLD none {m.group(1)}, residual {m.group(2)}, "
+              f"chose {m.group(3)}")
+        if m.group(3) != want or rotated != (want == "residual"):
+            fail(f"chose {m.group(3)} (rotated: {rotated}) where the KLDs say {want}")
 
 
 def recorded_and_stored(inspect):

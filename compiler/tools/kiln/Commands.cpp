@@ -191,12 +191,18 @@ bool runPasses(ModelSession &s, const SlimmingFlags &f, const PrecisionFlags &fl
             "keep the rotated weights in f32)";
     return false;
   }
-  pipeline.rotateResidual = prec.rotate == "residual";
-  const bool measured =
-      anyPruning(f) || prec.precision == "auto" || rounding != quant::Rounding::Nearest;
+  pipeline.rotate = prec.rotate == "residual" ? pipelines::Rotate::Residual
+                    : prec.rotate == "auto"   ? pipelines::Rotate::Auto
+                                              : pipelines::Rotate::None;
+  if (prec.rotate == "auto" && f.calib.empty()) {
+    error = "--rotate auto needs --calib TEXT (the text it compares the two on)";
+    return false;
+  }
+  const bool measured = anyPruning(f) || prec.precision == "auto" ||
+                        rounding != quant::Rounding::Nearest || prec.rotate == "auto";
   if (!f.calib.empty() && !measured)
     std::fprintf(stderr, "kiln: warning: --calib is only used by --prune-layers/--prune-heads,"
-                         " --precision auto and --rounding\n");
+                         " --precision auto, --rounding and --rotate auto\n");
   if (!f.calib.empty() && measured) {
     std::string text;
     if (!readFile(f.calib, text)) {

@@ -40,7 +40,7 @@ struct PrecisionFlags {
   std::string bpw;            // --bpw B (auto)
   std::string maxWeightBytes; // --max-weight-bytes N (auto)
   std::string rounding = "nearest"; // --rounding nearest | weighted | gptq (--calib)
-  std::string rotate = "none";      // --rotate none | residual (--precision)
+  std::string rotate = "none";      // --rotate none | residual | auto (--precision)
 };
 
 struct ImportOptions {

@@ -73,10 +73,10 @@ void addPrecisionFlags(CLI::App *cmd, PrecisionFlags &f) {
                   "(scales searched under the calibration inputs' importance) or gptq (and "
                   "the rounding error compensated column by column); needs --calib");
   cmd->add_option("--rotate", f.rotate,
-                  "none (default) or residual: a randomised Hadamard rotation of the residual "
-                  "stream folded into the weights before --precision rounds them (QuaRot); "
-                  "needs --precision")
-      ->check(CLI::IsMember({"none", "residual"}));
+                  "none (default), residual: a randomised Hadamard rotation of the residual "
+                  "stream folded into the weights before --precision rounds them (QuaRot), "
+                  "or auto: both measured on --calib, the lower KLD kept; needs --precision")
+      ->check(CLI::IsMember({"none", "residual", "auto"}));
 }
 
 // --kv of eval, ppl and compile: f32, f16 or k=<f32|f16|int8>,v=<f32|f16> (KvFormat.h).
