@@ -4,11 +4,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
 #include "kiln/quant.h"
 #include "kiln/quant_blocks.h"
 #include "models/weights/DenseLinalg.h"
+#include "models/weights/ParallelFor.h"
 
 namespace kiln::quant {
 
@@ -191,10 +191,6 @@ void packBlock(uint32_t format, const Format &f, const Grid &g, const int *k, ui
   }
 }
 
-unsigned threadCount() {
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-}
-
 // U, upper triangular with H^-1 = U^T U, from the Cholesky factor of H in reversed order
 // (P H P = L L^T gives U = P L^-1 P): one factorisation and one triangular inverse
 // instead of GPTQ's three. In fp32, as GPTQ's reference code; H (n x n, symmetric) is
@@ -208,9 +204,9 @@ bool inverseFactor(const std::vector<float> &h, size_t n, double meanDiag,
         p[i * n + j] = h[(n - 1 - i) * n + (n - 1 - j)];
     for (size_t i = 0; i < n; ++i)
       p[i * n + i] += float(damp * meanDiag);
-    if (!linalg::choleskyLower(p.data(), n, threadCount()))
+    if (!linalg::choleskyLower(p.data(), n, coreCount()))
       continue;
-    linalg::lowerInverse(p.data(), linv.data(), n, threadCount());
+    linalg::lowerInverse(p.data(), linv.data(), n, coreCount());
     u.resize(n * n);
     for (size_t i = 0; i < n; ++i)
       for (size_t j = 0; j < n; ++j)
@@ -249,7 +245,7 @@ void InputStats::add(const float *x, uint64_t n) {
     h.assign(cols * cols, 0.0f);
   // H is symmetric: the lower triangle is accumulated (half the work), RoundingPlan
   // reads only that
-  linalg::addGram(h.data(), cols, x, n, threadCount());
+  linalg::addGram(h.data(), cols, x, n, coreCount());
   samples += n;
 }
 
@@ -413,15 +409,7 @@ bool encodeCalibrated(uint32_t format, const RoundingPlan &plan, const float *w,
         packBlock(format, f, grids[r * nb + b], codes.data() + r * pc + b * kBlock,
                   out.data() + (r0 + r) * rowBytes + b * blockBytes);
   };
-  const uint64_t threads = std::min<uint64_t>(threadCount(), chunks);
-  std::vector<std::thread> pool;
-  for (uint64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (uint64_t c = t; c < chunks; c += threads)
-        runChunk(c);
-    });
-  for (std::thread &t : pool)
-    t.join();
+  parallelFor(chunks, coreCount(), runChunk);
   return true;
 }
 

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <thread>
 #include <vector>
+
+#include "models/weights/ParallelFor.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -25,22 +26,6 @@ constexpr size_t kTileRows = 6, kTileCols = 16;
 constexpr size_t kChunk = 256;
 constexpr size_t kRowBlock = 96; // rows of A whose chunk of terms stays in L1 (96 KB)
 constexpr size_t kBlock = 128;    // the factorisations' panel width
-
-// Runs fn(i) for i in [0, count): thread t takes t, t + threads, ... Each i's work must
-// not depend on which thread runs it.
-template <typename Fn> void forEach(size_t count, unsigned threads, Fn fn) {
-  threads = unsigned(std::clamp<size_t>(threads, 1, std::max<size_t>(count, 1)));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (size_t i = t; i < count; i += threads)
-        fn(i);
-    });
-  for (size_t i = 0; i < count; i += threads)
-    fn(i);
-  for (std::thread &t : pool)
-    t.join();
-}
 
 // One tile of R rows x 16 columns of C from kc terms; bp is the packed panel of B (kc rows
 // of bstride, the tile's 16 at its start). Each element: s = 0, s = fma(a_p, b_p, s) in p
@@ -268,7 +253,7 @@ void addGram(float *h, size_t n, const float *x, size_t rows, unsigned threads) 
   const std::vector<float> xt = transposed(x, n, rows, n);
   // rows [i0, i1) of H, columns [0, i1): the lower triangle and the upper part of the
   // diagonal block
-  forEach((n + kBlock - 1) / kBlock, threads, [&](size_t blk) {
+  parallelFor((n + kBlock - 1) / kBlock, threads, [&](size_t blk) {
     const size_t i0 = blk * kBlock, i1 = std::min(n, i0 + kBlock);
     addProduct(h + i0 * n, n, xt.data() + i0 * rows, rows, x, n, i1 - i0, i1, rows, false);
   });
@@ -298,7 +283,7 @@ bool choleskyLower(float *a, size_t n, unsigned threads) {
     // the panel below: row i's L_i = A_i L11^-T, substituted left to right; lt holds the
     // block's columns as rows so each step is a contiguous axpy
     const std::vector<float> lt = transposed(a + k0 * n + k0, n, w, w);
-    forEach((n - k1 + kBlock - 1) / kBlock, threads, [&](size_t blk) {
+    parallelFor((n - k1 + kBlock - 1) / kBlock, threads, [&](size_t blk) {
       const size_t r0 = k1 + blk * kBlock, r1 = std::min(n, r0 + kBlock);
       for (size_t i = r0; i < r1; ++i) {
         float *ai = a + i * n + k0;
@@ -312,7 +297,7 @@ bool choleskyLower(float *a, size_t n, unsigned threads) {
     });
     // the trailing lower triangle: A22 -= L21 L21^T, a block of rows at a time
     const std::vector<float> pt = transposed(a + k1 * n + k0, n, n - k1, w);
-    forEach((n - k1 + kBlock - 1) / kBlock, threads, [&](size_t blk) {
+    parallelFor((n - k1 + kBlock - 1) / kBlock, threads, [&](size_t blk) {
       const size_t r0 = k1 + blk * kBlock, r1 = std::min(n, r0 + kBlock);
       addProduct(a + r0 * n + k1, n, a + r0 * n + k0, n, pt.data(), n - k1, r1 - r0, r1 - k1,
                  w, true);
@@ -324,13 +309,13 @@ bool choleskyLower(float *a, size_t n, unsigned threads) {
 void lowerInverse(const float *l, float *x, size_t n, unsigned threads) {
   std::fill(x, x + n * n, 0.0f);
   const size_t nb = (n + kBlock - 1) / kBlock;
-  forEach(nb, threads, [&](size_t b) {
+  parallelFor(nb, threads, [&](size_t b) {
     const size_t c0 = b * kBlock, w = std::min(kBlock, n - c0);
     invertDiagonalBlock(l + c0 * n + c0, n, x + c0 * n + c0, n, w);
   });
   // block column k: X_ik = -X_ii (L_i,k..i-1 X_k..i-1,k) down the column; columns are
   // independent
-  forEach(nb, threads, [&](size_t k) {
+  parallelFor(nb, threads, [&](size_t k) {
     const size_t c0 = k * kBlock, cw = std::min(kBlock, n - c0);
     std::vector<float> t(kBlock * cw);
     for (size_t i = k + 1; i < nb; ++i) {

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 #include <vector>
+
+#include "models/weights/ParallelFor.h"
 
 namespace kiln::rotation {
 
@@ -110,34 +111,14 @@ void rotate(float *x, size_t n, uint64_t seed) {
     x[i] = float(v[i] * scale);
 }
 
-namespace {
-
-// fn(i) for i in [0, count) over the cores; each i independent of the others.
-template <typename Fn> void forEach(size_t count, Fn fn) {
-  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
-                                          std::min<size_t>(count, 8));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (size_t i = t; i < count; i += threads)
-        fn(i);
-    });
-  for (size_t i = 0; i < count; i += std::max<size_t>(threads, 1))
-    fn(i);
-  for (std::thread &t : pool)
-    t.join();
-}
-
-} // namespace
-
 void rotateRowsOf(float *w, size_t rows, size_t cols, uint64_t seed) {
-  forEach(rows, [&](size_t r) { rotate(w + r * cols, cols, seed); });
+  parallelFor(rows, coreCount(), [&](size_t r) { rotate(w + r * cols, cols, seed); });
 }
 
 void rotateColumnsOf(float *w, size_t rows, size_t cols, uint64_t seed) {
   // 16 columns at a time, so each row's read is one cache line
   constexpr size_t kCols = 16;
-  forEach((cols + kCols - 1) / kCols, [&](size_t g) {
+  parallelFor((cols + kCols - 1) / kCols, coreCount(), [&](size_t g) {
     const size_t c0 = g * kCols, nc = std::min(kCols, cols - c0);
     std::vector<float> block(nc * rows);
     for (size_t r = 0; r < rows; ++r)

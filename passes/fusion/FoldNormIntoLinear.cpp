@@ -31,7 +31,6 @@ struct FoldNormIntoLinear : public impl::KilnFoldNormIntoLinearBase<FoldNormInto
     ModuleOp module = getOperation();
     SmallVector<RmsNormOp> norms;
     module.walk([&](RmsNormOp n) { norms.push_back(n); });
-    Builder b(&getContext());
     for (RmsNormOp n : norms) {
       Value y = n.getResult();
       // Any other reader needs the scaled value itself. A quantised weight is left alone:
@@ -45,26 +44,34 @@ struct FoldNormIntoLinear : public impl::KilnFoldNormIntoLinearBase<FoldNormInto
       };
       if (y.use_empty() || !llvm::all_of(y.getUsers(), foldable))
         continue;
-      const std::string g = n.getWeight().str();
-      for (Operation *u : y.getUsers()) {
-        const std::string w = weightReadsOf(u).front().name.str();
-        const std::string folded = w + ".fold(" + g + ")";
-        addDerivedWeight(module, folded,
-                         derivedRecipe(&getContext(), DeriveOp::scale_cols,
-                                       {b.getNamedAttr("source", b.getStringAttr(w)),
-                                        b.getNamedAttr("by", b.getStringAttr(g))}));
-        u->setAttr("weight", b.getStringAttr(folded));
-      }
-      OpBuilder ob(n);
-      auto plain = ob.create<RmsNormalizeOp>(n.getLoc(), n.getType(), n.getInput(), n.getEpsAttr());
-      for (NamedAttribute a : n->getDiscardableAttrs())
-        plain->setAttr(a.getName(), a.getValue());
-      n.replaceAllUsesWith(plain.getResult());
-      n.erase();
+      foldNormIntoReaders(module, n);
       ++numFolded;
     }
   }
 };
 
 } // namespace
+
+Value foldNormIntoReaders(ModuleOp module, RmsNormOp norm) {
+  Builder b(module.getContext());
+  const std::string g = norm.getWeight().str();
+  for (Operation *u : norm.getResult().getUsers()) {
+    const std::string w = weightReadsOf(u).front().name.str();
+    const std::string folded = w + ".fold(" + g + ")";
+    addDerivedWeight(module, folded,
+                     derivedRecipe(module.getContext(), DeriveOp::scale_cols,
+                                   {b.getNamedAttr("source", b.getStringAttr(w)),
+                                    b.getNamedAttr("by", b.getStringAttr(g))}));
+    u->setAttr("weight", b.getStringAttr(folded));
+  }
+  OpBuilder ob(norm);
+  auto plain =
+      ob.create<RmsNormalizeOp>(norm.getLoc(), norm.getType(), norm.getInput(), norm.getEpsAttr());
+  for (NamedAttribute a : norm->getDiscardableAttrs())
+    plain->setAttr(a.getName(), a.getValue());
+  norm.replaceAllUsesWith(plain.getResult());
+  norm.erase();
+  return plain.getResult();
+}
+
 } // namespace kiln

@@ -5,7 +5,7 @@
 // adds; what an add takes besides the stream must be a linear (the writer). See
 // Passes.td for the algebra. Names: the rotated weight of W is "W:rotated" (the rules
 // precision policy reads W's class through it); a folded scale goes in between as
-// "W.fold(g)", as kiln-fold-norm-into-linear names it.
+// "W.fold(g)" (foldNormIntoReaders, shared with kiln-fold-norm-into-linear).
 //===----------------------------------------------------------------------===//
 #include "passes/precision/Passes.h"
 
@@ -15,6 +15,7 @@
 #include "dialects/kiln/IR/KilnOps.h"
 #include "models/weights/DerivedWeights.h"
 #include "models/weights/HadamardRotation.h"
+#include "passes/fusion/LinearFusionPasses.h"
 #include "passes/precision/WeightReads.h"
 
 namespace kiln {
@@ -92,47 +93,35 @@ struct RotateResidual : public impl::KilnRotateResidualBase<RotateResidual> {
 
     MLIRContext *ctx = &getContext();
     Builder b(ctx);
-    auto rotated = [&](Operation *op, const std::string &source, DeriveOp how,
-                       const std::string &attrName) {
-      const std::string name = weightReadsOf(op).front().name.str() + ":rotated";
+    auto addRotation = [&](const std::string &name, const std::string &source, DeriveOp how) {
       addDerivedWeight(module, name,
                        derivedRecipe(ctx, how,
                                      {b.getNamedAttr("source", b.getStringAttr(source)),
                                       b.getNamedAttr("seed", b.getI64IntegerAttr(seed))}));
-      op->setAttr(attrName, b.getStringAttr(name));
+    };
+    // op's weight, named `base` before any fold and read as `source` now, becomes rotated
+    auto rotate = [&](Operation *op, const std::string &base, const std::string &source,
+                      DeriveOp how) {
+      addRotation(base + ":rotated", source, how);
+      op->setAttr("weight", b.getStringAttr(base + ":rotated"));
       precision::setFormat(op, uint32_t(StorageFormat::f32));
       ++numRotated;
     };
-    rotated(embed, table, DeriveOp::rotate_rows, "weight");
+    rotate(embed, table, table, DeriveOp::rotate_rows);
     for (LinearOp w : writers) {
       if (auto bias = w.getBias()) {
-        const std::string rb = bias->str() + ":rotated";
-        addDerivedWeight(module, rb,
-                         derivedRecipe(ctx, DeriveOp::rotate_rows,
-                                       {b.getNamedAttr("source", b.getStringAttr(*bias)),
-                                        b.getNamedAttr("seed", b.getI64IntegerAttr(seed))}));
-        w.setBiasAttr(b.getStringAttr(rb));
+        addRotation(bias->str() + ":rotated", bias->str(), DeriveOp::rotate_rows);
+        w.setBiasAttr(b.getStringAttr(bias->str() + ":rotated"));
       }
-      rotated(w, w.getWeight().str(), DeriveOp::rotate_cols, "weight");
+      rotate(w, w.getWeight().str(), w.getWeight().str(), DeriveOp::rotate_cols);
     }
     for (RmsNormOp norm : norms) {
-      const std::string g = norm.getWeight().str();
-      for (Operation *reader : norm.getResult().getUsers()) {
-        const std::string w = weightReadsOf(reader).front().name.str();
-        const std::string folded = w + ".fold(" + g + ")";
-        addDerivedWeight(module, folded,
-                         derivedRecipe(ctx, DeriveOp::scale_cols,
-                                       {b.getNamedAttr("source", b.getStringAttr(w)),
-                                        b.getNamedAttr("by", b.getStringAttr(g))}));
-        rotated(reader, folded, DeriveOp::rotate_rows, "weight");
-      }
-      OpBuilder ob(norm);
-      auto plain =
-          ob.create<RmsNormalizeOp>(norm.getLoc(), norm.getType(), norm.getInput(), norm.getEpsAttr());
-      for (NamedAttribute a : norm->getDiscardableAttrs())
-        plain->setAttr(a.getName(), a.getValue());
-      norm.replaceAllUsesWith(plain.getResult());
-      norm.erase();
+      std::vector<std::pair<Operation *, std::string>> readers; // and their unfolded names
+      for (Operation *reader : norm.getResult().getUsers())
+        readers.push_back({reader, weightReadsOf(reader).front().name.str()});
+      foldNormIntoReaders(module, norm);
+      for (auto &[reader, base] : readers)
+        rotate(reader, base, weightReadsOf(reader).front().name.str(), DeriveOp::rotate_rows);
     }
   }
 };
