@@ -57,8 +57,8 @@ public:
   // `--layout packed` means for it, plain rows' alignment, and the ops it lowers.
   virtual bool supportsFormat(uint32_t format) const = 0;
   virtual std::string packedLayout() const = 0;
-  // Whether its r16 kernels read q4_K/q5_K/q6_K with integer dot products (else `--precision
-  // source` requantises K-quants into formats that have them).
+  // Whether its kernels read q4_K/q5_K/q6_K's r16 groups with integer dot products (else
+  // `--precision source` requantises K-quants into formats that have them).
   virtual bool integerKQuants() const { return false; }
   virtual unsigned rowAlignBytes() const = 0;
   virtual bool supportsOp(mlir::Operation *op) const = 0;

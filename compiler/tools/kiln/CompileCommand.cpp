@@ -186,7 +186,9 @@ int runCompile(const CompileOptions &opts) {
   request.fusion = opts.fusion;
   request.layout = back.layout == "packed" ? target->packedLayout() : back.layout;
   request.rowAlign = target->rowAlignBytes();
-  request.integerKQuants = request.layout == "r16" && target->integerKQuants();
+  // K-quant rows get r16 groups under either row-group layout
+  request.integerKQuants =
+      (request.layout == "r16" || request.layout == "r32") && target->integerKQuants();
   request.target = target.get();
   codegen::LoweringWeights weights;
   request.weights = &weights;

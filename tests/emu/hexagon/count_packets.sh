@@ -8,7 +8,8 @@
 #   count_packets.sh [OUT IN [N_TOKENS]]     (default 2048 2048 1)
 # Environment: PACKETS_ELF (default build/tests/emu/hexagon/packets.elf, built by the
 # kiln_emu_hexagon target), QEMU (qemu-hexagon-static), CALLS_0/CALLS_1 (0 and 1),
-# KERNELS ("generic hvx"), FORMATS ("q8_0 q4_0 q8_0_r16 q4_0_r16 q8_0_r32 q4_0_r32"),
+# KERNELS ("generic hvx"), FORMATS ("q8_0 q4_0 q8_0_r16 q4_0_r16 q8_0_r32 q4_0_r32"; also
+# q4_1_r16 q4_1_r32, and q4_K_r16 q5_K_r16 q6_K_r16 with IN a multiple of 256),
 # SHARD (row groups per l2fetch'd weight shard of the packed formats, default 0: none).
 # Speed: qemu logs about 0.2 M packets/s here; the generic q8_0 kernel at 2048 x 2048 is
 # ~19 M packets per call (about 2 minutes), the whole default run about 12 minutes.

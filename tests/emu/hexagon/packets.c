@@ -1,7 +1,8 @@
 /* Runs one linear micro-kernel `calls` times on random weights, for counting executed
  * Hexagon packets under qemu-hexagon-static (count_packets.sh runs it with two call counts
  * and divides the difference, so setup cost cancels).
- *   packets <q8_0|q4_0|q8_0_r16|q4_0_r16|q8_0_r32|q4_0_r32> <generic|hvx> <out> <in> <n_tokens> <calls>
+ *   packets <q8_0|q4_0|q{8_0,4_0,4_1}_r16|q{8_0,4_0,4_1}_r32|q{4,5,6}_K_r16> <generic|hvx>
+ *           <out> <in> <n_tokens> <calls>
  *           [shard_groups]
  * ggml formats call kiln_uk_linear, the r16/r32 ones kiln_uk_linear_packed (with
  * shard_groups, default 0: the l2fetch per weight shard the compiler asks for). The generic
@@ -37,27 +38,30 @@ int kiln_fs_main(int argc, char **argv) {
   if ((argc != 7 && argc != 8) || !parse_int(argv[3], &out) || !parse_int(argv[4], &in) ||
       !parse_int(argv[5], &n) || !parse_int(argv[6], &calls) || out < 1 || in < 1 || n < 1 ||
       (argc == 8 && !parse_int(argv[7], &shard))) {
-    kiln_fs_puts(2, "usage: packets <q8_0|q4_0|q8_0_r16|q4_0_r16|q8_0_r32|q4_0_r32> <generic|hvx> <out> <in> "
+    kiln_fs_puts(2, "usage: packets <q8_0|q4_0|q{8_0,4_0,4_1}_r16|q{8_0,4_0,4_1}_r32|"
+                    "q{4,5,6}_K_r16> <generic|hvx> <out> <in> "
                     "<n_tokens> <calls> [shard_groups]\n");
     return 2;
   }
-  uint32_t f;
-  int32_t bb;
-  if (!strcmp(argv[1], "q8_0")) {
-    f = KILN_GGML_TYPE_Q8_0, bb = 34;
-  } else if (!strcmp(argv[1], "q4_0")) {
-    f = KILN_GGML_TYPE_Q4_0, bb = 18;
-  } else if (!strcmp(argv[1], "q8_0_r16")) {
-    f = KILN_TYPE_Q8_0_R16, bb = 0;
-  } else if (!strcmp(argv[1], "q4_0_r16")) {
-    f = KILN_TYPE_Q4_0_R16, bb = 0;
-  } else if (!strcmp(argv[1], "q8_0_r32")) {
-    f = KILN_TYPE_Q8_0_R32, bb = 0;
-  } else if (!strcmp(argv[1], "q4_0_r32")) {
-    f = KILN_TYPE_Q4_0_R32, bb = 0;
-  } else {
-    kiln_fs_printf("packets: unknown format '%s' (q8_0, q4_0, q8_0_r16, q4_0_r16, q8_0_r32, "
-                   "q4_0_r32)\n",
+  /* ggml rows (bb: block bytes) or the packed groups (bb = 0) */
+  static const struct {
+    const char *name;
+    uint32_t f;
+    int32_t bb;
+  } formats[] = {{"q8_0", KILN_GGML_TYPE_Q8_0, 34},  {"q4_0", KILN_GGML_TYPE_Q4_0, 18},
+                 {"q8_0_r16", KILN_TYPE_Q8_0_R16, 0}, {"q4_0_r16", KILN_TYPE_Q4_0_R16, 0},
+                 {"q4_1_r16", KILN_TYPE_Q4_1_R16, 0}, {"q8_0_r32", KILN_TYPE_Q8_0_R32, 0},
+                 {"q4_0_r32", KILN_TYPE_Q4_0_R32, 0}, {"q4_1_r32", KILN_TYPE_Q4_1_R32, 0},
+                 {"q4_K_r16", KILN_TYPE_Q4_K_R16, 0}, {"q5_K_r16", KILN_TYPE_Q5_K_R16, 0},
+                 {"q6_K_r16", KILN_TYPE_Q6_K_R16, 0}};
+  uint32_t f = 0;
+  int32_t bb = -1;
+  for (uint32_t i = 0; i < sizeof formats / sizeof formats[0]; ++i)
+    if (!strcmp(argv[1], formats[i].name))
+      f = formats[i].f, bb = formats[i].bb;
+  if (bb < 0) {
+    kiln_fs_printf("packets: unknown format '%s' (q8_0, q4_0, q8_0_r16, q4_0_r16, q4_1_r16, "
+                   "q8_0_r32, q4_0_r32, q4_1_r32, q4_K_r16, q5_K_r16, q6_K_r16)\n",
                    argv[1]);
     return 2;
   }
@@ -82,14 +86,15 @@ int kiln_fs_main(int argc, char **argv) {
     return 1;
   }
   /* cheap fill (setup runs under the same packet count): xorshift words, then fp16
-   * scales 0x2000-0x23ff (about 0.008-0.016) in every block */
+   * scales 0x2000-0x23ff (about 0.008-0.016) in every block (K-quants keep random scales:
+   * the kernels take the same steps whatever the values) */
   uint32_t s = 12345;
   for (int64_t i = 0; i + 4 <= rs * units; i += 4) {
     s ^= s << 13, s ^= s >> 17, s ^= s << 5;
     *(uint32_t *)(w + i) = s;
   }
   const int32_t nb = (in + 31) / 32;
-  for (int64_t u = 0; u < units; ++u)
+  for (int64_t u = 0; u < (kiln_is_packed_kquant(f) ? 0 : units); ++u)
     for (int32_t b = 0; b < (packed ? nb : (int32_t)(rs / bb)); ++b)
       for (int32_t r = 0; r < R; ++r) {
         s ^= s << 13, s ^= s >> 17, s ^= s << 5;

@@ -12,8 +12,10 @@
  * that takes the generic path. Results must be bit-identical with 1 and 3 tasks, and the
  * fused store modes (segments, residual, SwiGLU) must equal the plain result put through
  * the same float steps. The other formats (f32, f16, q4_1, q3_0, q4_K, q5_K, q6_K) fall back
- * to the generic code and must equal it bit for bit. Weights end right before an unmapped page, so a
- * read past the last row faults. Exit status 0 when everything passes. */
+ * to the generic code and must equal it bit for bit; repacked, q4_1 (r16, r32) and q4_K, q5_K
+ * and q6_K (r16) have HVX kernels that must equal the generic ones bit for bit too. Weights
+ * end right before an unmapped page, so a read past the last row faults. Exit status 0 when
+ * everything passes. */
 #include "common.h"
 #include "fs.h"
 #include "kiln/quant_packed.h"
@@ -352,7 +354,7 @@ static void repack_rows(uint32_t ptype, const uint8_t *src, int64_t rs, int32_t 
 
 /* kiln_uk_linear_packed (HVX) against the generic packed kernel and the HVX ggml-layout
  * kernel (the same int8 math: equal up to float rounding), bit-equal to the generic kernel
- * for q4_1 (its fallback), bit-equal with 1 and 3 tasks and with weight shards of 1 and 3
+ * for q4_1 and the K-quants (the same float steps), bit-equal with 1 and 3 tasks and with weight shards of 1 and 3
  * groups (qemu runs l2fetch as a no-op: this checks that the shards cover every group
  * once), the r32 layout bit-equal to r16 (the same float steps per row and block), and the
  * fused store modes equal to the plain result through the same float steps. */
@@ -367,7 +369,13 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
   guarded_t gw;
   /* ends at the guard (a page boundary), so an r32 matrix starts 128-byte aligned */
   uint8_t *w = guarded_alloc(&gw, (size_t)(gstride * groups));
-  repack_rows(ptype, src, rs, out, in, w, gstride);
+  if (kiln_is_packed_kquant(ptype)) { /* runtime-min's packer (RepackIsLossless checks it) */
+    if (kiln_repack_packed(ptype, src, (uint64_t)rs, (uint64_t)out, (uint64_t)in, w) !=
+        KILN_STATUS_OK)
+      FAIL("%s_r16 in=%d out=%d: kiln_repack_packed failed\n", fname(base), in, out);
+  } else {
+    repack_rows(ptype, src, rs, out, in, w, gstride);
+  }
   float *x = kiln_fs_malloc(sizeof(float) * ((size_t)n * in + 16));
   for (int64_t i = 0; i < (int64_t)n * in; ++i)
     x[i] = rndf(1.5f);
@@ -403,9 +411,9 @@ static void check_packed(uint32_t ptype, int32_t n, int32_t in, int32_t out) {
       FAIL("%s_r32 n=%d in=%d out=%d: differs from the r16 layout\n", fname(base), n, in, out);
     kiln_fs_free(w16), kiln_fs_free(y16);
   }
-  if (base == KILN_GGML_TYPE_Q4_1) {
+  if (base == KILN_GGML_TYPE_Q4_1 || kiln_is_packed_kquant(ptype)) {
     if (!bit_equal(y1, yg, (int64_t)ny))
-      FAIL("q4_1_r%d n=%d in=%d out=%d: fallback differs from generic\n", R, n, in, out);
+      FAIL("%s_r%d n=%d in=%d out=%d: differs from generic\n", fname(base), R, n, in, out);
   } else {
     kiln_uk_linear(0, base, x, n, in, src, rs, out, yl);
     for (int32_t t = 0; t < n; ++t)
@@ -486,6 +494,14 @@ int kiln_fs_main(int argc, char **argv) {
       for (uint32_t b = 0; b < sizeof pins / sizeof pins[0]; ++b)
         for (uint32_t c = 0; c < sizeof pouts / sizeof pouts[0]; ++c)
           check_packed(pk[fi], a ? 3 : 1, pins[b], pouts[c]);
+  /* K-quants: whole super-blocks; 6 tokens are a tile of 4 and one of 2 */
+  static const uint32_t kq[] = {KILN_TYPE_Q4_K_R16, KILN_TYPE_Q5_K_R16, KILN_TYPE_Q6_K_R16};
+  static const int32_t kns[] = {1, 6}, kins[] = {256, 768};
+  for (int32_t fi = 0; fi < 3; ++fi)
+    for (uint32_t a = 0; a < 2; ++a)
+      for (uint32_t b = 0; b < 2; ++b)
+        for (uint32_t c = 0; c < sizeof pouts / sizeof pouts[0]; ++c)
+          check_packed(kq[fi], kns[a], kins[b], pouts[c]);
   kiln_fs_printf("ukernel_diff: r16/r32 max |y - generic packed| / sum|xw| = %.3f e-6\n",
                  max_errp * 1e6);
   kiln_fs_printf("ukernel_diff: %d cases, %d failures; max |y - int8 math| / sum|xw| = %.3f e-6, "

@@ -64,4 +64,17 @@ KILN_UK_INLINE HVX_Vector hvx_scaled_sums(HVX_Vector isum, HVX_Vector h) {
   return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(p, zero), zero, bits);
 }
 
+/* Integer lanes (|v| < 2^24) as float bits, exactly: the leading one to bit 23, the
+ * exponent added above it (its field gets the leading one too, hence 156 = 127 + 30 - 1). */
+KILN_UK_INLINE HVX_Vector hvx_int_floats(HVX_Vector v) {
+  const HVX_Vector zero = Q6_V_vzero();
+  const HVX_Vector a = Q6_Vw_vabs_Vw(v);
+  const HVX_Vector sh = Q6_Vw_vnormamt_Vw(a); /* leading bit to bit 30 */
+  const HVX_Vector m = Q6_Vuw_vlsr_VuwR(Q6_Vw_vasl_VwVw(a, sh), 7);
+  const HVX_Vector ex = Q6_Vw_vasl_VwR(Q6_Vw_vsub_VwVw(Q6_V_vsplat_R(156), sh), 23);
+  const HVX_Vector sign = Q6_V_vand_VV(v, Q6_V_vsplat_R((int32_t)0x80000000));
+  const HVX_Vector bits = Q6_V_vor_VV(Q6_Vw_vadd_VwVw(m, ex), sign);
+  return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(v, zero), zero, bits);
+}
+
 #endif /* KILN_CODEGEN_CPU_UKERNELS_HVX_COMMON_H_ */

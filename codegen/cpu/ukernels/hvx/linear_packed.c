@@ -1,7 +1,8 @@
 /* kiln micro-kernels, Hexagon HVX (128-byte vectors, v67 and later): linear over the
  * repacked formats (kiln/quant_packed.h). Overrides generic/linear_packed.c: q4_0 and q8_0
  * in 32-row groups (r32, the layout kiln compile gives HVX targets) and in 16-row groups
- * (r16) run on HVX; q4_1 runs the portable C code (packed_generic_groups).
+ * (r16) run on HVX, and so do q4_1 (both, with the portable code's float steps: below) and
+ * q4_K, q5_K and q6_K in r16 groups (linear_packed_kquant.h).
  *
  * r32: a block's code chunk is one aligned 128-byte vector whose word lane r is 4
  * consecutive weights of row r, so one vrmpy with the chunk's 4 activation bytes as the
@@ -10,7 +11,8 @@
  * of every vrmpy is useful, and no vmux, vdeal or realigning valign is needed (r32 matrices
  * start on a 128-byte boundary and every chunk and header is 128 bytes).
  *
- * r16 (below the r32 code; what --layout r16 gives a Hexagon target):
+ * r16 (below the r32 code; what --layout r16 gives a Hexagon target, and what K-quant
+ * rows get on every target: their steps are in linear_packed_kquant.h):
  * x is quantised by packed_prepare (packed_common.h, the same int8 blocks on every ISA).
  * A block's codes are 64-byte chunks whose word lane r is 4 consecutive weights of row r,
  * so one 128-byte vector holds chunks k (lanes 0-15) and k + 1 (lanes 16-31), and
@@ -38,7 +40,8 @@
 
 typedef float hvxp_f2_t __attribute__((vector_size(8))); /* two floats, one 64-bit load */
 
-/* Block b's 32 row sums (int32, exact): 8 vrmpy for q8_0, 8 for q4_0's two nibble halves. */
+/* Block b's 32 row sums (int32, exact): 8 vrmpy for q8_0, 8 for q4_0's and q4_1's two nibble
+ * halves (q4_0's offset -8 * s included). */
 KILN_UK_INLINE HVX_Vector hvxp_r32_block(const uint8_t *grp, uint32_t format, const qact_t *xq,
                                          int32_t b) {
   const HVX_Vector *codes =
@@ -51,7 +54,8 @@ KILN_UK_INLINE HVX_Vector hvxp_r32_block(const uint8_t *grp, uint32_t format, co
     return isum;
   }
   const HVX_Vector low4 = Q6_Vb_vsplat_R(0x0f);
-  HVX_Vector lo = Q6_V_vsplat_R(-8 * xq->s[b]), hi = Q6_V_vzero();
+  HVX_Vector lo = Q6_V_vsplat_R(format == KILN_TYPE_Q4_1_R32 ? 0 : -8 * xq->s[b]);
+  HVX_Vector hi = Q6_V_vzero();
   for (int32_t k = 0; k < 4; ++k) { /* high nibbles are element + 16 */
     const HVX_Vector c = codes[k];
     lo = Q6_Vw_vrmpyacc_VwVubRb(lo, Q6_V_vand_VV(c, low4), xw[k]);
@@ -195,15 +199,100 @@ KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, in
   packed_store_rows(a, t, g * ROWS, acc, ROWS);
 }
 
-/* Groups g0..g1 (`format` is a constant in each caller): q4_1 runs the portable code. */
+/* Two r16 blocks' sums in one vector: lanes 0-15 the first's 16 rows, 16-31 the second's
+ * (hvxp_block leaves a row's sum split over lanes r and 16 + r). */
+KILN_UK_INLINE HVX_Vector hvxp_pair(HVX_Vector t0, HVX_Vector t1) {
+  const HVX_VectorPair d = Q6_W_vdeal_VVR(t1, t0, -64);
+  return Q6_Vw_vadd_VwVw(Q6_V_lo_W(d), Q6_V_hi_W(d));
+}
+
+#include "linear_packed_kquant.h"
+
+/* q4_1, r16 and r32: the sums as above with no code offset, then the portable code's float
+ * steps (packed_common.h) on floats made exactly in integer lanes (the sums, d_w and m_w),
+ * as the K-quants do: the portable code's bits. A vector pass over a chunk of blocks, then a
+ * scalar pass with two rows' accumulators in registers; block i, row r at float R * i + r. */
+#define Q41_CHUNK 8 /* blocks per pass: 3 KiB of floats on the stack */
+
+/* A q4_1 unit header's d (lanes 0-15) and m (16-31) of r16 block b as words */
+KILN_UK_INLINE HVX_Vector hvxp_q41_header16(const uint8_t *grp, int64_t b) {
+  const uint8_t *h = grp + kiln_packed_scales_offset(KILN_TYPE_Q4_1_R16, (uint64_t)b);
+  const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hvx_load_safe(h, h + 63));
+  return Q6_V_lo_W(Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4));
+}
+
+KILN_UK_INLINE void hvxp_q41_group_token(const packed_args_t *a, uint32_t format, int64_t g,
+                                         int32_t t) {
+  const int32_t R = kiln_is_packed_r32(format) ? R32_ROWS : ROWS;
+  const uint8_t *grp = a->w + g * a->group_stride;
+  const qact_t xq = packed_qact(a, t);
+  const HVX_Vector one = Q6_V_vsplat_R(1);
+  float acc[R32_ROWS];
+  for (int32_t r = 0; r < R; ++r)
+    acc[r] = 0.0f;
+  union {
+    HVX_Vector v[Q41_CHUNK];
+    float f[Q41_CHUNK * 32];
+  } is, dw, mw;
+  for (int32_t b0 = 0; b0 < a->nb; b0 += Q41_CHUNK) {
+    const int32_t nc = KILN_UK_MIN(Q41_CHUNK, a->nb - b0);
+    if (R == R32_ROWS) {
+      for (int32_t i = 0; i < nc; ++i) {
+        const int32_t b = b0 + i;
+        is.v[i] = hvx_int_floats(hvxp_r32_block(grp, format, &xq, b));
+        /* the 128-byte header: 32 d, then 32 m */
+        const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(
+            *(const HVX_Vector *)(grp + kiln_packed_scales_offset(format, (uint64_t)b)));
+        const HVX_VectorPair h = Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4);
+        dw.v[i] = hvx_scaled_sums(one, Q6_V_lo_W(h));
+        mw.v[i] = hvx_scaled_sums(one, Q6_V_hi_W(h));
+      }
+    } else {
+      for (int32_t i = 0; i < nc; i += 2) { /* two blocks a vector; a last odd one alone */
+        const int32_t b = b0 + i, two = i + 1 < nc;
+        const HVX_Vector t0 =
+            hvxp_block(format, grp + kiln_packed_codes_offset(format, (uint64_t)b),
+                       (const int32_t *)(xq.q + b * KILN_PACK_BLOCK), 0);
+        const HVX_Vector t1 =
+            two ? hvxp_block(format, grp + kiln_packed_codes_offset(format, (uint64_t)b + 1),
+                             (const int32_t *)(xq.q + (b + 1) * KILN_PACK_BLOCK), 0)
+                : Q6_V_vzero();
+        is.v[i / 2] = hvx_int_floats(hvxp_pair(t0, t1));
+        const HVX_Vector h0 = hvxp_q41_header16(grp, b);
+        const HVX_VectorPair h = Q6_W_vdeal_VVR(two ? hvxp_q41_header16(grp, b + 1) : h0, h0, -64);
+        dw.v[i / 2] = hvx_scaled_sums(one, Q6_V_lo_W(h));
+        mw.v[i / 2] = hvx_scaled_sums(one, Q6_V_hi_W(h));
+      }
+    }
+    const float *d = xq.d + b0, *ds = xq.ds + b0;
+    for (int32_t r = 0; r < R; r += 2) {
+      float a0 = acc[r], a1 = acc[r + 1];
+      for (int32_t i = 0; i < nc; ++i) {
+        const hvxp_f2_t s = *(const hvxp_f2_t *)&is.f[R * i + r];
+        const hvxp_f2_t w = *(const hvxp_f2_t *)&dw.f[R * i + r];
+        const hvxp_f2_t m = *(const hvxp_f2_t *)&mw.f[R * i + r];
+        a0 += s[0] * (w[0] * d[i]);
+        a0 += m[0] * ds[i];
+        a1 += s[1] * (w[1] * d[i]);
+        a1 += m[1] * ds[i];
+      }
+      acc[r] = a0, acc[r + 1] = a1;
+    }
+  }
+  packed_store_rows(a, t, g * R, acc, R);
+}
+
+/* Groups g0..g1 (`format` is a constant in each caller). */
 KILN_UK_INLINE void hvxp_groups(const packed_args_t *a, uint32_t format, int64_t g0, int64_t g1) {
-  if (kiln_packed_base_type(format) == KILN_GGML_TYPE_Q4_1) {
-    packed_generic_groups(a, format, g0, g1);
+  if (kiln_is_packed_kquant(format)) {
+    hkq_groups(a, format, g0, g1);
     return;
   }
   for (int64_t g = g0; g < g1; ++g)
     for (int32_t t = 0; t < a->n; ++t) {
-      if (kiln_is_packed_r32(format))
+      if (kiln_packed_base_type(format) == KILN_GGML_TYPE_Q4_1)
+        hvxp_q41_group_token(a, format, g, t);
+      else if (kiln_is_packed_r32(format))
         hvxp_r32_group_token(a, format, g, t);
       else
         hvxp_group_token(a, format, g, t);
@@ -230,5 +319,6 @@ KILN_UK_INLINE void packed_groups(const packed_args_t *a, uint32_t format, int64
   }
 }
 #define packed_groups_r32 packed_groups
+#define packed_kquant_groups packed_groups
 
 #include "linear_packed_entry.h"
