@@ -64,6 +64,38 @@ KILN_UK_INLINE HVX_Vector hvx_scaled_sums(HVX_Vector isum, HVX_Vector h) {
   return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(p, zero), zero, bits);
 }
 
+/* fp16 lanes (the low half of each word) taken apart once for several products with small
+ * integers: the significand with its implicit bit (none when subnormal), the exponent (as for
+ * e = 1 when subnormal) and the sign at bit 31. Finite halves only, as in hvx_scaled_sums. */
+typedef struct {
+  HVX_Vector m, e, sign;
+} hvx_half_t;
+
+KILN_UK_INLINE hvx_half_t hvx_half(HVX_Vector h) {
+  const HVX_Vector e = Q6_V_vand_VV(Q6_Vuw_vlsr_VuwR(h, 10), Q6_V_vsplat_R(31));
+  const HVX_Vector frac = Q6_V_vand_VV(h, Q6_V_vsplat_R(0x3ff));
+  hvx_half_t r;
+  r.m = Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(e, Q6_V_vzero()), frac,
+                      Q6_V_vor_VV(frac, Q6_V_vsplat_R(0x400)));
+  r.e = Q6_Vw_vmax_VwVw(e, Q6_V_vsplat_R(1));
+  r.sign = Q6_V_vand_VV(Q6_Vw_vasl_VwR(h, 16), Q6_V_vsplat_R((int32_t)0x80000000));
+  return r;
+}
+
+/* k * h (or -(k * h) with negate) as float bits, exactly: for 0 <= k < 2^13, so the product
+ * of k and the significand has at most 24 bits (hvx_scaled_sums's steps with no rounding). */
+KILN_UK_INLINE HVX_Vector hvx_half_times(HVX_Vector k, hvx_half_t h, int32_t negate) {
+  const HVX_Vector p = Q6_Vw_vmpyie_VwVuh(k, h.m);
+  const HVX_Vector sh = Q6_Vw_vnormamt_Vw(p); /* leading bit to bit 30 */
+  const HVX_Vector m = Q6_Vuw_vlsr_VuwR(Q6_Vw_vasl_VwVw(p, sh), 7);
+  const HVX_Vector ex =
+      Q6_Vw_vasl_VwR(Q6_Vw_vsub_VwVw(Q6_Vw_vadd_VwVw(h.e, Q6_V_vsplat_R(131)), sh), 23);
+  const HVX_Vector sign =
+      negate ? Q6_V_vxor_VV(h.sign, Q6_V_vsplat_R((int32_t)0x80000000)) : h.sign;
+  const HVX_Vector bits = Q6_V_vor_VV(Q6_Vw_vadd_VwVw(m, ex), sign);
+  return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(p, Q6_V_vzero()), Q6_V_vzero(), bits);
+}
+
 /* Integer lanes (|v| < 2^24) as float bits, exactly: the leading one to bit 23, the
  * exponent added above it (its field gets the leading one too, hence 156 = 127 + 30 - 1). */
 KILN_UK_INLINE HVX_Vector hvx_int_floats(HVX_Vector v) {

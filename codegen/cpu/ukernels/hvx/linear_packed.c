@@ -244,8 +244,8 @@ KILN_UK_INLINE void hvxp_q41_group_token(const packed_args_t *a, uint32_t format
         const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(
             *(const HVX_Vector *)(grp + kiln_packed_scales_offset(format, (uint64_t)b)));
         const HVX_VectorPair h = Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4);
-        dw.v[i] = hvx_scaled_sums(one, Q6_V_lo_W(h));
-        mw.v[i] = hvx_scaled_sums(one, Q6_V_hi_W(h));
+        dw.v[i] = hvx_half_times(one, hvx_half(Q6_V_lo_W(h)), 0);
+        mw.v[i] = hvx_half_times(one, hvx_half(Q6_V_hi_W(h)), 0);
       }
     } else {
       for (int32_t i = 0; i < nc; i += 2) { /* two blocks a vector; a last odd one alone */
@@ -260,8 +260,8 @@ KILN_UK_INLINE void hvxp_q41_group_token(const packed_args_t *a, uint32_t format
         is.v[i / 2] = hvx_int_floats(hvxp_pair(t0, t1));
         const HVX_Vector h0 = hvxp_q41_header16(grp, b);
         const HVX_VectorPair h = Q6_W_vdeal_VVR(two ? hvxp_q41_header16(grp, b + 1) : h0, h0, -64);
-        dw.v[i / 2] = hvx_scaled_sums(one, Q6_V_lo_W(h));
-        mw.v[i / 2] = hvx_scaled_sums(one, Q6_V_hi_W(h));
+        dw.v[i / 2] = hvx_half_times(one, hvx_half(Q6_V_lo_W(h)), 0);
+        mw.v[i / 2] = hvx_half_times(one, hvx_half(Q6_V_hi_W(h)), 0);
       }
     }
     const float *d = xq.d + b0, *ds = xq.ds + b0;

@@ -9,7 +9,7 @@
  *
  * HVX before v68 has no float, so what the float steps read is made exactly in integer
  * lanes: the sums as float bits (exact: |sum| < 2^24), and once per super-block q4_K's
- * d * sc and -(dmin * m) (17-bit products) or q6_K's d, by hvx_scaled_sums. The scalar code
+ * d * sc and -(dmin * m) (17-bit products) or q6_K's d (hvx_half_times). The scalar code
  * is left with packed_kquant.h's multiply and fused multiply-adds per (row, sub-block), in
  * its order, so the results equal the portable code's bit for bit (tests/emu/hexagon/
  * ukernel_diff.c). The scales are made once per super-block for a tile of tokens.
@@ -64,6 +64,7 @@ KILN_UK_INLINE void hkq_q4_scales(const uint8_t *sb, hkq_lanes_t *dw, hkq_lanes_
   const HVX_Vector ww = hkq_low_halves(w, w);
   const HVX_Vector top = Q6_V_vmux_QVV(Q6_Q_vsetq_R(64), ww, Q6_Vuw_vlsr_VuwR(ww, 4));
   const HVX_Vector three = Q6_V_vsplat_R(3), fifteen = Q6_V_vsplat_R(15);
+  const hvx_half_t hd = hvx_half(d), hmin = hvx_half(dmin);
   for (int32_t u = 0; u < 4; ++u) {
     const HVX_Vector hi = Q6_Vuw_vlsr_VuwR(top, 8 * u);
     const HVX_Vector sc = Q6_V_vor_VV(Q6_V_vand_VV(low[u], fifteen),
@@ -71,8 +72,8 @@ KILN_UK_INLINE void hkq_q4_scales(const uint8_t *sb, hkq_lanes_t *dw, hkq_lanes_
     const HVX_Vector m =
         Q6_V_vor_VV(Q6_Vuw_vlsr_VuwR(low[u], 4),
                     Q6_Vw_vasl_VwR(Q6_V_vand_VV(Q6_Vuw_vlsr_VuwR(hi, 2), three), 4));
-    dw->v[u] = hvx_scaled_sums(sc, d);
-    mw->v[u] = hvx_scaled_sums(Q6_Vw_vsub_VwVw(Q6_V_vzero(), m), dmin);
+    dw->v[u] = hvx_half_times(sc, hd, 0);
+    mw->v[u] = hvx_half_times(m, hmin, 1);
   }
 }
 
@@ -154,7 +155,7 @@ KILN_UK_INLINE void hkq_group(const packed_args_t *a, uint32_t format, int64_t g
       const uint8_t *dp = grp + kiln_packed_q6_k_d_offset((uint64_t)s);
       const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hvx_load_safe(dp, dp + 31));
       const HVX_Vector d = Q6_V_lo_W(Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4));
-      dw.v[0] = hvx_scaled_sums(Q6_V_vsplat_R(1), d);
+      dw.v[0] = hvx_half_times(Q6_V_vsplat_R(1), hvx_half(d), 0);
       /* int8 scales: byte 32j + r for elements 0-15 of row r, 32j + 16 + r for 16-31;
        * sc0[u], sc1[u] in the sums' lane order for sub-blocks 2u, 2u + 1 */
       HVX_Vector w[8];
