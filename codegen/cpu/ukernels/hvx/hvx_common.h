@@ -31,42 +31,9 @@ KILN_UK_INLINE void hvx_l2fetch(const uint8_t *p, int64_t bytes) {
   Q6_l2fetch_AP((void *)p, (long long)box);
 }
 
-/* (row, block) dot products times their fp16 block scales, as float bits, 32 lanes at a
- * time (HVX before v68 has no float): p = isum * m_w exactly in int32 (|isum| < 2^19, the
- * half's significand m_w < 2^11), rounded once to 24 bits (to nearest, ties to even), and
- * 2^(e_w - 25) added in the exponent field. So the scalar code is left with one fused
- * multiply-add per (row, block), by d_x. h: the fp16 bits in the low half of each lane. */
-KILN_UK_INLINE HVX_Vector hvx_scaled_sums(HVX_Vector isum, HVX_Vector h) {
-  const HVX_Vector zero = Q6_V_vzero(), one = Q6_V_vsplat_R(1);
-  const HVX_Vector e = Q6_V_vand_VV(Q6_Vuw_vlsr_VuwR(h, 10), Q6_V_vsplat_R(31));
-  const HVX_Vector frac = Q6_V_vand_VV(h, Q6_V_vsplat_R(0x3ff));
-  /* subnormal halves: no implicit bit, exponent as for e = 1 */
-  const HVX_Vector mw = Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(e, zero), frac,
-                                      Q6_V_vor_VV(frac, Q6_V_vsplat_R(0x400)));
-  const HVX_Vector ew = Q6_Vw_vmax_VwVw(e, one);
-  const HVX_Vector p = Q6_Vw_vmpyie_VwVuh(isum, mw);
-  const HVX_Vector a = Q6_Vw_vabs_Vw(p);
-  const HVX_Vector sh = Q6_Vw_vnormamt_Vw(a); /* leading bit to bit 30 */
-  const HVX_Vector m = Q6_Vw_vasl_VwVw(a, sh);
-  const HVX_Vector hi = Q6_Vuw_vlsr_VuwR(m, 7); /* 24 bits, the leading one at bit 23 */
-  /* + 1 when the 7 bits below exceed half, or equal it with hi odd */
-  const HVX_Vector rnd = Q6_Vuw_vlsr_VuwR(
-      Q6_Vw_vadd_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(m, Q6_V_vsplat_R(0x7f)), Q6_V_vand_VV(hi, one)),
-                      Q6_V_vsplat_R(63)),
-      7);
-  /* biased exponent of |p| * 2^(ew - 25): 127 + 30 - sh + ew - 25, minus 1 for the
-   * leading one in hi (a rounding carry into bit 24 bumps the exponent, as it should) */
-  const HVX_Vector ex =
-      Q6_Vw_vasl_VwR(Q6_Vw_vsub_VwVw(Q6_Vw_vadd_VwVw(ew, Q6_V_vsplat_R(131)), sh), 23);
-  const HVX_Vector sign = Q6_V_vand_VV(Q6_V_vxor_VV(isum, Q6_Vw_vasl_VwR(h, 16)),
-                                      Q6_V_vsplat_R((int32_t)0x80000000));
-  const HVX_Vector bits = Q6_V_vor_VV(Q6_Vw_vadd_VwVw(Q6_Vw_vadd_VwVw(hi, rnd), ex), sign);
-  return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(p, zero), zero, bits);
-}
-
 /* fp16 lanes (the low half of each word) taken apart once for several products with small
  * integers: the significand with its implicit bit (none when subnormal), the exponent (as for
- * e = 1 when subnormal) and the sign at bit 31. Finite halves only, as in hvx_scaled_sums. */
+ * e = 1 when subnormal) and the sign at bit 31. Finite halves only (no inf or NaN). */
 typedef struct {
   HVX_Vector m, e, sign;
 } hvx_half_t;
@@ -80,6 +47,34 @@ KILN_UK_INLINE hvx_half_t hvx_half(HVX_Vector h) {
   r.e = Q6_Vw_vmax_VwVw(e, Q6_V_vsplat_R(1));
   r.sign = Q6_V_vand_VV(Q6_Vw_vasl_VwR(h, 16), Q6_V_vsplat_R((int32_t)0x80000000));
   return r;
+}
+
+/* (row, block) dot products times their fp16 block scales, as float bits, 32 lanes at a
+ * time (HVX before v68 has no float): p = isum * m_w exactly in int32 (|isum| < 2^19, the
+ * half's significand m_w < 2^11), rounded once to 24 bits (to nearest, ties to even), and
+ * 2^(e_w - 25) added in the exponent field. So the scalar code is left with one fused
+ * multiply-add per (row, block), by d_x. h: the fp16 bits in the low half of each lane. */
+KILN_UK_INLINE HVX_Vector hvx_scaled_sums(HVX_Vector isum, HVX_Vector h) {
+  const HVX_Vector zero = Q6_V_vzero(), one = Q6_V_vsplat_R(1);
+  const hvx_half_t w = hvx_half(h);
+  const HVX_Vector p = Q6_Vw_vmpyie_VwVuh(isum, w.m);
+  const HVX_Vector a = Q6_Vw_vabs_Vw(p);
+  const HVX_Vector sh = Q6_Vw_vnormamt_Vw(a); /* leading bit to bit 30 */
+  const HVX_Vector m = Q6_Vw_vasl_VwVw(a, sh);
+  const HVX_Vector hi = Q6_Vuw_vlsr_VuwR(m, 7); /* 24 bits, the leading one at bit 23 */
+  /* + 1 when the 7 bits below exceed half, or equal it with hi odd */
+  const HVX_Vector rnd = Q6_Vuw_vlsr_VuwR(
+      Q6_Vw_vadd_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(m, Q6_V_vsplat_R(0x7f)), Q6_V_vand_VV(hi, one)),
+                      Q6_V_vsplat_R(63)),
+      7);
+  /* biased exponent of |p| * 2^(ew - 25): 127 + 30 - sh + ew - 25, minus 1 for the
+   * leading one in hi (a rounding carry into bit 24 bumps the exponent, as it should) */
+  const HVX_Vector ex =
+      Q6_Vw_vasl_VwR(Q6_Vw_vsub_VwVw(Q6_Vw_vadd_VwVw(w.e, Q6_V_vsplat_R(131)), sh), 23);
+  const HVX_Vector sign =
+      Q6_V_vxor_VV(Q6_V_vand_VV(isum, Q6_V_vsplat_R((int32_t)0x80000000)), w.sign);
+  const HVX_Vector bits = Q6_V_vor_VV(Q6_Vw_vadd_VwVw(Q6_Vw_vadd_VwVw(hi, rnd), ex), sign);
+  return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(p, zero), zero, bits);
 }
 
 /* k * h (or -(k * h) with negate) as float bits, exactly: for 0 <= k < 2^13, so the product
