@@ -31,8 +31,8 @@ public:
   // The row groups the target's kernels read: 16, or 32 for HVX's 128-byte vectors.
   std::string packedLayout() const override { return t.packRows == 32 ? "r32" : "r16"; }
   unsigned rowAlignBytes() const override { return t.rowAlignBytes; }
-  // x86/, neon/ and hvx/linear_packed_kquant.h (K-quant rows get r16 groups on HVX's r32
-  // targets too); the generic target runs the portable code
+  // x86/, neon/ and hvx/linear_packed_kquant.h: every ISA kiln targets (K-quant rows get
+  // r16 groups on HVX's r32 targets too)
   bool integerKQuants() const override {
     return t.triple.rfind("x86_64", 0) == 0 || t.triple.rfind("aarch64", 0) == 0 ||
            t.triple.rfind("hexagon", 0) == 0;
