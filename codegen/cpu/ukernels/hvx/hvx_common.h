@@ -31,6 +31,14 @@ KILN_UK_INLINE void hvx_l2fetch(const uint8_t *p, int64_t bytes) {
   Q6_l2fetch_AP((void *)p, (long long)box);
 }
 
+/* The 64 halfwords of v zero-extended to words in order: halfwords 0-31 in the low vector,
+ * 32-63 in the high one (the extension splits even and odd lanes; the shuffle puts them
+ * back). */
+KILN_UK_INLINE HVX_VectorPair hvx_halves_words(HVX_Vector v) {
+  const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(v);
+  return Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4);
+}
+
 /* fp16 lanes (the low half of each word) taken apart once for several products with small
  * integers: the significand with its implicit bit (none when subnormal), the exponent (as for
  * e = 1 when subnormal) and the sign at bit 31. Finite halves only (no inf or NaN). */

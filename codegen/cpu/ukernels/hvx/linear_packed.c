@@ -64,12 +64,11 @@ KILN_UK_INLINE HVX_Vector hvxp_r32_block(const uint8_t *grp, uint32_t format, co
   return Q6_Vw_vadd_VwVw(lo, hi);
 }
 
-/* The unit header of blocks b, b + 1 (b even): 64 fp16 scales -> words in order, block b
- * in the low vector, b + 1 in the high one. */
+/* The unit header at block b as words in order: q4_0/q8_0 (b even) block b's 32 scales in the
+ * low vector, b + 1's in the high one; q4_1 block b's d, then its m. */
 KILN_UK_INLINE HVX_VectorPair hvxp_r32_scales(const uint8_t *grp, uint32_t format, int32_t b) {
-  const HVX_Vector hv = *(const HVX_Vector *)(grp + kiln_packed_scales_offset(format, (uint64_t)b));
-  const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hv);
-  return Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4);
+  return hvx_halves_words(
+      *(const HVX_Vector *)(grp + kiln_packed_scales_offset(format, (uint64_t)b)));
 }
 
 #define R32_CHUNK 32 /* blocks per pass (even: whole units): 4 KiB of scaled sums on the stack */
@@ -173,9 +172,7 @@ KILN_UK_INLINE void hvxp_group_token(const packed_args_t *a, uint32_t format, in
     const HVX_Vector isum = Q6_Vw_vadd_VwVw(Q6_V_lo_W(d), Q6_V_hi_W(d));
     /* the unit's 32 fp16 scales as words in order: zero-extend (even/odd halves), then
      * interleave back; a unit with one block has 16 (the rest is multiplied by zero) */
-    const HVX_Vector hv = hvx_load_safe(hdr, hdr + (two ? 63 : 31));
-    const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hv);
-    const HVX_Vector h = Q6_V_lo_W(Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4));
+    const HVX_Vector h = Q6_V_lo_W(hvx_halves_words(hvx_load_safe(hdr, hdr + (two ? 63 : 31))));
     union {
       HVX_Vector v;
       float f[32];
@@ -217,8 +214,7 @@ KILN_UK_INLINE HVX_Vector hvxp_pair(HVX_Vector t0, HVX_Vector t1) {
 /* A q4_1 unit header's d (lanes 0-15) and m (16-31) of r16 block b as words */
 KILN_UK_INLINE HVX_Vector hvxp_q41_header16(const uint8_t *grp, int64_t b) {
   const uint8_t *h = grp + kiln_packed_scales_offset(KILN_TYPE_Q4_1_R16, (uint64_t)b);
-  const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hvx_load_safe(h, h + 63));
-  return Q6_V_lo_W(Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4));
+  return Q6_V_lo_W(hvx_halves_words(hvx_load_safe(h, h + 63)));
 }
 
 KILN_UK_INLINE void hvxp_q41_group_token(const packed_args_t *a, uint32_t format, int64_t g,
@@ -241,9 +237,7 @@ KILN_UK_INLINE void hvxp_q41_group_token(const packed_args_t *a, uint32_t format
         const int32_t b = b0 + i;
         is.v[i] = hvx_int_floats(hvxp_r32_block(grp, format, &xq, b));
         /* the 128-byte header: 32 d, then 32 m */
-        const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(
-            *(const HVX_Vector *)(grp + kiln_packed_scales_offset(format, (uint64_t)b)));
-        const HVX_VectorPair h = Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4);
+        const HVX_VectorPair h = hvxp_r32_scales(grp, format, b);
         dw.v[i] = hvx_half_times(one, hvx_half(Q6_V_lo_W(h)), 0);
         mw.v[i] = hvx_half_times(one, hvx_half(Q6_V_hi_W(h)), 0);
       }

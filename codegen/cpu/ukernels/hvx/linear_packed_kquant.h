@@ -52,8 +52,7 @@ KILN_UK_INLINE HVX_Vector hkq_low_halves(HVX_Vector a, HVX_Vector b) {
 /* q4_K/q5_K super-block sb: d * sc and -(dmin * m) per (sub-block, row), as floats. */
 KILN_UK_INLINE void hkq_q4_scales(const uint8_t *sb, hkq_lanes_t *dw, hkq_lanes_t *mw) {
   /* d and dmin (16 fp16 each) as words: [d | dmin], then [d | d] and [dmin | dmin] */
-  const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hvx_load_safe(sb, sb + 63));
-  const HVX_Vector dd = Q6_V_lo_W(Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4));
+  const HVX_Vector dd = Q6_V_lo_W(hvx_halves_words(hvx_load_safe(sb, sb + 63)));
   const HVX_Vector d = hkq_low_halves(dd, dd);
   const HVX_Vector dmin = Q6_V_vmux_QVV(Q6_Q_vsetq_R(64), Q6_V_vror_VR(dd, 64), dd);
   /* the low 4 bits of scale and min: byte j * 16 + r, so low[u] is in lane order */
@@ -153,8 +152,7 @@ KILN_UK_INLINE void hkq_group(const packed_args_t *a, uint32_t format, int64_t g
       hkq_q4_scales(sb, &dw, &mw);
     } else {
       const uint8_t *dp = grp + kiln_packed_q6_k_d_offset((uint64_t)s);
-      const HVX_VectorPair z = Q6_Wuw_vzxt_Vuh(hvx_load_safe(dp, dp + 31));
-      const HVX_Vector d = Q6_V_lo_W(Q6_W_vshuff_VVR(Q6_V_hi_W(z), Q6_V_lo_W(z), -4));
+      const HVX_Vector d = Q6_V_lo_W(hvx_halves_words(hvx_load_safe(dp, dp + 31)));
       dw.v[0] = hvx_half_times(Q6_V_vsplat_R(1), hvx_half(d), 0);
       /* int8 scales: byte 32j + r for elements 0-15 of row r, 32j + 16 + r for 16-31;
        * sc0[u], sc1[u] in the sums' lane order for sub-blocks 2u, 2u + 1 */
