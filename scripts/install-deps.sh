@@ -20,6 +20,10 @@ PACKAGES=(
   # Byte-level BPE oracle (issue 6): tests/onnx/byte_bpe_reference.py splits text with the
   # Llama 3 regex, which needs \p{L} / \p{N} (the standard re module has neither).
   python3-regex
+  # Vulkan (issue 51): headers (the backend loads libvulkan at run time), glslang and
+  # spirv-val for the kernels, and for the tests Mesa's lavapipe, the loader and the Khronos
+  # validation layer.
+  libvulkan-dev libvulkan1 glslang-tools spirv-tools mesa-vulkan-drivers vulkan-validationlayers
   # Ed25519 artifact signatures: libsodium's source from Debian's archive (below).
   curl patch
 )

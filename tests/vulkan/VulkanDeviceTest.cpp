@@ -1,0 +1,127 @@
+// The device layer: what it reports, its errors on bad input, and re-submitted recordings
+// with per-dispatch timestamps.
+#include "VulkanTestDevice.h"
+
+extern "C" {
+#include "vk_internal.h"
+}
+
+namespace kiln::vktest {
+namespace {
+
+TEST_F(VulkanTest, DeviceReportsWhatTheKernelsNeed) {
+  const kiln_vk_device_info_t *info = kiln_vk_device_info(dev());
+  EXPECT_STRNE(info->name, "");
+  EXPECT_GE(info->api_version, (1u << 22) | (1u << 12)); // 1.1
+  EXPECT_GE(info->subgroup_size, 1u);
+  EXPECT_GE(info->max_shared_memory_bytes, 16384u); // Vulkan's minimum
+  RecordProperty("device", info->name);
+  std::printf("device: %s, subgroup %u, shared %u B, fp16 %d, int8 %d, int-dot %d, "
+              "timestamps %d\n",
+              info->name, info->subgroup_size, info->max_shared_memory_bytes,
+              info->fp16_arithmetic, info->int8_arithmetic, info->integer_dot, info->timestamps);
+}
+
+TEST_F(VulkanTest, AbsurdBufferIsOutOfMemory) {
+  kiln_vk_buffer_t *b = nullptr;
+  kiln_error_t err;
+  EXPECT_EQ(kiln_vk_buffer_create(dev(), uint64_t(1) << 50, &b, &err), KILN_STATUS_OUT_OF_MEMORY);
+  EXPECT_EQ(b, nullptr);
+  EXPECT_NE(std::string(err.message).find("memory"), std::string::npos) << err.message;
+  EXPECT_EQ(kiln_vk_buffer_create(dev(), 6, &b, &err), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_vk_buffer_create(dev(), 0, &b, &err), KILN_STATUS_INVALID_ARGUMENT);
+}
+
+// The count every test checks is live: an invalid call (a zero-sized buffer) is counted.
+TEST_F(VulkanTest, ValidationLayerCountsAnInvalidCall) {
+  kiln_vk_device_t *d = dev();
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = 0; // VUID-VkBufferCreateInfo-size-00912
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  const uint64_t before = kiln_vk_validation_messages(d);
+  if (d->vk.vkCreateBuffer(d->device, &info, nullptr, &buffer) == VK_SUCCESS && buffer)
+    d->vk.vkDestroyBuffer(d->device, buffer, nullptr);
+  EXPECT_GT(kiln_vk_validation_messages(d), before);
+  EXPECT_NE(std::string(kiln_vk_first_validation_message(d)).find("00912"), std::string::npos)
+      << kiln_vk_first_validation_message(d);
+  acceptValidationMessages();
+}
+
+TEST_F(VulkanTest, BadPipelinesAreRefused) {
+  const uint32_t garbage[8] = {0xdeadbeef, 1, 2, 3, 4, 5, 6, 7};
+  kiln_vk_pipeline_desc_t desc = {"garbage", garbage, 8, 1, 4, nullptr, 0};
+  kiln_vk_pipeline_t *p = nullptr;
+  kiln_error_t err;
+  EXPECT_EQ(kiln_vk_pipeline_create(dev(), &desc, &p, &err), KILN_STATUS_CORRUPT);
+  EXPECT_NE(std::string(err.message).find("not a SPIR-V module"), std::string::npos);
+  const kiln_vk_kernel_t *k = kiln_vk_kernel_find("eltwise");
+  ASSERT_NE(k, nullptr);
+  kiln_vk_pipeline_desc_t many = {"eltwise", k->words, *k->word_count, 9, 16, nullptr, 0};
+  EXPECT_EQ(kiln_vk_pipeline_create(dev(), &many, &p, &err), KILN_STATUS_INVALID_ARGUMENT);
+  kiln_vk_pipeline_desc_t odd = {"eltwise", k->words, *k->word_count, 3, 18, nullptr, 0};
+  EXPECT_EQ(kiln_vk_pipeline_create(dev(), &odd, &p, &err), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_vk_kernel_find("no-such-kernel"), nullptr);
+}
+
+TEST_F(VulkanTest, RecordingRulesAreErrors) {
+  Pipeline p = pipeline("eltwise", 3, 16, {64, 0});
+  auto a = upload(std::vector<float>(64, 1.0f));
+  kiln_vk_buffer_t *bufs[3] = {a.get(), a.get(), a.get()};
+  uint32_t push[4] = {64, 0, 0, 0};
+  kiln_error_t err;
+  EXPECT_EQ(kiln_vk_dispatch(dev(), p.get(), bufs, push, 1, 1, 1, &err),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_vk_end(dev(), &err), KILN_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ(kiln_vk_begin(dev(), &err), KILN_STATUS_OK);
+  EXPECT_EQ(kiln_vk_dispatch(dev(), p.get(), bufs, push, 0, 1, 1, &err),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_vk_submit_wait(dev(), 0, &err), KILN_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ(kiln_vk_end(dev(), &err), KILN_STATUS_OK);
+}
+
+TEST_F(VulkanTest, MissingLoaderIsOneClearError) {
+  kiln_vk_options_t options = {0, -1, "/nonexistent/libvulkan.so.1", 0};
+  kiln_vk_device_t *d = nullptr;
+  kiln_error_t err;
+  EXPECT_EQ(kiln_vk_device_open(&options, &d, &err), KILN_STATUS_UNSUPPORTED);
+  EXPECT_EQ(d, nullptr);
+  EXPECT_NE(std::string(err.message).find("cannot load /nonexistent/libvulkan.so.1"),
+            std::string::npos)
+      << err.message;
+  options.loader_path = nullptr;
+  options.device_index = 99;
+  EXPECT_EQ(kiln_vk_device_open(&options, &d, &err), KILN_STATUS_OUT_OF_RANGE) << err.message;
+}
+
+// A recording of three dependent dispatches, submitted twice: each submission sees the
+// previous one's results (x doubles per dispatch), and each dispatch has a GPU time.
+TEST_F(VulkanTest, RecordingIsResubmittedWithTimestamps) {
+  const uint32_t n = 1000;
+  Pipeline add = pipeline("eltwise", 3, 16, {64, 0});
+  auto x = upload(std::vector<float>(n, 1.0f));
+  kiln_vk_buffer_t *bufs[3] = {x.get(), x.get(), x.get()};
+  uint32_t push[4] = {n, 0, 0, 0};
+  kiln_error_t err;
+  ASSERT_EQ(kiln_vk_begin(dev(), &err), KILN_STATUS_OK);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(kiln_vk_dispatch(dev(), add.get(), bufs, push, groups(n, 64), 1, 1, &err),
+              KILN_STATUS_OK);
+  ASSERT_EQ(kiln_vk_end(dev(), &err), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_vk_submit_wait(dev(), 0, &err), KILN_STATUS_OK);
+  EXPECT_EQ(download<float>(x.get(), n)[n - 1], 8.0f);
+  ASSERT_EQ(kiln_vk_submit_wait(dev(), 0, &err), KILN_STATUS_OK);
+  std::vector<float> y = download<float>(x.get(), n);
+  for (uint32_t i = 0; i < n; ++i)
+    ASSERT_EQ(y[i], 64.0f) << i;
+  if (kiln_vk_device_info(dev())->timestamps) {
+    double ns[4] = {-1, -1, -1, -1};
+    ASSERT_EQ(kiln_vk_dispatch_times(dev(), ns, 4), 3u);
+    for (int i = 0; i < 3; ++i)
+      EXPECT_GE(ns[i], 0.0);
+  }
+}
+
+} // namespace
+} // namespace kiln::vktest

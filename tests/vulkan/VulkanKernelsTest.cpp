@@ -1,0 +1,240 @@
+// Each Vulkan kernel against kiln's CPU math (the micro-kernels' contracts in
+// codegen/common/ukernel_abi.h), on weights quantised by runtime-min's own quantiser.
+// Tolerances: the GPU sums in a different order and has no fp64, so sums agree to a few
+// float roundings of the sum of |terms|; decoding (embed) is exact.
+#include "VulkanTestDevice.h"
+
+#include <cmath>
+
+extern "C" {
+#include "kiln/quant.h"
+}
+
+namespace kiln::vktest {
+namespace {
+
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8;
+
+// Rows of `in` elements stored in `format`, padded with zeros to whole blocks.
+struct Matrix {
+  uint32_t rows, in, stride;
+  std::vector<uint8_t> bytes; // rows * stride
+  std::vector<float> values;  // rows * in, the stored (decoded) values
+};
+
+Matrix makeMatrix(uint32_t format, uint32_t rows, uint32_t in, uint32_t seed) {
+  const uint32_t block = (uint32_t)kiln_ggml_block_elems(format);
+  const uint32_t padded = (in + block - 1) / block * block;
+  uint64_t stride = 0;
+  EXPECT_EQ(kiln_ggml_row_bytes(format, padded, &stride), KILN_STATUS_OK);
+  Matrix m{rows, in, (uint32_t)stride, std::vector<uint8_t>(rows * stride),
+           std::vector<float>(size_t(rows) * in)};
+  std::vector<float> src = randomFloats(size_t(rows) * padded, seed), decoded(padded);
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t i = in; i < padded; ++i)
+      src[size_t(r) * padded + i] = 0.0f;
+    EXPECT_EQ(kiln_quantize(format, &src[size_t(r) * padded], &m.bytes[r * stride], padded),
+              KILN_STATUS_OK);
+    EXPECT_EQ(kiln_dequantize(format, &m.bytes[r * stride], decoded.data(), padded),
+              KILN_STATUS_OK);
+    std::copy(decoded.begin(), decoded.begin() + in, m.values.begin() + size_t(r) * in);
+  }
+  return m;
+}
+
+struct LinearPush {
+  uint32_t in, out, stride, wOffset, xOffset, yOffset, resOffset, hasResidual;
+};
+
+struct LinearCase {
+  uint32_t format, in, out, tokens;
+  bool residual;
+};
+
+class VulkanLinear : public VulkanTest, public ::testing::WithParamInterface<LinearCase> {};
+
+TEST_P(VulkanLinear, MatchesTheDecodedWeights) {
+  const LinearCase c = GetParam();
+  Matrix m = makeMatrix(c.format, c.out, c.in, c.in * 31 + c.out);
+  // The weights start 2 bytes into the buffer when the format allows (its rows are only
+  // 2-aligned anyway), so unaligned loads are exercised from the first row.
+  const uint32_t lead = c.format == kF32 ? 4 : 2;
+  std::vector<uint8_t> w(lead, 0xAB);
+  w.insert(w.end(), m.bytes.begin(), m.bytes.end());
+  std::vector<float> x = randomFloats(size_t(c.tokens) * c.in, 7);
+  std::vector<float> res = randomFloats(size_t(c.tokens) * c.out, 9);
+  auto wb = upload(w);
+  auto xb = upload(x);
+  auto yb = upload(std::vector<float>(size_t(c.tokens) * c.out, NAN));
+  auto rb = upload(res);
+  const uint32_t rows = 2;
+  Pipeline p = pipeline("linear", 4, sizeof(LinearPush), {64, c.format, rows});
+  LinearPush push{c.in, c.out, m.stride, lead, 0, 0, 0, c.residual ? 1u : 0u};
+  run(p.get(), {wb.get(), xb.get(), yb.get(), rb.get()}, push, groups(c.out, rows), c.tokens);
+  std::vector<float> y = download<float>(yb.get(), size_t(c.tokens) * c.out);
+  for (uint32_t t = 0; t < c.tokens; ++t)
+    for (uint32_t o = 0; o < c.out; ++o) {
+      double ref = 0, mag = 0;
+      for (uint32_t i = 0; i < c.in; ++i) {
+        const double term = double(m.values[size_t(o) * c.in + i]) * x[size_t(t) * c.in + i];
+        ref += term;
+        mag += std::fabs(term);
+      }
+      if (c.residual) {
+        ref += res[size_t(t) * c.out + o];
+        mag += std::fabs(res[size_t(t) * c.out + o]);
+      }
+      ASSERT_NEAR(y[size_t(t) * c.out + o], ref, 1e-5 * mag + 1e-6)
+          << "token " << t << " row " << o;
+    }
+}
+
+std::vector<LinearCase> linearCases() {
+  std::vector<LinearCase> cases;
+  for (uint32_t f : {kF32, kF16, kQ8_0, kQ4_0})
+    for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {256u, 257u}, {4096u, 33u}})
+      for (uint32_t tokens : {1u, 3u})
+        cases.push_back({f, in, out, tokens, tokens == 3});
+  return cases;
+}
+
+std::string linearName(const ::testing::TestParamInfo<LinearCase> &info) {
+  const char *f[] = {"f32", "f16", "q4_0", "", "", "", "", "", "q8_0"};
+  const LinearCase &c = info.param;
+  return std::string(f[c.format]) + "_" + std::to_string(c.in) + "x" + std::to_string(c.out) +
+         "_t" + std::to_string(c.tokens) + (c.residual ? "_residual" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, VulkanLinear, ::testing::ValuesIn(linearCases()), linearName);
+
+struct EmbedPush {
+  uint32_t dim, n, stride, wOffset, idsOffset, outOffset;
+};
+
+// Decoding a row is exact: the GPU's q * d is the same float product as kiln_dequantize's.
+TEST_F(VulkanTest, EmbedDecodesRowsExactly) {
+  for (uint32_t format : {kF32, kF16, kQ8_0, kQ4_0}) {
+    SCOPED_TRACE(format);
+    const uint32_t dim = 96, vocab = 11;
+    Matrix m = makeMatrix(format, vocab, dim, 5);
+    std::vector<int32_t> ids = {3, 0, 10, 3};
+    auto wb = upload(m.bytes);
+    auto ib = upload(ids);
+    auto ob = upload(std::vector<float>(ids.size() * dim, NAN));
+    Pipeline p = pipeline("embed", 3, sizeof(EmbedPush), {64, format});
+    EmbedPush push{dim, (uint32_t)ids.size(), m.stride, 0, 0, 0};
+    run(p.get(), {wb.get(), ib.get(), ob.get()}, push, groups(dim, 64), (uint32_t)ids.size());
+    std::vector<float> out = download<float>(ob.get(), ids.size() * dim);
+    for (size_t t = 0; t < ids.size(); ++t)
+      for (uint32_t i = 0; i < dim; ++i)
+        ASSERT_EQ(out[t * dim + i], m.values[size_t(ids[t]) * dim + i]) << t << " " << i;
+  }
+}
+
+struct NormPush {
+  uint32_t dim, wOffset, xOffset, outOffset;
+  float eps;
+  uint32_t hasWeight;
+};
+
+TEST_F(VulkanTest, RmsNormMatchesTheCpuFormula) {
+  for (uint32_t format : {kF32, kF16, 99u /* no weight */})
+    for (uint32_t dim : {64u, 172u, 2048u}) {
+      SCOPED_TRACE(std::to_string(format) + " dim " + std::to_string(dim));
+      const uint32_t n = 3;
+      const bool hasWeight = format != 99u;
+      Matrix w = makeMatrix(hasWeight ? format : kF32, 1, dim, dim);
+      std::vector<float> x = randomFloats(size_t(n) * dim, 3);
+      auto wb = upload(w.bytes);
+      auto xb = upload(x);
+      auto ob = upload(std::vector<float>(x.size(), NAN));
+      Pipeline p = pipeline("rms_norm", 3, sizeof(NormPush), {64, hasWeight ? format : kF32});
+      NormPush push{dim, 0, 0, 0, 1e-5f, hasWeight ? 1u : 0u};
+      run(p.get(), {wb.get(), xb.get(), ob.get()}, push, n);
+      std::vector<float> out = download<float>(ob.get(), x.size());
+      for (uint32_t t = 0; t < n; ++t) {
+        double sum = 0;
+        for (uint32_t i = 0; i < dim; ++i)
+          sum += double(x[t * dim + i]) * x[t * dim + i];
+        const double scale = 1.0 / std::sqrt(sum / dim + 1e-5);
+        for (uint32_t i = 0; i < dim; ++i) {
+          const double ref = x[t * dim + i] * scale * (hasWeight ? w.values[i] : 1.0f);
+          ASSERT_NEAR(out[t * dim + i], ref, 2e-6 * std::fabs(ref) + 1e-7) << t << " " << i;
+        }
+      }
+    }
+}
+
+struct RopePush {
+  uint32_t n, width, headDim, rotaryDims, rotateHalf, xOffset, cosOffset, sinOffset, posOffset;
+};
+
+TEST_F(VulkanTest, RopeRotatesPairsAsTheCpuDoes) {
+  for (uint32_t rotateHalf : {0u, 1u})
+    for (auto [headDim, rotary] : {std::pair{8u, 8u}, {64u, 64u}, {64u, 32u}}) {
+      SCOPED_TRACE(std::to_string(rotateHalf) + " " + std::to_string(headDim) + " " +
+                   std::to_string(rotary));
+      const uint32_t heads = 4, width = heads * headDim, maxPos = 32, half = rotary / 2;
+      std::vector<int32_t> pos = {0, 5, 31};
+      const uint32_t n = (uint32_t)pos.size();
+      std::vector<float> tables(2 * size_t(maxPos) * half);
+      for (uint32_t p = 0; p < maxPos; ++p)
+        for (uint32_t i = 0; i < half; ++i) {
+          const double a = p * std::pow(10000.0, -2.0 * i / rotary);
+          tables[p * half + i] = (float)std::cos(a);
+          tables[size_t(maxPos) * half + p * half + i] = (float)std::sin(a);
+        }
+      std::vector<float> x = randomFloats(size_t(n) * width, 11);
+      auto tb = upload(tables);
+      auto xb = upload(x);
+      auto pb = upload(pos);
+      Pipeline pl = pipeline("rope", 3, sizeof(RopePush), {64});
+      RopePush push{n, width, headDim, rotary, rotateHalf, 0, 0, maxPos * half, 0};
+      run(pl.get(), {tb.get(), xb.get(), pb.get()}, push, groups(half * heads, 64), n);
+      std::vector<float> out = download<float>(xb.get(), x.size());
+      const uint32_t step = rotateHalf ? 1 : 2, off = rotateHalf ? half : 1;
+      std::vector<float> ref = x;
+      for (uint32_t t = 0; t < n; ++t)
+        for (uint32_t h = 0; h < heads; ++h)
+          for (uint32_t i = 0; i < half; ++i) {
+            const size_t b = size_t(t) * width + h * headDim + i * step;
+            const float c = tables[pos[t] * half + i];
+            const float s = tables[size_t(maxPos) * half + pos[t] * half + i];
+            ref[b] = x[b] * c - x[b + off] * s;
+            ref[b + off] = x[b] * s + x[b + off] * c;
+          }
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_NEAR(out[i], ref[i], 1e-6) << i; // only FMA contraction may differ
+    }
+}
+
+struct EltwisePush {
+  uint32_t count, aOffset, bOffset, outOffset;
+};
+
+TEST_F(VulkanTest, EltwiseOps) {
+  const uint32_t count = 1000; // not a multiple of the workgroup
+  std::vector<float> a = randomFloats(count, 1), b = randomFloats(count, 2);
+  for (auto &v : a)
+    v *= 12.0f; // silu's tails
+  for (uint32_t op = 0; op < 4; ++op) {
+    SCOPED_TRACE(op);
+    auto ab = upload(a);
+    auto bb = upload(b);
+    auto ob = upload(std::vector<float>(count, NAN));
+    Pipeline p = pipeline("eltwise", 3, sizeof(EltwisePush), {64, op});
+    run(p.get(), {ab.get(), bb.get(), ob.get()}, EltwisePush{count, 0, 0, 0}, groups(count, 64));
+    std::vector<float> out = download<float>(ob.get(), count);
+    for (uint32_t i = 0; i < count; ++i) {
+      const double silu = a[i] / (1.0 + std::exp(-double(a[i])));
+      const double ref = op == 0 ? double(a[i]) + b[i]
+                         : op == 1 ? double(a[i]) * b[i]
+                         : op == 2 ? silu
+                                   : silu * b[i];
+      ASSERT_NEAR(out[i], ref, 4e-6 * std::fabs(ref) + 1e-7) << i;
+    }
+  }
+}
+
+} // namespace
+} // namespace kiln::vktest
