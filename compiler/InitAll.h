@@ -11,6 +11,9 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "codegen/cpu/LowerToUkernels.h"
+#if KILN_HAVE_VULKAN
+#include "codegen/vulkan/LowerToDispatches.h"
+#endif
 #include "dialects/kiln/IR/KilnDialect.h"
 #include "passes/Passes.h"
 
@@ -27,6 +30,9 @@ inline void registerAllPasses() {
   mlir::registerSymbolDCEPass();
   registerKilnPasses();
   codegen::registerKilnCpuCodegenPasses();
+#if KILN_HAVE_VULKAN
+  codegen::vulkan::registerKilnVulkanCodegenPasses();
+#endif
 }
 
 } // namespace kiln

@@ -39,6 +39,7 @@ struct EmittedCode {
   std::vector<uint8_t> object;       // relocatable object (unless written to a file)
   uint64_t objectSize = 0;           // its size, also when written to a file
   std::vector<uint8_t> sharedObject; // the artifact's code section
+  std::vector<uint8_t> gpuProgram;   // the artifact's GPU section (a +vulkan target), or none
 };
 
 // The artifact's target record: the runtime checks it before it binds the code.

@@ -99,7 +99,7 @@ flatbuffers::Offset<fb::Artifact> buildHeader(flatbuffers::FlatBufferBuilder &b,
 // The file's layout: the preamble and header bytes, and where each section goes.
 struct Layout {
   std::vector<uint8_t> head; // preamble + FlatBuffer header
-  std::vector<SectionInfo> sections; // [0] weights, [1] code (none in a module)
+  std::vector<SectionInfo> sections; // [0] weights, [1] code (none in a module), [2] gpu
   uint64_t fileSize = 0;
 };
 
@@ -108,6 +108,7 @@ Layout layoutArtifact(const ArtifactContents &c) {
   // Hashed once: the weights can be gigabytes.
   const uint64_t weightsHash = kiln_xxh64(weights.data(), weights.size());
   const uint64_t codeHash = kiln_xxh64(c.code.data(), c.code.size());
+  const uint64_t gpuHash = kiln_xxh64(c.gpu.data(), c.gpu.size());
   // Section offsets depend on the header size, which depends on the offsets' encoding
   // only through fixed-width fields: build once with placeholders to learn the size.
   auto sectionsFor = [&](uint64_t headerSize) {
@@ -125,6 +126,15 @@ Layout layoutArtifact(const ArtifactContents &c) {
     s[1].alignment = KILN_ARTIFACT_SECTION_ALIGN;
     if (c.module)
       s.pop_back();
+    if (!c.gpu.empty() && !c.module) {
+      SectionInfo g;
+      g.kind = KILN_SECTION_GPU;
+      g.offset = alignUp(s[1].offset + s[1].size, KILN_ARTIFACT_SECTION_ALIGN);
+      g.size = c.gpu.size();
+      g.xxh64 = gpuHash;
+      g.alignment = KILN_ARTIFACT_SECTION_ALIGN;
+      s.push_back(g);
+    }
     return s;
   };
   flatbuffers::FlatBufferBuilder probe;
@@ -167,6 +177,8 @@ std::vector<uint8_t> serializeArtifact(const ArtifactContents &c) {
     std::memcpy(out.data() + l.sections[0].offset, weights.data(), weights.size());
   if (!c.code.empty() && l.sections.size() > 1)
     std::memcpy(out.data() + l.sections[1].offset, c.code.data(), c.code.size());
+  if (l.sections.size() > 2)
+    std::memcpy(out.data() + l.sections[2].offset, c.gpu.data(), c.gpu.size());
   return out;
 }
 
@@ -191,6 +203,8 @@ bool writeArtifact(const ArtifactContents &c, const std::string &path, std::stri
   put(l.sections[0].offset, weights.data(), weights.size());
   if (l.sections.size() > 1)
     put(l.sections[1].offset, c.code.data(), c.code.size());
+  if (l.sections.size() > 2)
+    put(l.sections[2].offset, c.gpu.data(), c.gpu.size());
   f.close();
   if (!f || at != l.fileSize) {
     error = "writing '" + path + "' failed";

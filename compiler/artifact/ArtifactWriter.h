@@ -97,6 +97,7 @@ struct ArtifactContents {
   // packed weights, which are as large as the model, are written without a copy.
   const std::vector<uint8_t> *weightsRef = nullptr;
   std::vector<uint8_t> code;         // the code section (ELF shared object)
+  std::vector<uint8_t> gpu;          // the GPU section (kiln/gpu_program.h), when not empty
   std::optional<ModuleRecord> module; // a module: no code section
 
   const std::vector<uint8_t> &weightBytes() const { return weightsRef ? *weightsRef : weights; }

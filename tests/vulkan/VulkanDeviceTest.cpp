@@ -4,6 +4,7 @@
 
 extern "C" {
 #include "vk_internal.h"
+#include "vk_program.h"
 }
 
 namespace kiln::vktest {
@@ -121,6 +122,83 @@ TEST_F(VulkanTest, RecordingIsResubmittedWithTimestamps) {
     for (int i = 0; i < 3; ++i)
       EXPECT_GE(ns[i], 0.0);
   }
+}
+
+} // namespace
+} // namespace kiln::vktest
+
+namespace kiln::vktest {
+namespace {
+
+// A one-dispatch GPU program (kiln/gpu_program.h) as the compiler writes it.
+std::vector<uint32_t> tinyProgram() {
+  const kiln_vk_kernel_t *k = kiln_vk_kernel_find("eltwise");
+  std::vector<uint32_t> p = {KILN_GPU_MAGIC, KILN_GPU_VERSION, 1, 1, 256, 0,
+                             KILN_GPU_API_VULKAN_1_1};
+  p.push_back(7); // "eltwise", padded to 8 bytes
+  uint32_t name[2] = {};
+  std::memcpy(name, "eltwise", 7);
+  p.insert(p.end(), name, name + 2);
+  p.push_back(uint32_t(*k->word_count));
+  p.insert(p.end(), k->words, k->words + *k->word_count);
+  std::vector<uint32_t> dispatch = {0, KILN_GPU_WHEN_ALWAYS, 2, 64, 0, 3, 1, 1, 1, 4,
+                                    64, 0, 0, 0, 0, 0, 0, 0, // push (a, b) pairs
+                                    64, 0, 64, 0, 1, 1, 0, 1, 1};
+  p.insert(p.end(), dispatch.begin(), dispatch.end());
+  return p;
+}
+
+TEST(VulkanProgram, ReadsWhatTheCompilerWrites) {
+  std::vector<uint32_t> p = tinyProgram();
+  kiln_vk_program_t prog;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_vk_program_read((const uint8_t *)p.data(), p.size() * 4, &prog, &err),
+            KILN_STATUS_OK)
+      << err.message;
+  EXPECT_EQ(prog.n_kernels, 1u);
+  EXPECT_STREQ(prog.kernels[0].name, "eltwise");
+  ASSERT_EQ(prog.n_steps, 1u);
+  EXPECT_EQ(prog.gpu_scratch_bytes, 256u);
+  EXPECT_EQ(kiln_vk_value_at(prog.steps[0].push[0], 5), 5u * 64u);
+  EXPECT_EQ(kiln_vk_groups_at(prog.steps[0].groups[0], 5), 5u);
+  kiln_vk_program_free(&prog);
+}
+
+// Every truncation and each bad field is one error, never a read past the section.
+TEST(VulkanProgram, CorruptSectionsAreErrors) {
+  const std::vector<uint32_t> good = tinyProgram();
+  kiln_vk_program_t prog;
+  kiln_error_t err;
+  for (size_t words = 0; words < good.size(); ++words) {
+    std::vector<uint32_t> cut(good.begin(), good.begin() + words);
+    EXPECT_NE(kiln_vk_program_read((const uint8_t *)cut.data(), words * 4, &prog, &err),
+              KILN_STATUS_OK)
+        << words << " words";
+  }
+  const size_t dispatchAt = good.size() - 27;
+  struct Edit {
+    size_t at;
+    uint32_t value;
+    const char *message;
+  } edits[] = {{0, 0, "bad magic"},
+               {1, 2, "version 2"},
+               {6, 9, "API 9"},
+               {dispatchAt, 1, "no such kernel"},
+               {dispatchAt + 1, 3, "bad batch condition"},
+               {dispatchAt + 6, KILN_GPU_BUF_COUNT, "names no buffer"},
+               {good.size() - 7, 0, "bad group count"}};
+  for (const Edit &e : edits) {
+    std::vector<uint32_t> bad = good;
+    bad[e.at] = e.value;
+    EXPECT_NE(kiln_vk_program_read((const uint8_t *)bad.data(), bad.size() * 4, &prog, &err),
+              KILN_STATUS_OK);
+    EXPECT_NE(std::string(err.message).find(e.message), std::string::npos) << err.message;
+  }
+  std::vector<uint32_t> longer = good;
+  longer.push_back(0);
+  EXPECT_EQ(kiln_vk_program_read((const uint8_t *)longer.data(), longer.size() * 4, &prog, &err),
+            KILN_STATUS_CORRUPT);
+  EXPECT_NE(std::string(err.message).find("after the last dispatch"), std::string::npos);
 }
 
 } // namespace

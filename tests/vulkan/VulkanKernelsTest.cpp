@@ -43,12 +43,13 @@ Matrix makeMatrix(uint32_t format, uint32_t rows, uint32_t in, uint32_t seed) {
 }
 
 struct LinearPush {
-  uint32_t in, out, stride, wOffset, xOffset, yOffset, resOffset, hasResidual;
+  uint32_t in, out, stride, wOffset, xOffset, yOffset, resOffset, hasResidual, n;
 };
 
 struct LinearCase {
   uint32_t format, in, out, tokens;
   bool residual;
+  bool matmul; // matmul.comp (prefill) rather than linear.comp (decode)
 };
 
 class VulkanLinear : public VulkanTest, public ::testing::WithParamInterface<LinearCase> {};
@@ -67,10 +68,13 @@ TEST_P(VulkanLinear, MatchesTheDecodedWeights) {
   auto xb = upload(x);
   auto yb = upload(std::vector<float>(size_t(c.tokens) * c.out, NAN));
   auto rb = upload(res);
-  const uint32_t rows = 2;
-  Pipeline p = pipeline("linear", 4, sizeof(LinearPush), {64, c.format, rows});
-  LinearPush push{c.in, c.out, m.stride, lead, 0, 0, 0, c.residual ? 1u : 0u};
-  run(p.get(), {wb.get(), xb.get(), yb.get(), rb.get()}, push, groups(c.out, rows), c.tokens);
+  // Token blocks: 8 (more than a decode step's 1 token), or 2 (3 tokens: a partial block).
+  const uint32_t rows = 2, tokenBlock = c.tokens == 1 ? 8 : 2;
+  Pipeline p = pipeline(c.matmul ? "matmul" : "linear", 4, sizeof(LinearPush),
+                        {64, c.format, rows, tokenBlock});
+  LinearPush push{c.in, c.out, m.stride, lead, 0, 0, 0, c.residual ? 1u : 0u, c.tokens};
+  run(p.get(), {wb.get(), xb.get(), yb.get(), rb.get()}, push,
+      c.matmul ? groups(c.out, 64) : groups(c.out, rows), groups(c.tokens, tokenBlock));
   std::vector<float> y = download<float>(yb.get(), size_t(c.tokens) * c.out);
   for (uint32_t t = 0; t < c.tokens; ++t)
     for (uint32_t o = 0; o < c.out; ++o) {
@@ -94,7 +98,8 @@ std::vector<LinearCase> linearCases() {
   for (uint32_t f : {kF32, kF16, kQ8_0, kQ4_0})
     for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {256u, 257u}, {4096u, 33u}})
       for (uint32_t tokens : {1u, 3u})
-        cases.push_back({f, in, out, tokens, tokens == 3});
+        for (bool matmul : {false, true})
+          cases.push_back({f, in, out, tokens, tokens == 3, matmul});
   return cases;
 }
 
@@ -102,7 +107,8 @@ std::string linearName(const ::testing::TestParamInfo<LinearCase> &info) {
   const char *f[] = {"f32", "f16", "q4_0", "", "", "", "", "", "q8_0"};
   const LinearCase &c = info.param;
   return std::string(f[c.format]) + "_" + std::to_string(c.in) + "x" + std::to_string(c.out) +
-         "_t" + std::to_string(c.tokens) + (c.residual ? "_residual" : "");
+         "_t" + std::to_string(c.tokens) + (c.residual ? "_residual" : "") +
+         (c.matmul ? "_matmul" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, VulkanLinear, ::testing::ValuesIn(linearCases()), linearName);

@@ -1,9 +1,11 @@
 // y[t, o] = sum_i x[t, i] * W[o, i] (+ residual[t, o]): kiln_uk_linear's math, W in ggml's
 // block rows of FORMAT (f32, f16, q8_0, q4_0), fp32 accumulation.
 //
-// One workgroup takes ROWS consecutive rows for one token (gl_WorkGroupID.y). Its threads
-// split each row's blocks; partial sums meet by subgroupAdd and then across subgroups in
-// shared memory - llama.cpp's matrix-vector shape, which reads each weight once a token.
+// One workgroup takes ROWS consecutive rows for TOKENS consecutive tokens (gl_WorkGroupID.y
+// counts token blocks). Its threads split each row's blocks, and each block read is used
+// for all the tokens; partial sums meet by subgroupAdd and then across subgroups in shared
+// memory - llama.cpp's matrix-vector shape for decode (TOKENS 1 reads each weight once a
+// token), and TOKENS times fewer weight reads and workgroups for prefill.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -12,76 +14,35 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint FORMAT = 0u;
 layout(constant_id = 2) const uint ROWS = 2u;
+layout(constant_id = 3) const uint TOKENS = 1u;
 
-layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
-layout(std430, binding = 1) readonly buffer X { float x[]; };
-layout(std430, binding = 2) buffer Y { float y[]; };
-layout(std430, binding = 3) readonly buffer Residual { float res[]; };
+#include "linear_common.glsl"
 
-layout(push_constant) uniform Params {
-  uint in_features;  // logical row length
-  uint out_features;
-  uint row_stride;   // bytes
-  uint w_offset;     // bytes, 2-aligned (4 for f32)
-  uint x_offset;     // floats
-  uint y_offset;
-  uint res_offset;   // floats; used when has_residual
-  uint has_residual;
-} p;
-
-shared float partial[ROWS * 64];  // one slot per subgroup and row (up to 64 subgroups)
-
-float block_dot(uint row_off, uint b, uint xb) {
-  float s = 0.0;
-  if (FORMAT == KILN_F32) {
-    s = uintBitsToFloat(w[(row_off >> 2) + b]) * x[xb + b];
-  } else if (FORMAT == KILN_F16) {
-    s = KILN_LOAD_F16(w, row_off + 2u * b) * x[xb + b];
-  } else if (FORMAT == KILN_Q8_0) {
-    const uint off = row_off + 34u * b;
-    const uint base = xb + 32u * b;
-    for (uint k = 0u; k < 8u; ++k) {
-      const uint word = KILN_LOAD_U32(w, off + 2u + 4u * k);
-      for (uint j = 0u; j < 4u; ++j)
-        s += float(KILN_S8(word, j)) * x[base + 4u * k + j];
-    }
-    s *= KILN_LOAD_F16(w, off);
-  } else if (FORMAT == KILN_Q4_0) {
-    const uint off = row_off + 18u * b;
-    const uint base = xb + 32u * b;
-    for (uint k = 0u; k < 4u; ++k) {
-      const uint word = KILN_LOAD_U32(w, off + 2u + 4u * k);
-      for (uint j = 0u; j < 4u; ++j) {
-        const uint byte = (word >> (8u * j)) & 0xffu;
-        s += float(int(byte & 15u) - 8) * x[base + 4u * k + j] +
-             float(int(byte >> 4) - 8) * x[base + 16u + 4u * k + j];
-      }
-    }
-    s *= KILN_LOAD_F16(w, off);
-  }
-  return s;
-}
+shared float partial[ROWS * TOKENS * 64];  // per row, token and subgroup (up to 64)
 
 void main() {
   const uint per_block = (FORMAT == KILN_F32 || FORMAT == KILN_F16) ? 1u : 32u;
   // Full blocks only: the compiler pads rows to whole blocks with zero elements, and the
   // partial last block of a q row is read with x masked (below).
   const uint blocks = (p.in_features + per_block - 1u) / per_block;
-  const uint t = gl_WorkGroupID.y;
+  const uint t0 = gl_WorkGroupID.y * TOKENS;
+  const uint tokens = min(TOKENS, p.n - t0);
   const uint row0 = gl_WorkGroupID.x * ROWS;
-  const uint xb = p.x_offset + t * p.in_features;
   const bool tail = blocks * per_block != p.in_features;
 
-  float acc[ROWS];
-  for (uint r = 0u; r < ROWS; ++r)
-    acc[r] = 0.0;
+  float acc[ROWS * TOKENS];
+  for (uint k = 0u; k < ROWS * TOKENS; ++k)
+    acc[k] = 0.0;
   for (uint b = gl_LocalInvocationID.x; b < blocks; b += gl_WorkGroupSize.x) {
     if (tail && b == blocks - 1u)
       continue;  // the partial block is summed element by element below
     for (uint r = 0u; r < ROWS; ++r) {
       const uint row = row0 + r;
-      if (row < p.out_features)
-        acc[r] += block_dot(p.w_offset + row * p.row_stride, b, xb);
+      if (row >= p.out_features)
+        continue;
+      for (uint t = 0u; t < tokens; ++t)
+        acc[r * TOKENS + t] += block_dot(p.w_offset + row * p.row_stride, b,
+                                         p.x_offset + (t0 + t) * p.in_features);
     }
   }
   if (tail && gl_LocalInvocationID.x == 0u) {
@@ -90,41 +51,28 @@ void main() {
       const uint row = row0 + r;
       if (row >= p.out_features)
         continue;
-      const uint off = p.w_offset + row * p.row_stride + (FORMAT == KILN_Q8_0 ? 34u : 18u) * b;
-      const float d = KILN_LOAD_F16(w, off);
-      for (uint j = 32u * b; j < p.in_features; ++j) {
-        const uint e = j - 32u * b;
-        float q;
-        if (FORMAT == KILN_Q8_0) {
-          const uint word = KILN_LOAD_U32(w, off + 2u + (e & ~3u));
-          q = float(KILN_S8(word, e & 3u));
-        } else {
-          const uint word = KILN_LOAD_U32(w, off + 2u + ((e & 15u) & ~3u));
-          const uint byte = (word >> (8u * (e & 3u))) & 0xffu;
-          q = float(int(e < 16u ? (byte & 15u) : (byte >> 4)) - 8);
-        }
-        acc[r] += q * d * x[xb + j];
-      }
+      for (uint t = 0u; t < tokens; ++t)
+        acc[r * TOKENS + t] += tail_dot(p.w_offset + row * p.row_stride, b,
+                                        p.x_offset + (t0 + t) * p.in_features);
     }
   }
 
-  for (uint r = 0u; r < ROWS; ++r) {
-    const float s = subgroupAdd(acc[r]);
+  for (uint k = 0u; k < ROWS * TOKENS; ++k) {
+    const float s = subgroupAdd(acc[k]);
     if (subgroupElect())
-      partial[r * 64u + gl_SubgroupID] = s;
+      partial[k * 64u + gl_SubgroupID] = s;
   }
   barrier();
-  if (gl_LocalInvocationID.x < ROWS) {
-    const uint r = gl_LocalInvocationID.x;
-    const uint row = row0 + r;
-    if (row < p.out_features) {
+  for (uint k = gl_LocalInvocationID.x; k < ROWS * TOKENS; k += gl_WorkGroupSize.x) {
+    const uint row = row0 + k / TOKENS, t = k % TOKENS;
+    if (row < p.out_features && t < tokens) {
       float s = 0.0;
       for (uint g = 0u; g < gl_NumSubgroups; ++g)
-        s += partial[r * 64u + g];
-      const uint o = p.y_offset + t * p.out_features + row;
+        s += partial[k * 64u + g];
+      const uint at = (t0 + t) * p.out_features + row;
       if (p.has_residual != 0u)
-        s += res[p.res_offset + t * p.out_features + row];
-      y[o] = s;
+        s += res[p.res_offset + at];
+      y[p.y_offset + at] = s;
     }
   }
 }

@@ -276,6 +276,7 @@ int runCompile(const CompileOptions &opts) {
     a.provenance.passes.push_back({"model-edit", e, ""});
   a.weightsRef = &weights.layout.bytes();
   a.code = std::move(code.sharedObject);
+  a.gpu = std::move(code.gpuProgram);
   progress.begin("write " + opts.output);
   if (writesModule) {
     if (!writeModule(a, std::move(moduleRequest), error))
@@ -295,9 +296,11 @@ int runCompile(const CompileOptions &opts) {
   if (!opts.sign.empty())
     std::fprintf(stderr, "signed %s with key %s\n", opts.output.c_str(),
                  artifact::keyHex(signer.data()).c_str());
-  std::fprintf(stderr, "wrote %s: target %s, weights %s (%zu bytes), code %zu bytes\n",
+  std::fprintf(stderr, "wrote %s: target %s, weights %s (%zu bytes), code %zu bytes%s\n",
                opts.output.c_str(), target->name().c_str(), prec.precision.c_str(),
-               a.weightBytes().size(), a.code.size());
+               a.weightBytes().size(), a.code.size(),
+               a.gpu.empty() ? "" : (", gpu program " + std::to_string(a.gpu.size()) +
+                                     " bytes").c_str());
   return 0;
 }
 

@@ -228,6 +228,7 @@ int runInspect(const InspectOptions &opts) {
                 " %s\n",
                 s->kind() == KILN_SECTION_WEIGHTS ? "weights"
                 : s->kind() == KILN_SECTION_CODE  ? "code"
+                : s->kind() == KILN_SECTION_GPU   ? "gpu"
                                                   : "?",
                 s->offset(), s->size(), s->alignment(), s->xxh64(),
                 !inside ? "OUTSIDE THE FILE" : sumOk ? "ok" : "CHECKSUM MISMATCH");

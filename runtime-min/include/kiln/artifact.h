@@ -22,6 +22,7 @@ extern "C" {
 typedef enum kiln_section_kind_e {
   KILN_SECTION_WEIGHTS = 0,
   KILN_SECTION_CODE = 1, /* an ELF shared object exporting the ABI entry (kiln/abi.h) */
+  KILN_SECTION_GPU = 2,  /* optional: a GPU program (kiln/gpu_program.h) beside the code */
 } kiln_section_kind_t;
 
 typedef struct kiln_artifact_preamble_s {

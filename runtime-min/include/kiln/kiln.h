@@ -248,10 +248,13 @@ typedef struct kiln_session_options_s {
    * thread), where the OS allows it: raising it (a background summary) always is, lowering
    * it below the process's needs a privilege. stats.niced_threads says how many got it. */
   int32_t thread_nice;
+  /* NULL: the artifact's CPU code runs the forward passes. Else that backend (kiln/backend.h)
+   * runs them, e.g. kiln_vulkan_backend(); session create fails if it cannot. */
+  const struct kiln_backend_s *backend;
 } kiln_session_options_t;
 
 /* n_threads 0, allocator NULL, greedy sampler, all_logits 0, pin_threads 0,
- * thread_nice 0. */
+ * thread_nice 0, backend NULL. */
 kiln_session_options_t kiln_session_options_default(void);
 
 typedef struct kiln_session_stats_s {

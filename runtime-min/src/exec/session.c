@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kiln/backend.h"
+
 #include "../loader/artifact_internal.h"
 #include "../platform/error.h"
 #include "../platform/platform.h"
@@ -43,6 +45,8 @@ struct kiln_session_s {
   int32_t cpus[KILN_SESSION_PLACE_CPUS]; /* pinned sessions: the cores, fastest first */
   uint32_t n_cpus, room;      /* ... how many; threads the placement has cores for */
   kiln_session_modules_t modules; /* kiln_session_set_modules */
+  const kiln_backend_t *backend;  /* options.backend: it runs the forward passes */
+  void *backend_state;
 };
 
 kiln_session_options_t kiln_session_options_default(void) {
@@ -100,11 +104,13 @@ static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o
   uint32_t threads = o->n_threads ? o->n_threads : kiln_platform_physical_cores();
   KILN_RETURN_IF_ERROR(kiln_sampler_create(s->vocab, &o->sampler, &s->alloc, &s->sampler, err));
   KILN_RETURN_IF_ERROR(kiln_pool_create(threads, &s->alloc, &s->pool, err));
-  s->ctx.kv = buffer(s, i->kv_bytes, 1, &s->kv_mem, "the KV cache", err);
-  if (!s->ctx.kv)
+  /* A backend keeps its own KV cache and activations on its device. */
+  s->ctx.kv = o->backend ? NULL : buffer(s, i->kv_bytes, 1, &s->kv_mem, "the KV cache", err);
+  if (!s->ctx.kv && !o->backend)
     return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
-  s->ctx.scratch = buffer(s, i->scratch_bytes, 0, &s->scratch_mem, "scratch", err);
-  if (!s->ctx.scratch)
+  s->ctx.scratch =
+      o->backend ? NULL : buffer(s, i->scratch_bytes, 0, &s->scratch_mem, "scratch", err);
+  if (!s->ctx.scratch && !o->backend)
     return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
   s->logits = buffer(s, (uint64_t)s->max_batch * s->vocab * sizeof(float), 0, &s->logits_mem,
                      "logits", err);
@@ -167,6 +173,14 @@ kiln_status_t kiln_session_create(const kiln_artifact_t *artifact,
   s->max_batch = artifact->info.max_batch;
   s->max_ctx = artifact->info.max_ctx;
   kiln_status_t st = allocate(s, o, out_error);
+  if (st == KILN_STATUS_OK && o->backend) {
+    const kiln_backend_t *b = o->backend;
+    if (!b->open || !b->forward || !b->close)
+      st = kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
+                          "backend %s lacks open, forward or close", b->name ? b->name : "?");
+    else if ((st = b->open(artifact, &s->backend_state, out_error)) == KILN_STATUS_OK)
+      s->backend = b;
+  }
   if (st != KILN_STATUS_OK) {
     kiln_session_destroy(s);
     return st;
@@ -182,6 +196,8 @@ void kiln_session_destroy(kiln_session_t *s) {
     s->pacer.detach(s->pacer.user);
   if (s->modules.destroy)
     s->modules.destroy(s->modules.user);
+  if (s->backend)
+    s->backend->close(s->backend_state);
   kiln_pool_destroy(s->pool);
   kiln_sampler_destroy(s->sampler);
   kiln_mem_free(&s->alloc, s->kv_mem.base, s->kv_mem.size);
@@ -213,7 +229,17 @@ static kiln_status_t forward(kiln_session_t *s, const int32_t *tokens, size_t n,
     const uint32_t b = n - done < s->max_batch ? (uint32_t)(n - done) : s->max_batch;
     for (uint32_t i = 0; i < b; ++i)
       s->positions[i] = (int32_t)(s->n_past + i);
-    int32_t rc = fn(&s->ctx, tokens + done, s->positions, (int32_t)b, s->logits);
+    if (s->backend) {
+      kiln_status_t st = s->backend->forward(s->backend_state, tokens + done, s->positions,
+                                             (int32_t)b, s->logits,
+                                             (int)s->ctx.last_logits_only, err);
+      if (st != KILN_STATUS_OK) {
+        s->rows = 0;
+        kiln_pool_leave(s->pool);
+        return kiln_error_prefix(err, st, s->backend->name);
+      }
+    }
+    int32_t rc = s->backend ? 0 : fn(&s->ctx, tokens + done, s->positions, (int32_t)b, s->logits);
     if (rc != 0) {
       s->rows = 0;
       kiln_pool_leave(s->pool);
@@ -364,3 +390,11 @@ const kiln_session_modules_t *kiln_session_modules(const kiln_session_t *s) {
 }
 
 const kiln_artifact_t *kiln_session_artifact(const kiln_session_t *s) { return s->artifact; }
+
+const kiln_backend_t *kiln_session_backend(const kiln_session_t *s) {
+  return s ? s->backend : NULL;
+}
+
+const char *kiln_session_backend_device(const kiln_session_t *s) {
+  return s && s->backend && s->backend->device ? s->backend->device(s->backend_state) : "cpu";
+}

@@ -61,7 +61,10 @@ static kiln_status_t check_preamble(const kiln_artifact_t *a, kiln_error_t *err)
 }
 
 static const char *section_name(uint32_t kind) {
-  return kind == KILN_SECTION_WEIGHTS ? "weights" : kind == KILN_SECTION_CODE ? "code" : "?";
+  return kind == KILN_SECTION_WEIGHTS ? "weights"
+         : kind == KILN_SECTION_CODE  ? "code"
+         : kind == KILN_SECTION_GPU   ? "gpu"
+                                      : "?";
 }
 
 /* One Section table: range, alignment, checksum; records it in a. */
@@ -75,10 +78,11 @@ static kiln_status_t check_section(kiln_artifact_t *a, uint32_t i, const kiln_fb
       kiln_fb_u64(t, KILN_FB_SECTION_XXH64, 0, &sum) ||
       kiln_fb_u32(t, KILN_FB_SECTION_ALIGNMENT, 0, &align))
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "section %u: malformed table", i);
-  if (kind != KILN_SECTION_WEIGHTS && kind != KILN_SECTION_CODE)
+  if (kind != KILN_SECTION_WEIGHTS && kind != KILN_SECTION_CODE && kind != KILN_SECTION_GPU)
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED, "section %u: unknown kind %u", i, kind);
   const char *name = section_name(kind);
-  if ((kind == KILN_SECTION_WEIGHTS && a->weights) || (kind == KILN_SECTION_CODE && a->code))
+  if ((kind == KILN_SECTION_WEIGHTS && a->weights) || (kind == KILN_SECTION_CODE && a->code) ||
+      (kind == KILN_SECTION_GPU && a->gpu))
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "section %u: a second %s section", i, name);
   const uint64_t file = a->content_end;
   if (off < header_end || off > file || size > file - off)
@@ -110,6 +114,9 @@ static kiln_status_t check_section(kiln_artifact_t *a, uint32_t i, const kiln_fb
     a->weights = a->map.data + off;
     a->weights_size = size;
     a->weights_xxh64 = sum;
+  } else if (kind == KILN_SECTION_GPU) { /* read by a GPU backend (kiln/backend.h) */
+    a->gpu = a->map.data + off;
+    a->gpu_size = size;
   } else {
     a->code = a->map.data + off;
     a->code_size = size;
@@ -132,8 +139,9 @@ static kiln_status_t check_sections(kiln_artifact_t *a, uint64_t header_end, int
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "the artifact has no weights section");
   if (!module && (!a->code || a->code_size == 0))
     return kiln_error_set(err, KILN_STATUS_CORRUPT, "the artifact has no code section");
-  if (module && a->code)
-    return kiln_error_set(err, KILN_STATUS_CORRUPT, "a module with a code section");
+  if (module && (a->code || a->gpu))
+    return kiln_error_set(err, KILN_STATUS_CORRUPT, "a module with a %s section",
+                          a->code ? "code" : "gpu");
   return KILN_STATUS_OK;
 }
 

@@ -24,6 +24,8 @@ struct kiln_artifact_s {
   uint64_t weights_xxh64;        /* the section's checksum, verified at open */
   const uint8_t *code;           /* inside map */
   uint64_t code_size;
+  const uint8_t *gpu;            /* the GPU program section, or NULL (kiln/gpu_program.h) */
+  uint64_t gpu_size;
   kiln_fb_string_t entry;        /* Target.entry */
   kiln_artifact_info_t info;     /* strings point into the map */
   kiln_tokenizer_t *tokenizer;

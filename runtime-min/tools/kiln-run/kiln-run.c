@@ -27,6 +27,10 @@
 #include <string.h>
 
 #include "kiln-run.h"
+#include "kiln/backend.h"
+#if defined(KILN_RUN_VULKAN)
+#include "kiln/vulkan.h"
+#endif
 
 static const char kUsage[] =
     "usage: kiln-run generate A.kiln -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
@@ -40,6 +44,8 @@ static const char kUsage[] =
     "every command: [--public-key KEY.pub] opens only an artifact signed with its secret key\n"
     "every command: [--module M.kiln]... applies modules (adapter, head, filter) of the\n"
     "artifact to the session (kiln compile --base writes them)\n"
+    "every command: [--backend cpu|vulkan|auto] runs the forward passes on the CPU code (the\n"
+    "default) or the artifact's GPU program (a +vulkan target); auto tries vulkan, then cpu\n"
     "every command: [--pin] pins the threads to the fastest cores, one each; [--prefetch]\n"
     "asks the OS to read the whole mapped artifact ahead at open\n"
     "--weights map: the artifact is mapped from its file (the default); huge: read into\n"
@@ -142,6 +148,12 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
       bad = parse_u32(a, v, 1, 1024, &o->threads);
     else if (!strcmp(a, "--pin"))
       o->pin = 1, used = 0;
+    else if (!strcmp(a, "--backend")) {
+      if (!v || (strcmp(v, "cpu") && strcmp(v, "vulkan") && strcmp(v, "auto")))
+        return run_fail("--backend expects cpu, vulkan or auto%s%s", v ? ", got " : "",
+                        v ? v : "");
+      o->backend = v;
+    }
     else if (!strcmp(a, "--prefetch"))
       o->prefetch = 1, used = 0;
     else if (!strcmp(a, "--weights")) {
@@ -229,6 +241,39 @@ int main(int argc, char **argv) {
   return run_bench(&o);
 }
 
+/* The session on --backend: vulkan must work; auto falls back to the CPU code, saying why.
+ * Where the forward passes run goes to stderr. */
+static kiln_status_t session_on_backend(const run_options_t *o, const kiln_artifact_t *a,
+                                        kiln_session_options_t *so, kiln_session_t **out,
+                                        kiln_error_t *err) {
+  const char *want = o->backend ? o->backend : "cpu";
+  if (!strcmp(want, "cpu"))
+    return kiln_session_create(a, so, out, err);
+#if defined(KILN_RUN_VULKAN)
+  so->backend = kiln_vulkan_backend();
+  kiln_status_t st = kiln_session_create(a, so, out, err);
+  if (st == KILN_STATUS_OK) {
+    fprintf(stderr, "kiln-run: backend vulkan (%s): every op on the GPU\n",
+            kiln_session_backend_device(*out));
+    return st;
+  }
+  if (!strcmp(want, "vulkan"))
+    return st;
+  fprintf(stderr, "kiln-run: backend auto: vulkan unavailable (%s); every op on the CPU\n",
+          err->message);
+#else
+  if (!strcmp(want, "vulkan")) {
+    err->status = KILN_STATUS_UNSUPPORTED;
+    snprintf(err->message, sizeof err->message,
+             "this kiln-run was built without Vulkan (KILN_VULKAN=OFF)");
+    return err->status;
+  }
+  fprintf(stderr, "kiln-run: backend auto: built without Vulkan; every op on the CPU\n");
+#endif
+  so->backend = NULL;
+  return kiln_session_create(a, so, out, err);
+}
+
 int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
              kiln_session_t **out_session) {
   kiln_error_t err;
@@ -256,7 +301,7 @@ int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
   so.pin_threads = (uint32_t)o->pin;
   so.sampler = o->sampler;
   so.all_logits = (uint32_t)o->all_logits;
-  if (kiln_session_create(*out_artifact, &so, out_session, &err) != KILN_STATUS_OK) {
+  if (session_on_backend(o, *out_artifact, &so, out_session, &err) != KILN_STATUS_OK) {
     kiln_artifact_close(*out_artifact);
     *out_artifact = NULL;
     return run_fail("%s", err.message);

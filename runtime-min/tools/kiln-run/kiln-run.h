@@ -27,6 +27,7 @@ typedef struct run_options_s {
   int no_bos;
   int all_logits;          /* every position's logits: ppl, bench --all-logits */
   kiln_sampler_params_t sampler;
+  const char *backend;      /* --backend cpu|vulkan|auto (NULL: cpu) */
   const char *governor;     /* --governor SPEC (governor_flag.c) */
   const char *governor_log; /* --governor-log FILE */
 #define RUN_MAX_MODULES 8

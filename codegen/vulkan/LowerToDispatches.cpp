@@ -1,0 +1,341 @@
+//===- LowerToDispatches.cpp - kiln ops to Vulkan dispatches ---------------===//
+//
+// One small lowering per op, each appending the dispatches of codegen/vulkan/kernels that
+// compute it (docs/vulkan.md has each kernel's bindings and push constants). Activations
+// keep the memory plan's scratch offsets, the KV cache its planes, so the GPU buffers are
+// laid out as the CPU's. Attention with fused RoPE rotates q and k in place first (their
+// only reader is the attention), stores the batch's K/V rows, then attends.
+//===----------------------------------------------------------------------===//
+#include "codegen/vulkan/LowerToDispatches.h"
+
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "codegen/vulkan/GpuProgram.h"
+#include "dialects/kiln/IR/KilnAttrNames.h"
+#include "dialects/kiln/IR/KilnOps.h"
+#include "kiln/gpu_program.h"
+#include "kiln/quant.h"
+#include "passes/memory/MemoryPlan.h"
+
+using namespace mlir;
+
+namespace kiln::codegen::vulkan {
+namespace {
+
+constexpr uint32_t kWorkgroup = 64; // threads per workgroup, every kernel
+constexpr uint32_t kLinearRows = 2;   // rows per workgroup of `linear`
+constexpr uint32_t kMatmulTokens = 8; // tokens per thread of `matmul` (prefill)
+
+PushWord c(uint32_t b) { return PushWord{0, b}; }
+PushWord perToken(uint32_t a, uint32_t b = 0) { return PushWord{int32_t(a), b}; }
+PushWord bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return c(u);
+}
+PushWord weightOffset(StringRef name, uint32_t format, uint32_t divide = 1) {
+  PushWord p;
+  p.ref = PushWord::Ref::Offset;
+  p.weight = name.str();
+  p.format = format;
+  p.divide = divide;
+  return p;
+}
+PushWord weightStride(StringRef name, uint32_t format) {
+  PushWord p = weightOffset(name, format);
+  p.ref = PushWord::Ref::Stride;
+  return p;
+}
+Groups fixed(uint32_t count) { return Groups{0, count, 1}; }
+Groups tokens() { return Groups{1, 0, 1}; }
+Groups perTokenOver(uint32_t perToken, uint32_t div) { return Groups{perToken, 0, div}; }
+uint32_t ceilDiv(uint64_t a, uint32_t b) { return uint32_t((a + b - 1) / b); }
+
+uint32_t width(Value v) { return uint32_t(cast<RankedTensorType>(v.getType()).getDimSize(1)); }
+
+bool gpuFormat(uint32_t f) {
+  return f == KILN_GGML_TYPE_F32 || f == KILN_GGML_TYPE_F16 || f == KILN_GGML_TYPE_Q8_0 ||
+         f == KILN_GGML_TYPE_Q4_0;
+}
+
+class DispatchLowering {
+public:
+  DispatchLowering(const memory::MemoryPlan &plan, GpuProgram &program)
+      : plan(plan), program(program) {}
+
+  LogicalResult run(func::FuncOp fn) {
+    nameRopeTables(fn);
+    for (Operation &op : fn.getBody().front()) {
+      if (!isa<func::ReturnOp, LogitsOp>(op) && !op.hasAttr(attr::kBuffers))
+        return op.emitOpError("has no memory plan (run kiln-plan-memory first)");
+      LogicalResult r =
+          llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+              .Case<EmbedOp>([&](auto e) { return lowerEmbed(e); })
+              .Case<RmsNormOp, RmsNormalizeOp>([&](auto) { return lowerRmsNorm(&op); })
+              .Case<LinearOp, LogitsOp>([&](auto) { return lowerLinear(&op); })
+              .Case<RopeOp>([&](auto r) { return lowerRope(r); })
+              .Case<AttentionOp>([&](auto a) { return lowerAttention(a); })
+              .Case<SiluOp, MulOp, AddOp>([&](auto) { return lowerEltwise(&op); })
+              .Case<func::ReturnOp>([&](auto) { return success(); })
+              .Default([&](Operation *o) {
+                return o->emitOpError("has no lowering to the Vulkan kernels yet");
+              });
+      if (failed(r))
+        return failure();
+    }
+    return success();
+  }
+
+private:
+  // The scratch offset of v's buffer, in floats.
+  uint32_t at(Value v) {
+    auto result = cast<OpResult>(v);
+    auto buffers = result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(attr::kBuffers);
+    return uint32_t(buffers[result.getResultNumber()] / 4);
+  }
+  void add(Dispatch d, Operation *op) {
+    std::string loc;
+    llvm::raw_string_ostream os(loc);
+    os << op->getName().getStringRef();
+    if (auto layer = op->getAttrOfType<IntegerAttr>("kiln.layer"))
+      os << " layer " << layer.getInt();
+    d.what = os.str();
+    program.dispatches.push_back(std::move(d));
+  }
+
+  // The CPU lowering names RoPE tables "rope.N" in the order their ops first ask for them
+  // (LowerToUkernels.cpp, storeWeights); the same walk gives the same names.
+  void nameRopeTables(func::FuncOp fn) {
+    auto note = [&](float theta, int64_t dims, Attribute factors) {
+      auto key = std::make_tuple(theta, dims, factors ? factors.getAsOpaquePointer() : nullptr);
+      if (!ropeNames.count(key))
+        ropeNames[key] = "rope." + std::to_string(ropeNames.size());
+    };
+    for (Operation &op : fn.getBody().front()) {
+      if (auto r = dyn_cast<RopeOp>(op))
+        note(r.getTheta().convertToFloat(), r.getRotaryDims(), r.getFreqFactorsAttr());
+      if (auto a = dyn_cast<AttentionOp>(op); a && a.getRopeRotaryDimsAttr())
+        note(a.getRopeThetaAttr().getValue().convertToFloat(), *a.getRopeRotaryDims(),
+             a.getRopeFreqFactorsAttr());
+    }
+  }
+  const std::string &ropeTable(float theta, int64_t dims, Attribute factors) {
+    return ropeNames[std::make_tuple(theta, dims,
+                                     factors ? factors.getAsOpaquePointer() : nullptr)];
+  }
+
+  LogicalResult lowerEmbed(EmbedOp e) {
+    const WeightRead w = weightReadsOf(e).front();
+    if (!gpuFormat(w.format))
+      return e.emitOpError("reads format ") << w.format << "; the Vulkan kernels read f32, f16, "
+                                               "q8_0 and q4_0";
+    const uint32_t dim = width(e.getResult());
+    Dispatch d{"embed", {kWorkgroup, w.format}, {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_TOKENS,
+                                                KILN_GPU_BUF_SCRATCH}};
+    d.push = {c(dim), perToken(1), weightStride(w.name, w.format), weightOffset(w.name, w.format),
+              c(0), c(at(e.getResult()))};
+    d.groups[0] = fixed(ceilDiv(dim, kWorkgroup));
+    d.groups[1] = tokens();
+    d.groups[2] = fixed(1);
+    add(std::move(d), e);
+    return success();
+  }
+
+  LogicalResult lowerRmsNorm(Operation *op) {
+    auto weights = weightReadsOf(op);
+    const bool hasWeight = !weights.empty();
+    const uint32_t format = hasWeight ? weights.front().format : KILN_GGML_TYPE_F32;
+    if (format != KILN_GGML_TYPE_F32 && format != KILN_GGML_TYPE_F16)
+      return op->emitOpError("has a norm scale of format ") << format << " (f32 or f16 only)";
+    const float eps = op->getAttrOfType<FloatAttr>("eps").getValueAsDouble();
+    Dispatch d{"rms_norm", {kWorkgroup, format},
+               {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_SCRATCH}};
+    d.push = {c(width(op->getResult(0))),
+              hasWeight ? weightOffset(weights.front().name, format) : c(0),
+              c(at(op->getOperand(0))), c(at(op->getResult(0))), bits(eps), c(hasWeight)};
+    d.groups[0] = tokens();
+    d.groups[1] = d.groups[2] = fixed(1);
+    add(std::move(d), op);
+    return success();
+  }
+
+  LogicalResult lowerLinear(Operation *op) {
+    const WeightRead w = weightReadsOf(op).front();
+    if (op->getAttr("bias"))
+      return op->emitOpError("has a bias, which the Vulkan lowering does not add yet");
+    if (readsRowGroups(op))
+      return op->emitOpError("reads packed row groups; a Vulkan target lays rows out plain");
+    if (!gpuFormat(w.format))
+      return op->emitOpError("reads format ") << w.format << "; the Vulkan kernels read f32, "
+                                                 "f16, q8_0 and q4_0";
+    const bool logits = isa<LogitsOp>(op);
+    const uint32_t out = width(op->getResult(0));
+    // A decode step reduces each row across a workgroup (linear.comp); a prefill batch
+    // gives each thread one row for kMatmulTokens tokens (matmul.comp).
+    Dispatch d{"linear", {kWorkgroup, w.format, kLinearRows, 1},
+               {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_SCRATCH,
+                logits ? uint32_t(KILN_GPU_BUF_LOGITS) : uint32_t(KILN_GPU_BUF_SCRATCH),
+                KILN_GPU_BUF_SCRATCH}};
+    d.push = {c(width(op->getOperand(0))), c(out), weightStride(w.name, w.format),
+              weightOffset(w.name, w.format), c(at(op->getOperand(0))),
+              c(logits ? 0 : at(op->getResult(0))), c(0), c(0), perToken(1)};
+    d.when = KILN_GPU_WHEN_DECODE;
+    d.groups[0] = fixed(ceilDiv(out, kLinearRows));
+    d.groups[1] = d.groups[2] = fixed(1);
+    Dispatch m = d;
+    m.kernel = "matmul";
+    m.when = KILN_GPU_WHEN_PREFILL;
+    m.constants = {kWorkgroup, w.format, kLinearRows, kMatmulTokens};
+    m.groups[0] = fixed(ceilDiv(out, kWorkgroup));
+    m.groups[1] = Groups{1, 0, kMatmulTokens};
+    add(std::move(d), op);
+    add(std::move(m), op);
+    return success();
+  }
+
+  // In-place rotation of the [n, width] activation at float offset x.
+  void rope(Operation *op, uint32_t x, uint32_t widthElems, uint32_t headDim, uint32_t dims,
+            bool rotateHalf, const std::string &table) {
+    Dispatch d{"rope", {kWorkgroup},
+               {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_POSITIONS}};
+    d.push = {perToken(1), c(widthElems), c(headDim), c(dims), c(rotateHalf), c(x),
+              weightOffset(table + ".cos", KILN_GGML_TYPE_F32, 4),
+              weightOffset(table + ".sin", KILN_GGML_TYPE_F32, 4), c(0)};
+    d.groups[0] = fixed(ceilDiv(uint64_t(dims / 2) * (widthElems / headDim), kWorkgroup));
+    d.groups[1] = tokens();
+    d.groups[2] = fixed(1);
+    add(std::move(d), op);
+  }
+
+  LogicalResult lowerRope(RopeOp r) {
+    if (at(r.getInput()) != at(r.getResult()))
+      return r.emitOpError("does not rotate in place (the memory plan gave its result another "
+                           "buffer)");
+    rope(r, at(r.getResult()), width(r.getResult()), r.getHeadDim(), r.getRotaryDims(),
+         r.getStyle() == RopeStyle::rotate_half,
+         ropeTable(r.getTheta().convertToFloat(), r.getRotaryDims(), r.getFreqFactorsAttr()));
+    return success();
+  }
+
+  LogicalResult lowerAttention(AttentionOp a) {
+    const uint32_t heads = a.getNumHeads(), kvHeads = a.getNumKvHeads(), d = a.getHeadDim();
+    if (a.getKvHeadMap())
+      return a.emitOpError("maps query heads to KV heads explicitly (pruned heads), which the "
+                           "Vulkan attention does not take yet");
+    if (plan.kv.k != KvElem::F32 && plan.kv.k != KvElem::F16)
+      return a.emitOpError("keeps K as int8; the Vulkan kernels store f32 or f16 (--kv)");
+    if (kvHeads == 0 || heads % kvHeads != 0 || (kvHeads * d) % 2 != 0)
+      return a.emitOpError("has ") << heads << " heads over " << kvHeads << " KV heads of "
+                                   << d << " (the Vulkan kernels need an even KV row)";
+    ArrayRef<int64_t> slots = a->getAttrOfType<DenseI64ArrayAttr>(attr::kKvSlots).asArrayRef();
+    if (a.getRopeRotaryDimsAttr()) {
+      for (Value v : {a.getQ(), a.getK()})
+        if (!v.hasOneUse())
+          return a.emitOpError("fuses RoPE, and its q or k has another reader: the Vulkan "
+                               "lowering rotates them in place");
+      const std::string &table =
+          ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), *a.getRopeRotaryDims(),
+                    a.getRopeFreqFactorsAttr());
+      const bool half = *a.getRopeStyle() == RopeStyle::rotate_half;
+      const uint32_t dims = uint32_t(*a.getRopeRotaryDims());
+      rope(a, at(a.getQ()), heads * d, d, dims, half, table);
+      rope(a, at(a.getK()), kvHeads * d, d, dims, half, table);
+    }
+    const uint32_t kf = uint32_t(plan.kv.k), vf = uint32_t(plan.kv.v);
+    Dispatch store{"kv_store", {kWorkgroup, kf, vf},
+                   {KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_KV,
+                    KILN_GPU_BUF_POSITIONS}};
+    store.push = {perToken(1), c(kvHeads * d), c(at(a.getK())), c(at(a.getV())),
+                  c(uint32_t(slots[0])), c(uint32_t(slots[2])), c(0)};
+    store.groups[0] = fixed(ceilDiv(kvHeads * d / 2, kWorkgroup));
+    store.groups[1] = tokens();
+    store.groups[2] = fixed(1);
+    add(std::move(store), a);
+    Dispatch attend{"attention", {kWorkgroup, kf, vf},
+                    {KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_KV, KILN_GPU_BUF_POSITIONS,
+                     KILN_GPU_BUF_GPU_SCRATCH, KILN_GPU_BUF_SCRATCH}};
+    attend.push = {c(heads), c(kvHeads), c(d), c(plan.maxCtx),
+                   bits(a.getScale().convertToFloat()), c(at(a.getQ())), c(at(a.getResult())),
+                   c(uint32_t(slots[0])), c(uint32_t(slots[2])), c(0), c(0)};
+    attend.groups[0] = fixed(heads);
+    attend.groups[1] = tokens();
+    attend.groups[2] = fixed(1);
+    add(std::move(attend), a);
+    program.gpuScratchBytes = std::max<uint64_t>(
+        program.gpuScratchBytes, uint64_t(plan.maxBatch) * heads * plan.maxCtx * 4);
+    return success();
+  }
+
+  LogicalResult lowerEltwise(Operation *op) {
+    const uint32_t kind = isa<AddOp>(op) ? 0 : isa<MulOp>(op) ? 1 : 2;
+    const uint32_t w = width(op->getResult(0));
+    Value a = op->getOperand(0), b = op->getNumOperands() > 1 ? op->getOperand(1) : a;
+    Dispatch d{"eltwise", {kWorkgroup, kind},
+               {KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_SCRATCH}};
+    d.push = {perToken(w), c(at(a)), c(at(b)), c(at(op->getResult(0)))};
+    d.groups[0] = perTokenOver(w, kWorkgroup);
+    d.groups[1] = d.groups[2] = fixed(1);
+    add(std::move(d), op);
+    return success();
+  }
+
+  const memory::MemoryPlan &plan;
+  GpuProgram &program;
+  std::map<std::tuple<float, int64_t, const void *>, std::string> ropeNames;
+};
+
+struct LowerToVulkanDispatchesPass
+    : PassWrapper<LowerToVulkanDispatchesPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToVulkanDispatchesPass)
+  LowerToVulkanDispatchesPass() = default;
+  LowerToVulkanDispatchesPass(const LowerToVulkanDispatchesPass &other)
+      : PassWrapper(other), sink(other.sink) {}
+  explicit LowerToVulkanDispatchesPass(GpuProgram *sink) : sink(sink) {}
+
+  StringRef getArgument() const final { return "kiln-lower-to-vulkan-dispatches"; }
+  StringRef getDescription() const final {
+    return "@forward as dispatches of the Vulkan kernels (kiln compile's GPU section)";
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>("forward");
+    if (!fn || fn.getBody().empty()) {
+      module.emitError("the module has no @forward");
+      return signalPassFailure();
+    }
+    FailureOr<memory::MemoryPlan> plan = memory::readMemoryPlan(module);
+    if (failed(plan))
+      return signalPassFailure();
+    GpuProgram own;
+    GpuProgram &program = sink ? *sink : own;
+    program = GpuProgram();
+    if (failed(DispatchLowering(*plan, program).run(fn)))
+      return signalPassFailure();
+    if (!sink)
+      llvm::outs() << describe(program);
+  }
+
+  GpuProgram *sink = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createLowerToVulkanDispatches(GpuProgram *program) {
+  return std::make_unique<LowerToVulkanDispatchesPass>(program);
+}
+
+void registerKilnVulkanCodegenPasses() {
+  PassRegistration<LowerToVulkanDispatchesPass>();
+}
+
+} // namespace kiln::codegen::vulkan

@@ -1,0 +1,215 @@
+/* kiln_vulkan_backend(): runs an artifact's GPU program (kiln/gpu_program.h) on a Vulkan
+ * device. At open: the device, the weights uploaded once, the session's buffers (scratch,
+ * KV cache, tokens, positions, logits, the program's own scratch) and one pipeline per
+ * dispatch (shared by dispatches with the same kernel and constants). A forward pass
+ * writes tokens and positions into their mapped buffers and submits the recording for
+ * its batch size, recorded once and re-submitted while the size stays the same (decode). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/vulkan.h"
+
+#include "../../src/loader/artifact_internal.h"
+#include "../../src/platform/error.h"
+#include "vk_device.h"
+#include "vk_program.h"
+
+typedef struct {
+  kiln_vk_device_t *dev;
+  kiln_vk_program_t program;
+  kiln_vk_buffer_t *buffers[KILN_GPU_BUF_COUNT];
+  kiln_vk_pipeline_t **pipelines; /* per step; shared ones appear once in owned */
+  kiln_vk_pipeline_t **owned;
+  uint32_t n_owned;
+  uint32_t vocab, max_batch;
+  int32_t recorded_n; /* batch size of the current recording, 0: none */
+  uint32_t *recorded; /* the steps it holds, in order */
+  uint32_t n_recorded;
+  int validation;
+  int profile;        /* KILN_VULKAN_PROFILE=1: GPU time per kernel, printed at close */
+  double kernel_ns[KILN_GPU_MAX_KERNELS];
+  uint64_t kernel_runs[KILN_GPU_MAX_KERNELS];
+  double *times;      /* per dispatch, when profiling */
+} vk_state_t;
+
+static void close_state(void *state) {
+  vk_state_t *s = (vk_state_t *)state;
+  if (!s)
+    return;
+  if (s->dev && s->validation)
+    fprintf(stderr, "vulkan: validation layer: %llu messages%s%s\n",
+            (unsigned long long)kiln_vk_validation_messages(s->dev),
+            kiln_vk_validation_messages(s->dev) ? "; first: " : "",
+            kiln_vk_first_validation_message(s->dev));
+  if (s->profile)
+    for (uint32_t k = 0; k < s->program.n_kernels; ++k)
+      fprintf(stderr, "vulkan: %-10s %8llu dispatches %10.3f ms GPU\n", s->program.kernels[k].name,
+              (unsigned long long)s->kernel_runs[k], s->kernel_ns[k] / 1e6);
+  free(s->times);
+  free(s->recorded);
+  for (uint32_t i = 0; i < s->n_owned; ++i)
+    kiln_vk_pipeline_destroy(s->owned[i]);
+  for (uint32_t i = 0; i < KILN_GPU_BUF_COUNT; ++i)
+    kiln_vk_buffer_destroy(s->buffers[i]);
+  kiln_vk_device_close(s->dev);
+  kiln_vk_program_free(&s->program);
+  free(s->pipelines);
+  free(s->owned);
+  free(s);
+}
+
+static kiln_status_t make_buffer(vk_state_t *s, uint32_t id, uint64_t bytes, kiln_error_t *err) {
+  bytes = bytes < 4 ? 4 : (bytes + 3) & ~(uint64_t)3;
+  return kiln_vk_buffer_create(s->dev, bytes, &s->buffers[id], err);
+}
+
+static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
+  const kiln_vk_program_t *p = &s->program;
+  s->pipelines = (kiln_vk_pipeline_t **)calloc(p->n_steps, sizeof *s->pipelines);
+  s->owned = (kiln_vk_pipeline_t **)calloc(p->n_steps, sizeof *s->owned);
+  if (!s->pipelines || !s->owned)
+    return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
+  for (uint32_t i = 0; i < p->n_steps; ++i) {
+    const kiln_vk_step_t *st = &p->steps[i];
+    for (uint32_t j = 0; j < i && !s->pipelines[i]; ++j) {
+      const kiln_vk_step_t *o = &p->steps[j];
+      if (o->kernel == st->kernel && o->n_spec == st->n_spec && o->n_bind == st->n_bind &&
+          o->n_push == st->n_push && !memcmp(o->spec, st->spec, st->n_spec * 4))
+        s->pipelines[i] = s->pipelines[j];
+    }
+    if (s->pipelines[i])
+      continue;
+    const kiln_vk_program_kernel_t *k = &p->kernels[st->kernel];
+    kiln_vk_pipeline_desc_t d = {k->name, k->words, k->n_words, st->n_bind, st->n_push * 4,
+                                 st->spec, st->n_spec};
+    KILN_RETURN_IF_ERROR(kiln_vk_pipeline_create(s->dev, &d, &s->pipelines[i], err));
+    s->owned[s->n_owned++] = s->pipelines[i];
+  }
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error_t *err) {
+  *out = NULL;
+  if (!a->gpu)
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                          "the artifact has no GPU program (compile it with --target "
+                          "<cpu target>+vulkan)");
+  vk_state_t *s = (vk_state_t *)calloc(1, sizeof *s);
+  if (!s)
+    return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
+  s->vocab = a->info.vocab_size;
+  s->max_batch = a->info.max_batch;
+  const char *device = getenv("KILN_VULKAN_DEVICE");
+  const char *validation = getenv("KILN_VULKAN_VALIDATION");
+  kiln_vk_options_t o = {validation && *validation == '1', device ? atoi(device) : -1, NULL, 0};
+  o.max_dispatches = 0;
+  s->validation = o.validation;
+  const char *profile = getenv("KILN_VULKAN_PROFILE");
+  s->profile = profile && *profile == '1';
+  kiln_status_t st = kiln_vk_program_read(a->gpu, a->gpu_size, &s->program, err);
+  if (!st && s->program.n_steps > 1024)
+    o.max_dispatches = s->program.n_steps;
+  if (!st)
+    st = kiln_vk_device_open(&o, &s->dev, err);
+  const uint64_t max_batch = s->max_batch;
+  if (!st)
+    st = make_buffer(s, KILN_GPU_BUF_WEIGHTS, a->weights_size, err);
+  if (!st) {
+    memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_WEIGHTS]), a->weights, a->weights_size);
+    st = make_buffer(s, KILN_GPU_BUF_SCRATCH, a->info.scratch_bytes, err);
+  }
+  if (!st)
+    st = make_buffer(s, KILN_GPU_BUF_KV, a->info.kv_bytes, err);
+  if (!st)
+    st = make_buffer(s, KILN_GPU_BUF_TOKENS, max_batch * 4, err);
+  if (!st)
+    st = make_buffer(s, KILN_GPU_BUF_POSITIONS, max_batch * 4, err);
+  if (!st)
+    st = make_buffer(s, KILN_GPU_BUF_LOGITS, max_batch * s->vocab * 4, err);
+  if (!st)
+    st = make_buffer(s, KILN_GPU_BUF_GPU_SCRATCH, s->program.gpu_scratch_bytes, err);
+  if (!st)
+    st = make_pipelines(s, err);
+  if (!st && !(s->recorded = (uint32_t *)calloc(s->program.n_steps, sizeof(uint32_t))))
+    st = kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
+  if (!st && s->profile && !(s->times = (double *)calloc(s->program.n_steps, sizeof(double))))
+    st = kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
+  if (st) {
+    close_state(s);
+    return st;
+  }
+  *out = s;
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t record(vk_state_t *s, int32_t n, kiln_error_t *err) {
+  s->recorded_n = 0;
+  KILN_RETURN_IF_ERROR(kiln_vk_begin(s->dev, err));
+  s->n_recorded = 0;
+  for (uint32_t i = 0; i < s->program.n_steps; ++i) {
+    const kiln_vk_step_t *st = &s->program.steps[i];
+    if ((st->when == KILN_GPU_WHEN_DECODE && n != 1) ||
+        (st->when == KILN_GPU_WHEN_PREFILL && n == 1))
+      continue;
+    s->recorded[s->n_recorded++] = i;
+    uint32_t push[KILN_GPU_MAX_PUSH_WORDS];
+    kiln_vk_buffer_t *bufs[KILN_GPU_MAX_BINDINGS];
+    for (uint32_t k = 0; k < st->n_push; ++k)
+      push[k] = kiln_vk_value_at(st->push[k], (uint32_t)n);
+    for (uint32_t k = 0; k < st->n_bind; ++k)
+      bufs[k] = s->buffers[st->bind[k]];
+    kiln_status_t r = kiln_vk_dispatch(s->dev, s->pipelines[i], bufs, push,
+                                       kiln_vk_groups_at(st->groups[0], (uint32_t)n),
+                                       kiln_vk_groups_at(st->groups[1], (uint32_t)n),
+                                       kiln_vk_groups_at(st->groups[2], (uint32_t)n), err);
+    if (r) {
+      kiln_error_t ignored;
+      kiln_vk_end(s->dev, &ignored);
+      return kiln_error_prefix(err, r, s->program.kernels[st->kernel].name);
+    }
+  }
+  KILN_RETURN_IF_ERROR(kiln_vk_end(s->dev, err));
+  s->recorded_n = n;
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t forward(void *state, const int32_t *tokens, const int32_t *positions,
+                             int32_t n, float *logits, int last_only, kiln_error_t *err) {
+  vk_state_t *s = (vk_state_t *)state;
+  if (n < 1 || (uint32_t)n > s->max_batch)
+    return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE, "a batch of %d tokens (1..%u)", n,
+                          s->max_batch);
+  memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_TOKENS]), tokens, (size_t)n * 4);
+  memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_POSITIONS]), positions, (size_t)n * 4);
+  if (s->recorded_n != n)
+    KILN_RETURN_IF_ERROR(record(s, n, err));
+  KILN_RETURN_IF_ERROR(kiln_vk_submit_wait(s->dev, 0, err));
+  if (s->profile) {
+    const uint32_t got = kiln_vk_dispatch_times(s->dev, s->times, s->n_recorded);
+    for (uint32_t i = 0; i < got; ++i) {
+      const uint32_t k = s->program.steps[s->recorded[i]].kernel;
+      s->kernel_ns[k] += s->times[i];
+      s->kernel_runs[k]++;
+    }
+  }
+  const float *out = (const float *)kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_LOGITS]);
+  const size_t first = last_only ? (size_t)(n - 1) : 0;
+  memcpy(logits + first * s->vocab, out + first * s->vocab,
+         ((size_t)n - first) * s->vocab * sizeof(float));
+  return KILN_STATUS_OK;
+}
+
+static const char *device_name(void *state) {
+  return kiln_vk_device_info(((vk_state_t *)state)->dev)->name;
+}
+
+static uint32_t dispatch_times(void *state, double *ns, uint32_t cap) {
+  return kiln_vk_dispatch_times(((vk_state_t *)state)->dev, ns, cap);
+}
+
+const kiln_backend_t *kiln_vulkan_backend(void) {
+  static const kiln_backend_t backend = {"vulkan", open_state, forward, device_name,
+                                         dispatch_times, close_state};
+  return &backend;
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""stories260K compiled for `host+vulkan`, run on Mesa's lavapipe with the validation layer
+against the same artifact's CPU code (docs/vulkan.md, "Tests").
+
+Usage: stories260k_vulkan.py CASE --kiln PATH --kiln-run PATH --work DIR [--models DIR]
+The models directory is $KILN_MODELS_DIR, else --models. ctest sets VK_ICD_FILENAMES to
+lavapipe's ICD.
+
+Cases:
+  generate-FMT  (f32, f16, q8_0, q4_0) greedy text of three prompts, 48 tokens, identical on
+                `--backend vulkan` and `--backend cpu`; the validation layer reports 0
+                messages (KILN_VULKAN_VALIDATION=1)
+  ppl-FMT       `kiln-run ppl` on the first 12 chunks of tinystories-dev.txt (--ctx 128):
+                vulkan within 0.1% of cpu, 0 validation messages
+  backends      `kiln inspect` lists the gpu section; an artifact without one: `--backend
+                vulkan` is one error naming why, `--backend auto` falls back to the CPU
+                and says so, `--backend bogus` is refused; a corrupted GPU section is a
+                checksum error at open
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from e2e_common import fail, need  # noqa: E402
+
+PROMPTS = ["Once upon a time", "The little dog", "Tom and Sue went"]
+
+
+def run(cmd, env=None, expect_ok=True):
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, env=env)
+    out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    if expect_ok and p.returncode != 0:
+        fail(f"exit {p.returncode}: {err.strip()}")
+    return p.returncode, out, err
+
+
+def vulkan_env():
+    env = dict(os.environ)
+    env["KILN_VULKAN_VALIDATION"] = "1"
+    env["MESA_SHADER_CACHE_DISABLE"] = "true"
+    return env
+
+
+def check_validation(err):
+    m = re.search(r"vulkan: validation layer: (\d+) messages(.*)", err)
+    if not m:
+        fail(f"no validation-layer count in the output:\n{err}")
+    if m.group(1) != "0":
+        fail(f"the validation layer reported {m.group(1)} messages{m.group(2)}")
+
+
+def compile_model(a, fmt, target="host+vulkan"):
+    os.makedirs(a.work, exist_ok=True)
+    out = os.path.join(a.work, f"stories260K-{fmt}-{target.replace('+', '_')}.kiln")
+    run([a.kiln, "compile", need(a.models, "stories260K.gguf"), "--target", target,
+         "--weights", fmt, "-o", out])
+    return out
+
+
+def generate(a, art, fmt):
+    for prompt in PROMPTS:
+        cmd = [a.kiln_run, "generate", art, "-p", prompt, "-n", "48"]
+        _, cpu, _ = run(cmd + ["--backend", "cpu"])
+        _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env())
+        check_validation(err)
+        if "backend vulkan" not in err:
+            fail(f"kiln-run did not say where the ops ran:\n{err}")
+        if cpu != gpu:
+            fail(f"{fmt} '{prompt}': vulkan's text differs from the CPU's:\ncpu:    {cpu!r}\n"
+                 f"vulkan: {gpu!r}")
+        print(f"{fmt} '{prompt}': identical ({len(cpu)} characters)")
+
+
+def ppl_of(out):
+    m = re.search(r"PPL = ([0-9.]+)", out)
+    if not m:
+        fail(f"no PPL in:\n{out}")
+    return float(m.group(1))
+
+
+def ppl(a, art, fmt):
+    text = need(a.models, "tinystories-dev.txt")
+    cmd = [a.kiln_run, "ppl", art, text, "--ctx", "128", "--chunks", "12"]
+    _, cpu, _ = run(cmd + ["--backend", "cpu"])
+    _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env())
+    check_validation(err)
+    p_cpu, p_gpu = ppl_of(cpu), ppl_of(gpu)
+    rel = abs(p_gpu - p_cpu) / p_cpu
+    print(f"{fmt}: PPL cpu {p_cpu:.4f}, vulkan {p_gpu:.4f}, relative difference {rel:.2e}")
+    if rel > 1e-3:
+        fail(f"{fmt}: vulkan's PPL {p_gpu} is more than 0.1% from the CPU's {p_cpu}")
+
+
+def backends(a):
+    gpu_art = compile_model(a, "q8_0")
+    _, out, _ = run([a.kiln, "inspect", gpu_art])
+    if not re.search(r"^\s+gpu\s+offset.*ok$", out, re.M):
+        fail(f"kiln inspect lists no checked gpu section:\n{out}")
+    cpu_art = compile_model(a, "q8_0", target="host")
+    gen = [a.kiln_run, "generate", cpu_art, "-p", PROMPTS[0], "-n", "8"]
+    rc, _, err = run(gen + ["--backend", "vulkan"], env=vulkan_env(), expect_ok=False)
+    if rc == 0 or "no GPU program" not in err or len(err.strip().splitlines()) != 1:
+        fail(f"--backend vulkan on a CPU-only artifact: exit {rc}, expected one error line "
+             f"naming the missing GPU program:\n{err}")
+    rc, out, err = run(gen + ["--backend", "auto"], env=vulkan_env())
+    if "every op on the CPU" not in err or not out.strip():
+        fail(f"--backend auto did not fall back to the CPU with a reason:\n{err}")
+    rc, _, err = run(gen + ["--backend", "bogus"], expect_ok=False)
+    if rc == 0 or "--backend expects cpu, vulkan or auto" not in err:
+        fail(f"--backend bogus: exit {rc}:\n{err}")
+    # One byte of the GPU section flipped: the section's checksum refuses the file.
+    m = re.search(r"^\s+gpu\s+offset\s+(\d+)\s+size\s+(\d+)", out and run(
+        [a.kiln, "inspect", gpu_art])[1], re.M)
+    data = bytearray(open(gpu_art, "rb").read())
+    data[int(m.group(1)) + int(m.group(2)) // 2] ^= 0x40
+    bad = os.path.join(a.work, "corrupt-gpu.kiln")
+    open(bad, "wb").write(bytes(data))
+    rc, _, err = run([a.kiln_run, "generate", bad, "-p", "x", "-n", "1", "--backend", "vulkan"],
+                     env=vulkan_env(), expect_ok=False)
+    if rc == 0 or "(gpu): checksum mismatch" not in err:
+        fail(f"a corrupted gpu section: exit {rc}:\n{err}")
+    print("backends: inspect, refusal, fallback and corruption as expected")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--kiln-run", dest="kiln_run", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--models", default="")
+    a = ap.parse_args()
+    a.models = os.environ.get("KILN_MODELS_DIR") or a.models
+    kind, _, fmt = a.case.partition("-")
+    if kind == "generate":
+        generate(a, compile_model(a, fmt), fmt)
+    elif kind == "ppl":
+        ppl(a, compile_model(a, fmt), fmt)
+    elif a.case == "backends":
+        backends(a)
+    else:
+        fail(f"unknown case {a.case}")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
