@@ -29,6 +29,11 @@ struct LoweringWeights {
   WeightLayout layout;
   uint64_t bytesPerToken = 0;
   uint32_t vocab = 0;
+
+  // In: also export each op as `kiln_model_op_<k>` (k its place in @forward), with the
+  // entry's signature: a GPU backend runs the ops its device lacks on the CPU with them
+  // (docs/vulkan.md, "Placement"). Off: the code is unchanged.
+  bool opEntries = false;
 };
 
 } // namespace kiln::codegen

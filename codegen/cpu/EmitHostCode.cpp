@@ -323,7 +323,8 @@ bool emitHostCode(mlir::ModuleOp lowered, const CpuTarget &t, CodeStage upTo,
   // Only the ABI entry (and embedded weights) stay visible; everything else may be
   // inlined and dropped.
   llvm::internalizeModule(*m, [](const llvm::GlobalValue &gv) {
-    return gv.getName() == KILN_ABI_ENTRY || gv.getName() == kWeightsSymbol;
+    return gv.getName() == KILN_ABI_ENTRY || gv.getName() == kWeightsSymbol ||
+           gv.getName().starts_with(KILN_OP_ENTRY_PREFIX);
   });
   if (llvm::verifyModule(*m, &llvm::errs())) {
     error = "internal error: the linked LLVM module does not verify";

@@ -113,6 +113,7 @@ private:
   LogicalResult addWeight(Operation *op, const WeightRead &w, RowLayout layout,
                           uint64_t rowAlign);
   void emit(func::FuncOp fn);
+  void emitOpEntry(Operation *op, size_t k);
   void emitOp(Operation *op, Value row) {
     (this->*lowerings.at(op->getName().getTypeID()))(op, row);
   }
@@ -420,6 +421,37 @@ void UkernelLowering::emit(func::FuncOp fn) {
   b.setInsertionPointToStart(all);
   for (size_t i = tail; i < ops.size(); ++i)
     emitOp(ops[i], Value());
+  b.create<LLVM::ReturnOp>(loc, i32c(0));
+  if (weights.opEntries)
+    for (size_t i = 0; i + 1 < ops.size(); ++i) // every op but the return
+      emitOpEntry(ops[i], i);
+}
+
+// kiln_model_op_<k>: op k alone, every row, with the entry's arguments and no input check
+// (the caller ran the entry's checks, or a GPU program ran the ops before it).
+void UkernelLowering::emitOpEntry(Operation *op, size_t k) {
+  Type i32 = b.getI32Type();
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = b.create<LLVM::LLVMFuncOp>(
+      loc, std::string(KILN_OP_ENTRY_PREFIX) + std::to_string(k),
+      LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, ptrTy, i32, ptrTy}));
+  Block *body = fn.addEntryBlock(b);
+  ctxArg = body->getArgument(0);
+  tokensArg = body->getArgument(1);
+  positionsArg = body->getArgument(2);
+  nArg = body->getArgument(3);
+  logitsArg = body->getArgument(4);
+  b.setInsertionPointToStart(body);
+  auto ctxTy =
+      LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, ptrTy, i32});
+  auto field = [&](int32_t i) {
+    Value p = b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, i});
+    return b.create<LLVM::LoadOp>(loc, ptrTy, p).getResult();
+  };
+  weightsBase = field(2);
+  scratchBase = field(3);
+  kvBase = field(4);
+  emitOp(op, Value());
   b.create<LLVM::ReturnOp>(loc, i32c(0));
 }
 

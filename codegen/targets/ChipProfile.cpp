@@ -56,6 +56,20 @@ template <> struct MappingTraits<HexagonEngine> {
   }
 };
 
+template <> struct MappingTraits<GpuEngine> {
+  static void mapping(IO &io, GpuEngine &g) {
+    io.mapRequired("name", g.name);
+    io.mapRequired("vendor", g.vendor);
+    io.mapRequired("api_version", g.apiVersion);
+    io.mapRequired("subgroup_sizes", g.subgroupSizes);
+    io.mapRequired("shared_memory_kib", g.sharedMemoryKib);
+    io.mapRequired("fp16", g.fp16);
+    io.mapRequired("int8_dot", g.int8Dot);
+    io.mapOptional("int8_dot_accelerated", g.int8DotAccelerated);
+    io.mapOptional("shader_cores", g.shaderCores);
+  }
+};
+
 template <> struct MappingTraits<DramSystem> {
   static void mapping(IO &io, DramSystem &m) {
     io.mapRequired("type", m.type);
@@ -109,6 +123,7 @@ template <> struct MappingTraits<ChipProfile> {
     io.mapRequired("kind", p.kind);
     io.mapOptional("cpu", p.cpu);
     io.mapOptional("hexagon", p.hexagon);
+    io.mapOptional("gpu", p.gpu);
     io.mapOptional("memory", p.memory);
     io.mapOptional("thermal", p.thermal);
     io.mapRequired("sources", p.sources);
@@ -123,12 +138,13 @@ namespace kiln::codegen {
 
 namespace {
 
-// Numeric fields `estimated:` may name.
+// Fields `estimated:` may name: the numbers and yes/no facts.
 const std::vector<std::string> &numericFields() {
   static const std::vector<std::string> f = {
       "cpu.vector_bits", "cpu.cache_line_bytes", "cpu.l3_kib",       "cpu.clusters.count",
       "cpu.clusters.max_ghz", "cpu.clusters.l2_kib", "hexagon.hvx_bytes", "hexagon.vtcm_kib",
-      "hexagon.l2_kib",
+      "hexagon.l2_kib", "gpu.api_version", "gpu.subgroup_sizes", "gpu.shared_memory_kib",
+      "gpu.fp16", "gpu.int8_dot", "gpu.int8_dot_accelerated", "gpu.shader_cores",
       "memory.mts",      "memory.bus_bits",      "memory.bandwidth_gbs",
       "thermal.ambient_c", "thermal.die_heat_capacity_j_per_k", "thermal.die_to_skin_k_per_w",
       "thermal.skin_heat_capacity_j_per_k", "thermal.skin_to_ambient_k_per_w",
@@ -225,6 +241,53 @@ std::string fmt(double v) {
   return b;
 }
 
+// "1.3" -> 103; -1 unless MAJOR.MINOR with Vulkan's major version 1.
+int vulkanVersion(const std::string &v) {
+  size_t dot = v.find('.');
+  auto digits = [](const std::string &s) {
+    return !s.empty() && s.size() <= 3 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (dot == std::string::npos || v.substr(0, dot) != "1" || !digits(v.substr(dot + 1)))
+    return -1;
+  return 100 + std::stoi(v.substr(dot + 1));
+}
+
+std::string validateGpu(const GpuEngine &g) {
+  if (g.name.empty())
+    return "gpu.name: must not be empty";
+  if (!contains(knownGpuVendors(), g.vendor)) {
+    std::string known;
+    for (const std::string &k : knownGpuVendors())
+      known += (known.empty() ? "" : ", ") + k;
+    return "gpu.vendor: unknown GPU vendor '" + g.vendor + "' (known: " + known + ")";
+  }
+  int api = vulkanVersion(g.apiVersion);
+  if (api < 0)
+    return "gpu.api_version: must be a Vulkan version such as 1.3, got '" + g.apiVersion + "'";
+  if (g.subgroupSizes.empty())
+    return "gpu.subgroup_sizes: list at least one subgroup size";
+  for (size_t i = 0; i < g.subgroupSizes.size(); ++i) {
+    int64_t s = g.subgroupSizes[i];
+    // Vulkan: a subgroup size is a power of two of at most 128.
+    if (s < 1 || s > 128 || (s & (s - 1)))
+      return "gpu.subgroup_sizes: " + std::to_string(s) + " is not a power of two in [1, 128]";
+    if (i && s <= g.subgroupSizes[i - 1])
+      return "gpu.subgroup_sizes: list each size once, smallest first";
+  }
+  // Vulkan guarantees 16 KiB of workgroup memory.
+  if (g.sharedMemoryKib < 16 || g.sharedMemoryKib > 1024)
+    return "gpu.shared_memory_kib: must be in [16, 1024], got " + std::to_string(g.sharedMemoryKib);
+  // Vulkan 1.3's feature requirements include shaderIntegerDotProduct.
+  if (api >= 103 && !g.int8Dot)
+    return "gpu.int8_dot: Vulkan " + g.apiVersion + " requires integer dot products";
+  if (g.int8DotAccelerated.value_or(false) && !g.int8Dot)
+    return "gpu.int8_dot_accelerated: needs int8_dot";
+  if (g.shaderCores && (*g.shaderCores < 1 || *g.shaderCores > 1024))
+    return "gpu.shader_cores: must be in [1, 1024], got " + std::to_string(*g.shaderCores);
+  return "";
+}
+
 // Checks values and cross-field rules; returns "FIELD: problem" or "".
 std::string validate(const ChipProfile &p) {
   const bool soc = p.kind == "soc";
@@ -234,8 +297,8 @@ std::string validate(const ChipProfile &p) {
     return "display_name: must not be empty";
   if (p.kind != "soc" && p.kind != "generic")
     return "kind: must be soc or generic, not '" + p.kind + "'";
-  if (!p.cpu && !p.hexagon)
-    return "cpu, hexagon: a profile describes at least one engine";
+  if (!p.cpu && !p.hexagon && !p.gpu)
+    return "cpu, hexagon, gpu: a profile describes at least one engine";
   if (const CpuEngine *c = p.cpu ? &*p.cpu : nullptr) {
     if (c->arch.empty())
       return "cpu.arch: must not be empty";
@@ -296,6 +359,9 @@ std::string validate(const ChipProfile &p) {
     if (h->l2Kib && (*h->l2Kib < 64 || *h->l2Kib > (1 << 20)))
       return "hexagon.l2_kib: must be in 64..1048576, got " + std::to_string(*h->l2Kib);
   }
+  if (p.gpu)
+    if (std::string problem = validateGpu(*p.gpu); !problem.empty())
+      return problem;
   if (soc && !p.memory)
     return "memory: a soc profile describes its DRAM";
   if (const DramSystem *m = p.memory ? &*p.memory : nullptr) {
@@ -357,7 +423,7 @@ std::string validate(const ChipProfile &p) {
   }
   for (const EstimatedField &e : p.estimated) {
     if (!contains(numericFields(), e.field))
-      return "estimated.field: '" + e.field + "' is not a numeric field of a profile";
+      return "estimated.field: '" + e.field + "' is not a numeric or yes/no field of a profile";
     if (e.why.empty())
       return "estimated.why: say why " + e.field + " is estimated";
   }
@@ -377,6 +443,8 @@ std::vector<std::string> ChipProfile::engines() const {
     e.push_back("cpu");
   if (hexagon)
     e.push_back("hvx");
+  if (gpu)
+    e.push_back("gpu");
   return e;
 }
 
@@ -384,6 +452,11 @@ const std::vector<std::string> &knownCpuFeatures() {
   static const std::vector<std::string> f = {"neon", "fp16", "dotprod", "i8mm",
                                              "bf16", "sve",  "sve2",    "sme"};
   return f;
+}
+
+const std::vector<std::string> &knownGpuVendors() {
+  static const std::vector<std::string> v = {"amd", "arm", "imagination", "qualcomm", "samsung"};
+  return v;
 }
 
 std::optional<ChipProfile> parseChipProfile(const std::string &yamlText, const std::string &file,

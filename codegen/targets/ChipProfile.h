@@ -2,9 +2,9 @@
 //
 // A chip profile is a YAML file in codegen/targets/ (format: docs/targets.md): the
 // application cores (ISA features, vector width, cache line, clusters), the Hexagon DSP's
-// HVX unit when the SoC has one, and the DRAM. Every number carries a public source (a
-// `[id]` comment naming an entry of `sources:`); estimated numbers are listed under
-// `estimated:`. Read with LLVM's YAML I/O; no MLIR here.
+// HVX unit when the SoC has one, the GPU as a Vulkan device, and the DRAM. Every number
+// carries a public source (a `[id]` comment naming an entry of `sources:`); estimated
+// numbers are listed under `estimated:`. Read with LLVM's YAML I/O; no MLIR here.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_TARGETS_CHIPPROFILE_H
 #define KILN_CODEGEN_TARGETS_CHIPPROFILE_H
@@ -40,6 +40,20 @@ struct HexagonEngine {
   int64_t hvxBytes = 0;             // HVX vector length
   std::optional<int64_t> vtcmKib;   // tightly coupled vector memory; required on a SoC
   std::optional<int64_t> l2Kib;     // the DSP's L2 (weight shards, prefill panels); optional
+};
+
+// The GPU as Vulkan shows it to a compute shader. It reads the SoC's DRAM, so its
+// bandwidth is memory.bandwidth_gbs (no separate figure).
+struct GpuEngine {
+  std::string name;                       // Adreno 750, Immortalis-G720, ...
+  std::string vendor;                     // of knownGpuVendors(): picks the vendor's heuristics
+  std::string apiVersion;                 // Vulkan version the driver reports, MAJOR.MINOR
+  std::vector<int64_t> subgroupSizes;     // sizes a pipeline can require, ascending
+  int64_t sharedMemoryKib = 0;            // maxComputeSharedMemorySize per workgroup
+  bool fp16 = false;                      // shaderFloat16: fp16 arithmetic in shaders
+  bool int8Dot = false;                   // shaderIntegerDotProduct (required by Vulkan 1.3)
+  std::optional<bool> int8DotAccelerated; // integerDotProduct4x8BitPackedSignedAccelerated
+  std::optional<int64_t> shaderCores;     // Arm's MCn; other vendors' units differ
 };
 
 struct DramSystem {
@@ -89,6 +103,7 @@ struct ChipProfile {
   std::string kind;        // soc | generic
   std::optional<CpuEngine> cpu;
   std::optional<HexagonEngine> hexagon;
+  std::optional<GpuEngine> gpu;
   std::optional<DramSystem> memory; // required on a SoC
   std::optional<ThermalModel> thermal; // optional; `kiln thermal-sim` needs it
   std::vector<ProfileSource> sources;
@@ -96,12 +111,14 @@ struct ChipProfile {
   std::string notes;
 
   bool isEstimated(const std::string &field) const;
-  // "cpu", "hvx": the engines a target name can pick (`<name>:cpu`).
+  // "cpu", "hvx", "gpu": the engines a target name can pick (`<name>:cpu`).
   std::vector<std::string> engines() const;
 };
 
 // ISA feature names a profile may list (Arm FEAT_* names in LLVM's spelling).
 const std::vector<std::string> &knownCpuFeatures();
+// GPU vendors gpu.vendor may name (the designer of the GPU, not of the SoC).
+const std::vector<std::string> &knownGpuVendors();
 
 // Parses and validates one profile. `file` names it in errors, which are one line:
 // "FILE: FIELD: problem" (or "FILE:LINE:COL: problem" for YAML syntax and types).

@@ -31,15 +31,33 @@ std::string trim(const std::string &s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-// Does the YAML part of a line give a number as some key's value?
-bool givesNumber(const std::string &yamlPart) {
+// A fact needs a source: "number" or "yes/no" for a value that is one, also quoted
+// ('1.3') or a flow list's first item ([64, 128]); null otherwise.
+const char *factKind(std::string v) {
+  v = trim(v);
+  if (!v.empty() && v[0] == '[')
+    v = trim(v.substr(1));
+  if (v.size() >= 2 && (v[0] == '\'' || v[0] == '"') && v.back() == v[0])
+    v = v.substr(1, v.size() - 2);
+  if (isNumber(v))
+    return "number";
+  return v == "true" || v == "false" ? "yes/no" : nullptr;
+}
+
+// The fact the YAML part of a line gives, as some key's value or as a list item.
+const char *givesFact(const std::string &yamlPart) {
+  std::string t = trim(yamlPart);
+  if (t.compare(0, 2, "- ") == 0)
+    if (const char *kind = factKind(t.substr(2)))
+      return kind;
   size_t pos = 0;
   while ((pos = yamlPart.find(':', pos)) != std::string::npos) {
     size_t end = yamlPart.find_first_of(",}]", ++pos);
-    if (isNumber(trim(yamlPart.substr(pos, end == std::string::npos ? end : end - pos))))
-      return true;
+    if (const char *kind =
+            factKind(yamlPart.substr(pos, end == std::string::npos ? end : end - pos)))
+      return kind;
   }
-  return false;
+  return nullptr;
 }
 
 std::string checkSourceTags(const std::string &text, const ChipProfile &p) {
@@ -49,7 +67,8 @@ std::string checkSourceTags(const std::string &text, const ChipProfile &p) {
     std::string l = text.substr(start, nl == std::string::npos ? nl : nl - start);
     start = nl == std::string::npos ? text.size() + 1 : nl + 1;
     size_t hash = l.find(" #");
-    if (!givesNumber(l.substr(0, hash)))
+    const char *fact = givesFact(l.substr(0, hash));
+    if (!fact)
       continue;
     std::string comment = hash == std::string::npos ? "" : l.substr(hash);
     std::string where = std::to_string(line) + ": '" + trim(l.substr(0, hash)) + "'";
@@ -65,7 +84,7 @@ std::string checkSourceTags(const std::string &text, const ChipProfile &p) {
       tagged = true;
     }
     if (!tagged)
-      return where + ": a number without a source (add a comment with [source-id])";
+      return where + ": a " + fact + " without a source (add a comment with [source-id])";
   }
   return "";
 }

@@ -26,8 +26,8 @@ struct BuiltinProfile {
 const std::vector<BuiltinProfile> &builtinProfiles();
 const BuiltinProfile *findBuiltinProfile(const std::string &name);
 
-// parseChipProfile plus the sources rule: every line that gives a number carries a
-// comment with `[id]` tags, each naming an entry of `sources:`.
+// parseChipProfile plus the sources rule: every line that gives a number or a yes/no
+// carries a comment with `[id]` tags, each naming an entry of `sources:`.
 std::optional<ChipProfile> loadChipProfile(const std::string &yamlText, const std::string &file,
                                            std::string &error);
 std::optional<ChipProfile> loadChipProfileFile(const std::string &path, std::string &error);

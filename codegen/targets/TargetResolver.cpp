@@ -65,6 +65,10 @@ const CpuTarget *findCodegenTarget(const std::string &name, std::string &error) 
     return choice.host;
   if (choice.engine == "cpu")
     return chipCpuTarget(*choice.chip, error);
+  if (choice.engine == "gpu") { // createTargetBackend makes it the chip's CPU + Vulkan
+    error = "target '" + name + "' is a GPU, not a CPU target";
+    return nullptr;
+  }
   return chipHvxTarget(*choice.chip, error);
 }
 

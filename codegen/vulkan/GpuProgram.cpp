@@ -87,6 +87,7 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
     }
     put(out, index[d.kernel]);
     put(out, d.when);
+    put(out, d.op);
     put(out, uint32_t(d.constants.size()));
     for (uint32_t c : d.constants)
       put(out, c);
@@ -118,7 +119,7 @@ std::string describe(const GpuProgram &program) {
     << program.gpuScratchBytes << " bytes\n";
   for (const Dispatch &d : program.dispatches) {
     s << "  " << d.kernel << (d.when == 1 ? " [decode]" : d.when == 2 ? " [prefill]" : "")
-      << " (" << d.what << ") constants [";
+      << " (op " << d.op << " " << d.what << ") constants [";
     for (size_t i = 0; i < d.constants.size(); ++i)
       s << (i ? ", " : "") << d.constants[i];
     s << "] bindings [";

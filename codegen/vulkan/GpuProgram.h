@@ -44,6 +44,7 @@ struct Dispatch {
   Groups groups[3];
   std::string what;                // the op it comes from (errors, describe)
   uint32_t when = 0;               // KILN_GPU_WHEN_*: every batch, decode or prefill only
+  uint32_t op = 0;                 // its op's place in @forward (the CPU's per-op entry)
 };
 
 struct GpuProgram {

@@ -75,6 +75,7 @@ public:
   LogicalResult run(func::FuncOp fn) {
     nameRopeTables(fn);
     for (Operation &op : fn.getBody().front()) {
+      ++opIndex;
       if (!isa<func::ReturnOp, LogitsOp>(op) && !op.hasAttr(attr::kBuffers))
         return op.emitOpError("has no memory plan (run kiln-plan-memory first)");
       LogicalResult r =
@@ -109,6 +110,7 @@ private:
     if (auto layer = op->getAttrOfType<IntegerAttr>("kiln.layer"))
       os << " layer " << layer.getInt();
     d.what = os.str();
+    d.op = opIndex;
     program.dispatches.push_back(std::move(d));
   }
 
@@ -290,6 +292,7 @@ private:
 
   const memory::MemoryPlan &plan;
   GpuProgram &program;
+  uint32_t opIndex = uint32_t(-1); // the op being lowered: its place in @forward
   std::map<std::tuple<float, int64_t, const void *>, std::string> ropeNames;
 };
 

@@ -14,8 +14,8 @@ namespace {
 
 class VulkanBackend final : public TargetBackend {
 public:
-  explicit VulkanBackend(std::unique_ptr<TargetBackend> cpu)
-      : cpu(std::move(cpu)), fullName(this->cpu->name() + "+vulkan"),
+  VulkanBackend(std::unique_ptr<TargetBackend> cpu, const std::string &name)
+      : cpu(std::move(cpu)), fullName(name),
         program(std::make_unique<vulkan::GpuProgram>()) {}
 
   const std::string &name() const override { return fullName; }
@@ -40,6 +40,7 @@ public:
   // lays the weights section out.
   void addLoweringPasses(mlir::OpPassManager &pm, LoweringWeights &w) const override {
     pm.addPass(vulkan::createLowerToVulkanDispatches(program.get()));
+    w.opEntries = true; // the ops a device lacks run on the CPU, one at a time
     cpu->addLoweringPasses(pm, w);
     weights = &w;
   }
@@ -82,8 +83,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<TargetBackend> createVulkanBackend(std::unique_ptr<TargetBackend> cpu) {
-  return std::make_unique<VulkanBackend>(std::move(cpu));
+std::unique_ptr<TargetBackend> createVulkanBackend(std::unique_ptr<TargetBackend> cpu,
+                                                   const std::string &name) {
+  return std::make_unique<VulkanBackend>(std::move(cpu), name);
 }
 
 } // namespace kiln::codegen

@@ -114,9 +114,18 @@ TEST(ChipProfile, EveryBuiltinProfileLoadsAndRoundTrips) {
   EXPECT_EQ(names, (std::set<std::string>{"armv8.2-a+dotprod", "dimensity-9300", "exynos-2400",
                                           "hexagon-v67", "hexagon-v73", "snapdragon-8-elite",
                                           "snapdragon-8-gen-3", "tensor-g4"}));
-  // Only the Snapdragons have a Hexagon DSP.
+  // Only the Snapdragons have a Hexagon DSP; every phone SoC describes its GPU.
   EXPECT_TRUE(findBuiltinProfile("snapdragon-8-gen-3")->profile.hexagon.has_value());
   EXPECT_FALSE(findBuiltinProfile("dimensity-9300")->profile.hexagon.has_value());
+  for (const BuiltinProfile &b : all)
+    EXPECT_EQ(b.profile.gpu.has_value(), b.profile.kind == "soc") << b.file;
+  const GpuEngine &adreno = *findBuiltinProfile("snapdragon-8-gen-3")->profile.gpu;
+  EXPECT_EQ(adreno.name, "Adreno 750");
+  EXPECT_EQ(adreno.subgroupSizes, (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(findBuiltinProfile("tensor-g4")->profile.gpu->subgroupSizes,
+            (std::vector<int64_t>{16}));
+  EXPECT_EQ(findBuiltinProfile("exynos-2400")->profile.engines(),
+            (std::vector<std::string>{"cpu", "gpu"}));
 }
 
 TEST(ChipProfile, MissingFieldNamesFileAndField) {
@@ -297,4 +306,99 @@ sources:
   EXPECT_NE(errorIn("idle_w: 0.6                       # [brief]", "idle_w: 0.6")
                 .find("a number without a source"),
             std::string::npos);
+}
+
+// The gpu engine: read, written back unchanged, checked value by value, every fact sourced.
+TEST(ChipProfile, GpuSection) {
+  const std::string gpu = R"(gpu:
+  name: Test GPU
+  vendor: arm
+  api_version: 1.3          # [brief]
+  subgroup_sizes: [16, 32]  # [brief]
+  shared_memory_kib: 32     # [brief]
+  fp16: true                # [brief]
+  int8_dot: true            # [brief]
+  int8_dot_accelerated: true # [brief]
+  shader_cores: 12          # [brief]
+memory:
+)";
+  const std::string good = replaced("memory:\n", gpu) + R"(  - field: gpu.subgroup_sizes
+    why: "a test"
+)";
+  std::string error;
+  std::optional<ChipProfile> p = loadChipProfile(good, "good.yaml", error);
+  ASSERT_TRUE(p) << error;
+  ASSERT_TRUE(p->gpu.has_value());
+  EXPECT_EQ(p->gpu->apiVersion, "1.3");
+  EXPECT_EQ(p->gpu->subgroupSizes, (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(p->gpu->sharedMemoryKib, 32);
+  EXPECT_TRUE(p->gpu->fp16 && p->gpu->int8Dot && *p->gpu->int8DotAccelerated);
+  EXPECT_EQ(p->gpu->shaderCores, 12);
+  EXPECT_TRUE(p->isEstimated("gpu.subgroup_sizes"));
+  EXPECT_EQ(p->engines(), (std::vector<std::string>{"cpu", "hvx", "gpu"}));
+  std::string written = writeChipProfile(*p);
+  std::optional<ChipProfile> q = parseChipProfile(written, "written.yaml", error);
+  ASSERT_TRUE(q) << error << "\n" << written;
+  EXPECT_EQ(writeChipProfile(*q), written);
+  EXPECT_EQ(q->gpu->subgroupSizes, p->gpu->subgroupSizes);
+  EXPECT_EQ(q->gpu->apiVersion, "1.3");
+
+  auto errorIn = [&](const std::string &from, const std::string &to) {
+    std::string text = good;
+    EXPECT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+    return errorOf(text);
+  };
+  EXPECT_EQ(errorIn("[16, 32]", "[16, 48]"),
+            "bad.yaml: gpu.subgroup_sizes: 48 is not a power of two in [1, 128]");
+  EXPECT_EQ(errorIn("[16, 32]", "[256]"),
+            "bad.yaml: gpu.subgroup_sizes: 256 is not a power of two in [1, 128]");
+  EXPECT_EQ(errorIn("[16, 32]", "[32, 16]"),
+            "bad.yaml: gpu.subgroup_sizes: list each size once, smallest first");
+  EXPECT_EQ(errorIn("[16, 32]  # [brief]", "[]"),
+            "bad.yaml: gpu.subgroup_sizes: list at least one subgroup size");
+  EXPECT_EQ(errorIn("shared_memory_kib: 32", "shared_memory_kib: 8"),
+            "bad.yaml: gpu.shared_memory_kib: must be in [16, 1024], got 8");
+  EXPECT_EQ(errorIn("vendor: arm", "vendor: acme"),
+            "bad.yaml: gpu.vendor: unknown GPU vendor 'acme' (known: amd, arm, imagination, "
+            "qualcomm, samsung)");
+  EXPECT_EQ(errorIn("api_version: 1.3", "api_version: 2.0"),
+            "bad.yaml: gpu.api_version: must be a Vulkan version such as 1.3, got '2.0'");
+  EXPECT_EQ(errorIn("api_version: 1.3", "api_version: 1.x"),
+            "bad.yaml: gpu.api_version: must be a Vulkan version such as 1.3, got '1.x'");
+  EXPECT_EQ(errorIn("int8_dot: true ", "int8_dot: false"),
+            "bad.yaml: gpu.int8_dot: Vulkan 1.3 requires integer dot products");
+  {
+    std::string text = good; // before Vulkan 1.3 the dot product may be missing
+    text.replace(text.find("api_version: 1.3"), 16, "api_version: 1.2");
+    text.replace(text.find("int8_dot: true "), 15, "int8_dot: false");
+    EXPECT_EQ(errorOf(text), "bad.yaml: gpu.int8_dot_accelerated: needs int8_dot");
+  }
+  EXPECT_EQ(errorIn("shader_cores: 12", "shader_cores: 0"),
+            "bad.yaml: gpu.shader_cores: must be in [1, 1024], got 0");
+  EXPECT_NE(errorIn("  shared_memory_kib: 32     # [brief]\n", "")
+                .find("gpu: missing required key 'shared_memory_kib'"),
+            std::string::npos);
+  EXPECT_NE(errorIn("fp16: true", "fp16: often").find("gpu.fp16: invalid boolean"),
+            std::string::npos);
+  // Every fact carries a source: numbers, lists of them and yes/no alike.
+  EXPECT_NE(errorIn("[16, 32]  # [brief]", "[16, 32]")
+                .find("'subgroup_sizes: [16, 32]': a number without a source"),
+            std::string::npos);
+  EXPECT_NE(errorIn("fp16: true                # [brief]", "fp16: true")
+                .find("'fp16: true': a yes/no without a source"),
+            std::string::npos);
+  EXPECT_NE(errorIn("1.3          # [brief]", "1.3          # [khronos]")
+                .find("source tag [khronos] names no entry of sources"),
+            std::string::npos);
+  EXPECT_EQ(errorIn("field: gpu.subgroup_sizes", "field: gpu.name"),
+            "bad.yaml: estimated.field: 'gpu.name' is not a numeric or yes/no field of a profile");
+
+  // A generic profile may describe only a GPU.
+  std::string gpuOnly = "name: test-gpu\ndisplay_name: Test GPU\nkind: generic\n" +
+                        gpu.substr(0, gpu.find("memory:")) +
+                        "sources:\n  - id: brief\n    cite: \"a test\"\n";
+  std::optional<ChipProfile> g = loadChipProfile(gpuOnly, "gpu.yaml", error);
+  ASSERT_TRUE(g) << error;
+  EXPECT_EQ(g->engines(), (std::vector<std::string>{"gpu"}));
 }

@@ -54,10 +54,16 @@ TEST(TargetResolver, NamesResolveInOnePlace) {
   ASSERT_TRUE(resolveTarget("x86-64-v3", c, error)) << error;
   EXPECT_EQ(c.host->name, "x86-64-v3");
   EXPECT_FALSE(resolveTarget("dimensity-9300:hvx", c, error));
-  EXPECT_EQ(error, "chip 'dimensity-9300' has no engine 'hvx' (it has: cpu)");
+  EXPECT_EQ(error, "chip 'dimensity-9300' has no engine 'hvx' (it has: cpu, gpu)");
   EXPECT_FALSE(resolveTarget("snapdragon-8-gen-3", c, error));
   EXPECT_EQ(error, "target 'snapdragon-8-gen-3' is a chip: name an engine, "
-                   "snapdragon-8-gen-3:cpu or snapdragon-8-gen-3:hvx");
+                   "snapdragon-8-gen-3:cpu or snapdragon-8-gen-3:hvx or snapdragon-8-gen-3:gpu");
+  // The GPU resolves (kiln targets prints it); it is no CPU target: createTargetBackend
+  // makes it the chip's CPU code plus a Vulkan program.
+  ASSERT_TRUE(resolveTarget("exynos-2400:gpu", c, error)) << error;
+  EXPECT_EQ(c.engine, "gpu");
+  EXPECT_EQ(findCodegenTarget("exynos-2400:gpu", error), nullptr);
+  EXPECT_EQ(error, "target 'exynos-2400:gpu' is a GPU, not a CPU target");
   EXPECT_FALSE(resolveTarget("pentium", c, error));
   EXPECT_NE(error.find("unknown target 'pentium' (known: host, x86-64-v3"), std::string::npos);
   EXPECT_NE(error.find("tensor-g4:cpu"), std::string::npos) << error;

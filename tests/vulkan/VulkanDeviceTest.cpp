@@ -141,7 +141,7 @@ std::vector<uint32_t> tinyProgram() {
   p.insert(p.end(), name, name + 2);
   p.push_back(uint32_t(*k->word_count));
   p.insert(p.end(), k->words, k->words + *k->word_count);
-  std::vector<uint32_t> dispatch = {0, KILN_GPU_WHEN_ALWAYS, 2, 64, 0, 3, 1, 1, 1, 4,
+  std::vector<uint32_t> dispatch = {0, KILN_GPU_WHEN_ALWAYS, 0, 2, 64, 0, 3, 1, 1, 1, 4,
                                     64, 0, 0, 0, 0, 0, 0, 0, // push (a, b) pairs
                                     64, 0, 64, 0, 1, 1, 0, 1, 1};
   p.insert(p.end(), dispatch.begin(), dispatch.end());
@@ -175,7 +175,7 @@ TEST(VulkanProgram, CorruptSectionsAreErrors) {
               KILN_STATUS_OK)
         << words << " words";
   }
-  const size_t dispatchAt = good.size() - 27;
+  const size_t dispatchAt = good.size() - 28;
   struct Edit {
     size_t at;
     uint32_t value;
@@ -185,7 +185,7 @@ TEST(VulkanProgram, CorruptSectionsAreErrors) {
                {6, 9, "API 9"},
                {dispatchAt, 1, "no such kernel"},
                {dispatchAt + 1, 3, "bad batch condition"},
-               {dispatchAt + 6, KILN_GPU_BUF_COUNT, "names no buffer"},
+               {dispatchAt + 7, KILN_GPU_BUF_COUNT, "names no buffer"},
                {good.size() - 7, 0, "bad group count"}};
   for (const Edit &e : edits) {
     std::vector<uint32_t> bad = good;

@@ -12,6 +12,10 @@ Cases:
                 messages (KILN_VULKAN_VALIDATION=1)
   ppl-FMT       `kiln-run ppl` on the first 12 chunks of tinystories-dev.txt (--ctx 128):
                 vulkan within 0.1% of cpu, 0 validation messages
+  fallback-FMT  the device told to lack subgroup arithmetic (KILN_VULKAN_MASK): the ops
+                whose kernels need it (decode's linear, rms_norm, attention) run on the
+                CPU through the artifact's per-op entries, the others on the GPU; kiln-run
+                says which and why; greedy text identical to the CPU's, PPL within 0.1%
   backends      `kiln inspect` lists the gpu section; an artifact without one: `--backend
                 vulkan` is one error naming why, `--backend auto` falls back to the CPU
                 and says so, `--backend bogus` is refused; a corrupted GPU section is a
@@ -38,10 +42,12 @@ def run(cmd, env=None, expect_ok=True):
     return p.returncode, out, err
 
 
-def vulkan_env():
+def vulkan_env(mask=None):
     env = dict(os.environ)
     env["KILN_VULKAN_VALIDATION"] = "1"
     env["MESA_SHADER_CACHE_DISABLE"] = "true"
+    if mask:
+        env["KILN_VULKAN_MASK"] = mask
     return env
 
 
@@ -61,14 +67,24 @@ def compile_model(a, fmt, target="host+vulkan"):
     return out
 
 
-def generate(a, art, fmt):
+def placement(err):
+    m = re.search(r"kiln-run: backend vulkan \(.*\): (decode: .*)", err)
+    if not m:
+        fail(f"kiln-run did not say where the ops ran:\n{err}")
+    print("placement: " + m.group(1))
+    return m.group(1)
+
+
+def generate(a, art, fmt, mask=None):
     for prompt in PROMPTS:
         cmd = [a.kiln_run, "generate", art, "-p", prompt, "-n", "48"]
         _, cpu, _ = run(cmd + ["--backend", "cpu"])
-        _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env())
+        _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env(mask))
         check_validation(err)
-        if "backend vulkan" not in err:
-            fail(f"kiln-run did not say where the ops ran:\n{err}")
+        where = placement(err)
+        split = "on the CPU (the device has no subgroup arithmetic)" in where
+        if split != bool(mask) or (mask and not re.search(r"prefill: \d+ of \d+ ops", where)):
+            fail(f"placement {'without' if mask else 'with'} the mask: {where}")
         if cpu != gpu:
             fail(f"{fmt} '{prompt}': vulkan's text differs from the CPU's:\ncpu:    {cpu!r}\n"
                  f"vulkan: {gpu!r}")
@@ -82,11 +98,11 @@ def ppl_of(out):
     return float(m.group(1))
 
 
-def ppl(a, art, fmt):
+def ppl(a, art, fmt, mask=None):
     text = need(a.models, "tinystories-dev.txt")
     cmd = [a.kiln_run, "ppl", art, text, "--ctx", "128", "--chunks", "12"]
     _, cpu, _ = run(cmd + ["--backend", "cpu"])
-    _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env())
+    _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env(mask))
     check_validation(err)
     p_cpu, p_gpu = ppl_of(cpu), ppl_of(gpu)
     rel = abs(p_gpu - p_cpu) / p_cpu
@@ -140,6 +156,10 @@ def main():
         generate(a, compile_model(a, fmt), fmt)
     elif kind == "ppl":
         ppl(a, compile_model(a, fmt), fmt)
+    elif kind == "fallback":
+        art = compile_model(a, fmt)
+        generate(a, art, fmt, mask="subgroup-arithmetic")
+        ppl(a, art, fmt, mask="subgroup-arithmetic")
     elif a.case == "backends":
         backends(a)
     else:

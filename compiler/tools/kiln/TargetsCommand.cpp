@@ -38,7 +38,31 @@ std::string memoryLine(const ChipProfile &p) {
   return buf;
 }
 
+// The GPU's facts, each estimated one marked; its bandwidth is the SoC's DRAM.
+std::string gpuLine(const ChipProfile &p) {
+  const codegen::GpuEngine &g = *p.gpu;
+  auto est = [&](const char *field) {
+    return p.isEstimated(std::string("gpu.") + field) ? " (est.)" : "";
+  };
+  std::string sizes;
+  for (int64_t s : g.subgroupSizes)
+    sizes += (sizes.empty() ? "" : "/") + std::to_string(s);
+  std::string line = "GPU " + g.name + " (" + g.vendor + ")";
+  if (g.shaderCores)
+    line += ", " + std::to_string(*g.shaderCores) + " cores" + est("shader_cores");
+  line += ", Vulkan " + g.apiVersion + est("api_version") + ", subgroup " + sizes +
+          est("subgroup_sizes") + ", " + std::to_string(g.sharedMemoryKib) + " KiB shared" +
+          est("shared_memory_kib") + (g.fp16 ? ", fp16" : ", no fp16") + est("fp16") +
+          (g.int8Dot ? ", int8 dot" : ", no int8 dot") + est("int8_dot");
+  if (g.int8DotAccelerated)
+    line += std::string(*g.int8DotAccelerated ? " (accelerated)" : " (not accelerated)") +
+            est("int8_dot_accelerated");
+  return line + ", " + (p.memory ? "shares " : "") + memoryLine(p);
+}
+
 std::string engineLine(const ChipProfile &p, const std::string &engine) {
+  if (engine == "gpu")
+    return gpuLine(p);
   char buf[512];
   if (engine == "cpu") {
     const codegen::CpuEngine &c = *p.cpu;
@@ -129,7 +153,7 @@ int runTargets(const TargetsOptions &opts) {
                 join(t->requiredFeatures, "+").c_str());
   }
   std::printf("chip engines (profiles in codegen/targets; :cpu generates aarch64 code, :hvx "
-              "Hexagon HVX code):\n");
+              "Hexagon HVX code, :gpu is described only):\n");
   for (const codegen::BuiltinProfile &b : codegen::builtinProfiles())
     for (const std::string &e : b.profile.engines())
       std::printf("  %-28s %s\n", (b.profile.name + ":" + e).c_str(),

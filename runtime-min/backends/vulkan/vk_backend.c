@@ -1,30 +1,39 @@
 /* kiln_vulkan_backend(): runs an artifact's GPU program (kiln/gpu_program.h) on a Vulkan
- * device. At open: the device, the weights uploaded once, the session's buffers (scratch,
- * KV cache, tokens, positions, logits, the program's own scratch) and one pipeline per
- * dispatch (shared by dispatches with the same kernel and constants). A forward pass
- * writes tokens and positions into their mapped buffers and submits the recording for
- * its batch size, recorded once and re-submitted while the size stays the same (decode). */
+ * device. At open: the device, where each op runs (vk_placement.h), the weights uploaded
+ * once, the session's buffers (scratch, KV cache, tokens, positions, logits, the program's
+ * own scratch, all host-visible) and one pipeline per kernel and constants. A forward pass
+ * writes tokens and positions into their mapped buffers. When every op of its batch kind is
+ * on the device it submits the recording for its batch size, recorded once and re-submitted
+ * while the size stays the same (decode); otherwise it runs the GPU ops between two CPU ops
+ * as one submission and each CPU op through the artifact's per-op entry, on the same
+ * mapped buffers (the CPU code's memory plan is the GPU's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/abi.h"
 #include "kiln/vulkan.h"
 
 #include "../../src/loader/artifact_internal.h"
 #include "../../src/platform/error.h"
+#include "../../src/platform/platform.h"
 #include "vk_device.h"
+#include "vk_placement.h"
 #include "vk_program.h"
 
 typedef struct {
   kiln_vk_device_t *dev;
   kiln_vk_program_t program;
+  kiln_vk_placement_t placement;
   kiln_vk_buffer_t *buffers[KILN_GPU_BUF_COUNT];
   kiln_vk_pipeline_t **pipelines; /* per step; shared ones appear once in owned */
   kiln_vk_pipeline_t **owned;
   uint32_t n_owned;
+  kiln_model_forward_fn_t *op_entry; /* per op, for the ops placed on the CPU */
+  kiln_exec_ctx_t cpu;               /* their context: the mapped GPU buffers */
   uint32_t vocab, max_batch;
-  int32_t recorded_n; /* batch size of the current recording, 0: none */
-  uint32_t *recorded; /* the steps it holds, in order */
+  int32_t recorded_n; /* batch size of the cached recording, 0: none */
+  uint32_t *recorded; /* the steps of the last submission, in order */
   uint32_t n_recorded;
   int validation;
   int profile;        /* KILN_VULKAN_PROFILE=1: GPU time per kernel, printed at close */
@@ -44,15 +53,18 @@ static void close_state(void *state) {
             kiln_vk_first_validation_message(s->dev));
   if (s->profile)
     for (uint32_t k = 0; k < s->program.n_kernels; ++k)
-      fprintf(stderr, "vulkan: %-10s %8llu dispatches %10.3f ms GPU\n", s->program.kernels[k].name,
-              (unsigned long long)s->kernel_runs[k], s->kernel_ns[k] / 1e6);
+      fprintf(stderr, "vulkan: %-10s %8llu dispatches %10.3f ms GPU\n",
+              s->program.kernels[k].name, (unsigned long long)s->kernel_runs[k],
+              s->kernel_ns[k] / 1e6);
   free(s->times);
   free(s->recorded);
+  free(s->op_entry);
   for (uint32_t i = 0; i < s->n_owned; ++i)
     kiln_vk_pipeline_destroy(s->owned[i]);
   for (uint32_t i = 0; i < KILN_GPU_BUF_COUNT; ++i)
     kiln_vk_buffer_destroy(s->buffers[i]);
   kiln_vk_device_close(s->dev);
+  kiln_vk_placement_free(&s->placement);
   kiln_vk_program_free(&s->program);
   free(s->pipelines);
   free(s->owned);
@@ -64,6 +76,8 @@ static kiln_status_t make_buffer(vk_state_t *s, uint32_t id, uint64_t bytes, kil
   return kiln_vk_buffer_create(s->dev, bytes, &s->buffers[id], err);
 }
 
+/* One pipeline per step the device runs, shared by steps with the same kernel, constants
+ * and interface. */
 static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
   const kiln_vk_program_t *p = &s->program;
   s->pipelines = (kiln_vk_pipeline_t **)calloc(p->n_steps, sizeof *s->pipelines);
@@ -72,6 +86,8 @@ static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
     return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
   for (uint32_t i = 0; i < p->n_steps; ++i) {
     const kiln_vk_step_t *st = &p->steps[i];
+    if (!s->placement.kernel_ok[st->kernel])
+      continue;
     for (uint32_t j = 0; j < i && !s->pipelines[i]; ++j) {
       const kiln_vk_step_t *o = &p->steps[j];
       if (o->kernel == st->kernel && o->n_spec == st->n_spec && o->n_bind == st->n_bind &&
@@ -89,6 +105,41 @@ static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
   return KILN_STATUS_OK;
 }
 
+static void serial_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_tasks) {
+  (void)pool;
+  for (int32_t t = 0; t < n_tasks; ++t)
+    fn(arg, t, n_tasks);
+}
+
+/* The CPU entries of the ops placed on the CPU for either batch kind. */
+static kiln_status_t bind_cpu_ops(vk_state_t *s, const kiln_artifact_t *a, kiln_error_t *err) {
+  const kiln_vk_placement_t *pl = &s->placement;
+  if (pl->all_gpu[KILN_VK_DECODE] && pl->all_gpu[KILN_VK_PREFILL])
+    return KILN_STATUS_OK;
+  s->op_entry = (kiln_model_forward_fn_t *)calloc(pl->n_ops, sizeof *s->op_entry);
+  if (!s->op_entry)
+    return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
+  for (uint32_t op = 0; op < pl->n_ops; ++op) {
+    if (pl->on_gpu[KILN_VK_DECODE][op] && pl->on_gpu[KILN_VK_PREFILL][op])
+      continue;
+    char name[64];
+    snprintf(name, sizeof name, "%s%u", KILN_OP_ENTRY_PREFIX, op);
+    void *fn = a->code_handle ? kiln_platform_code_symbol(a->code_handle, name) : NULL;
+    if (!fn)
+      return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                            "vulkan: op %u must run on the CPU, and the artifact's code has no "
+                            "'%s'", op, name);
+    memcpy(&s->op_entry[op], &fn, sizeof fn);
+  }
+  s->cpu.abi_version = KILN_ABI_VERSION;
+  s->cpu.n_threads = 1;
+  s->cpu.weights = a->weights;
+  s->cpu.scratch = (uint8_t *)kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_SCRATCH]);
+  s->cpu.kv = (uint8_t *)kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_KV]);
+  s->cpu.parallel_for = serial_for;
+  return KILN_STATUS_OK;
+}
+
 static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error_t *err) {
   *out = NULL;
   if (!a->gpu)
@@ -102,16 +153,19 @@ static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error
   s->max_batch = a->info.max_batch;
   const char *device = getenv("KILN_VULKAN_DEVICE");
   const char *validation = getenv("KILN_VULKAN_VALIDATION");
-  kiln_vk_options_t o = {validation && *validation == '1', device ? atoi(device) : -1, NULL, 0};
-  o.max_dispatches = 0;
-  s->validation = o.validation;
   const char *profile = getenv("KILN_VULKAN_PROFILE");
+  const char *mask = getenv("KILN_VULKAN_MASK");
+  kiln_vk_options_t o = {validation && *validation == '1', device ? atoi(device) : -1, NULL, 0};
+  s->validation = o.validation;
   s->profile = profile && *profile == '1';
   kiln_status_t st = kiln_vk_program_read(a->gpu, a->gpu_size, &s->program, err);
   if (!st && s->program.n_steps > 1024)
     o.max_dispatches = s->program.n_steps;
   if (!st)
     st = kiln_vk_device_open(&o, &s->dev, err);
+  if (!st)
+    st = kiln_vk_place(&s->program, kiln_vk_device_info(s->dev),
+                       mask && strstr(mask, "subgroup-arithmetic") != NULL, &s->placement, err);
   const uint64_t max_batch = s->max_batch;
   if (!st)
     st = make_buffer(s, KILN_GPU_BUF_WEIGHTS, a->weights_size, err);
@@ -131,6 +185,8 @@ static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error
     st = make_buffer(s, KILN_GPU_BUF_GPU_SCRATCH, s->program.gpu_scratch_bytes, err);
   if (!st)
     st = make_pipelines(s, err);
+  if (!st)
+    st = bind_cpu_ops(s, a, err);
   if (!st && !(s->recorded = (uint32_t *)calloc(s->program.n_steps, sizeof(uint32_t))))
     st = kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
   if (!st && s->profile && !(s->times = (double *)calloc(s->program.n_steps, sizeof(double))))
@@ -143,34 +199,95 @@ static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error
   return KILN_STATUS_OK;
 }
 
-static kiln_status_t record(vk_state_t *s, int32_t n, kiln_error_t *err) {
-  s->recorded_n = 0;
-  KILN_RETURN_IF_ERROR(kiln_vk_begin(s->dev, err));
-  s->n_recorded = 0;
-  for (uint32_t i = 0; i < s->program.n_steps; ++i) {
-    const kiln_vk_step_t *st = &s->program.steps[i];
-    if ((st->when == KILN_GPU_WHEN_DECODE && n != 1) ||
-        (st->when == KILN_GPU_WHEN_PREFILL && n == 1))
-      continue;
-    s->recorded[s->n_recorded++] = i;
-    uint32_t push[KILN_GPU_MAX_PUSH_WORDS];
-    kiln_vk_buffer_t *bufs[KILN_GPU_MAX_BINDINGS];
-    for (uint32_t k = 0; k < st->n_push; ++k)
-      push[k] = kiln_vk_value_at(st->push[k], (uint32_t)n);
-    for (uint32_t k = 0; k < st->n_bind; ++k)
-      bufs[k] = s->buffers[st->bind[k]];
-    kiln_status_t r = kiln_vk_dispatch(s->dev, s->pipelines[i], bufs, push,
-                                       kiln_vk_groups_at(st->groups[0], (uint32_t)n),
-                                       kiln_vk_groups_at(st->groups[1], (uint32_t)n),
-                                       kiln_vk_groups_at(st->groups[2], (uint32_t)n), err);
-    if (r) {
-      kiln_error_t ignored;
-      kiln_vk_end(s->dev, &ignored);
-      return kiln_error_prefix(err, r, s->program.kernels[st->kernel].name);
+static kiln_status_t dispatch_step(vk_state_t *s, uint32_t i, int32_t n, kiln_error_t *err) {
+  const kiln_vk_step_t *st = &s->program.steps[i];
+  uint32_t push[KILN_GPU_MAX_PUSH_WORDS];
+  kiln_vk_buffer_t *bufs[KILN_GPU_MAX_BINDINGS];
+  for (uint32_t k = 0; k < st->n_push; ++k)
+    push[k] = kiln_vk_value_at(st->push[k], (uint32_t)n);
+  for (uint32_t k = 0; k < st->n_bind; ++k)
+    bufs[k] = s->buffers[st->bind[k]];
+  kiln_status_t r = kiln_vk_dispatch(s->dev, s->pipelines[i], bufs, push,
+                                     kiln_vk_groups_at(st->groups[0], (uint32_t)n),
+                                     kiln_vk_groups_at(st->groups[1], (uint32_t)n),
+                                     kiln_vk_groups_at(st->groups[2], (uint32_t)n), err);
+  if (r) {
+    kiln_error_t ignored;
+    kiln_vk_end(s->dev, &ignored);
+    return kiln_error_prefix(err, r, s->program.kernels[st->kernel].name);
+  }
+  s->recorded[s->n_recorded++] = i;
+  return KILN_STATUS_OK;
+}
+
+/* Submits what is recorded and waits; the GPU times go to the profile. */
+static kiln_status_t submit(vk_state_t *s, kiln_error_t *err) {
+  KILN_RETURN_IF_ERROR(kiln_vk_submit_wait(s->dev, 0, err));
+  if (s->profile) {
+    const uint32_t got = kiln_vk_dispatch_times(s->dev, s->times, s->n_recorded);
+    for (uint32_t i = 0; i < got; ++i) {
+      const uint32_t k = s->program.steps[s->recorded[i]].kernel;
+      s->kernel_ns[k] += s->times[i];
+      s->kernel_runs[k]++;
     }
   }
-  KILN_RETURN_IF_ERROR(kiln_vk_end(s->dev, err));
-  s->recorded_n = n;
+  return KILN_STATUS_OK;
+}
+
+/* Every op on the device: one recording per batch size, re-submitted. */
+static kiln_status_t run_all_gpu(vk_state_t *s, int32_t n, kiln_error_t *err) {
+  if (s->recorded_n != n) {
+    s->recorded_n = 0;
+    s->n_recorded = 0;
+    KILN_RETURN_IF_ERROR(kiln_vk_begin(s->dev, err));
+    for (uint32_t i = 0; i < s->program.n_steps; ++i)
+      if (kiln_vk_step_applies(&s->program.steps[i], (uint32_t)n))
+        KILN_RETURN_IF_ERROR(dispatch_step(s, i, n, err));
+    KILN_RETURN_IF_ERROR(kiln_vk_end(s->dev, err));
+    s->recorded_n = n;
+  }
+  return submit(s, err);
+}
+
+/* Some ops on the CPU: the GPU ops between two of them as one submission. */
+static kiln_status_t run_mixed(vk_state_t *s, const int32_t *tokens, const int32_t *positions,
+                               int32_t n, kiln_error_t *err) {
+  const uint8_t *on_gpu = s->placement.on_gpu[n == 1 ? KILN_VK_DECODE : KILN_VK_PREFILL];
+  float *logits = (float *)kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_LOGITS]);
+  int open = 0;
+  s->recorded_n = 0; /* the cached recording is gone */
+  for (uint32_t i = 0; i < s->program.n_steps;) {
+    const uint32_t op = s->program.steps[i].op;
+    uint32_t end = i;
+    while (end < s->program.n_steps && s->program.steps[end].op == op)
+      ++end;
+    if (on_gpu[op]) {
+      for (; i < end; ++i) {
+        if (!kiln_vk_step_applies(&s->program.steps[i], (uint32_t)n))
+          continue;
+        if (!open) {
+          s->n_recorded = 0;
+          KILN_RETURN_IF_ERROR(kiln_vk_begin(s->dev, err));
+          open = 1;
+        }
+        KILN_RETURN_IF_ERROR(dispatch_step(s, i, n, err));
+      }
+      continue;
+    }
+    if (open) {
+      KILN_RETURN_IF_ERROR(kiln_vk_end(s->dev, err));
+      KILN_RETURN_IF_ERROR(submit(s, err));
+      open = 0;
+    }
+    if (s->op_entry[op](&s->cpu, tokens, positions, n, logits) != 0)
+      return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE, "vulkan: the CPU code of op %u "
+                            "refused a batch of %d tokens", op, n);
+    i = end;
+  }
+  if (open) {
+    KILN_RETURN_IF_ERROR(kiln_vk_end(s->dev, err));
+    KILN_RETURN_IF_ERROR(submit(s, err));
+  }
   return KILN_STATUS_OK;
 }
 
@@ -182,17 +299,9 @@ static kiln_status_t forward(void *state, const int32_t *tokens, const int32_t *
                           s->max_batch);
   memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_TOKENS]), tokens, (size_t)n * 4);
   memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_POSITIONS]), positions, (size_t)n * 4);
-  if (s->recorded_n != n)
-    KILN_RETURN_IF_ERROR(record(s, n, err));
-  KILN_RETURN_IF_ERROR(kiln_vk_submit_wait(s->dev, 0, err));
-  if (s->profile) {
-    const uint32_t got = kiln_vk_dispatch_times(s->dev, s->times, s->n_recorded);
-    for (uint32_t i = 0; i < got; ++i) {
-      const uint32_t k = s->program.steps[s->recorded[i]].kernel;
-      s->kernel_ns[k] += s->times[i];
-      s->kernel_runs[k]++;
-    }
-  }
+  const int kind = n == 1 ? KILN_VK_DECODE : KILN_VK_PREFILL;
+  KILN_RETURN_IF_ERROR(s->placement.all_gpu[kind] ? run_all_gpu(s, n, err)
+                                                  : run_mixed(s, tokens, positions, n, err));
   const float *out = (const float *)kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_LOGITS]);
   const size_t first = last_only ? (size_t)(n - 1) : 0;
   memcpy(logits + first * s->vocab, out + first * s->vocab,
@@ -208,8 +317,13 @@ static uint32_t dispatch_times(void *state, double *ns, uint32_t cap) {
   return kiln_vk_dispatch_times(((vk_state_t *)state)->dev, ns, cap);
 }
 
+static size_t placement(void *state, char *buf, size_t size) {
+  vk_state_t *s = (vk_state_t *)state;
+  return kiln_vk_placement_text(&s->placement, &s->program, buf, size);
+}
+
 const kiln_backend_t *kiln_vulkan_backend(void) {
-  static const kiln_backend_t backend = {"vulkan", open_state, forward, device_name,
-                                         dispatch_times, close_state};
+  static const kiln_backend_t backend = {"vulkan",       open_state, forward,    device_name,
+                                         dispatch_times, placement,  close_state};
   return &backend;
 }

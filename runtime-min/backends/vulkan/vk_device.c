@@ -181,13 +181,10 @@ static int describe(kiln_vk_device_t *dev, VkPhysicalDevice pd, uint32_t *family
   info->storage_8bit = f12.storageBuffer8BitAccess;
   info->integer_dot = f13.shaderIntegerDotProduct;
 
-  const VkSubgroupFeatureFlags needed =
+  const VkSubgroupFeatureFlags arithmetic =
       VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
-  if ((subgroup.supportedOperations & needed) != needed ||
-      !(subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
-    snprintf(why, why_size, "%s has no subgroup arithmetic in compute shaders", info->name);
-    return 0;
-  }
+  info->subgroup_arithmetic = (subgroup.supportedOperations & arithmetic) == arithmetic &&
+                              (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   uint32_t n = 0;
   dev->vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
   VkQueueFamilyProperties families[16];

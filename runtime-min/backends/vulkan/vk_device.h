@@ -31,7 +31,8 @@ typedef struct kiln_vk_options {
   uint32_t max_dispatches;
 } kiln_vk_options_t;
 
-/* What the device reports; the kernels need subgroup arithmetic in compute shaders. */
+/* What the device reports. Kernels whose SPIR-V needs more than it has (subgroup
+ * arithmetic, say) are not run on it; the backend places their ops on the CPU. */
 typedef struct kiln_vk_device_info {
   char name[256];
   uint32_t api_version;
@@ -44,6 +45,7 @@ typedef struct kiln_vk_device_info {
   int storage_16bit;     /* storageBuffer16BitAccess */
   int storage_8bit;      /* storageBuffer8BitAccess */
   int integer_dot;       /* shaderIntegerDotProduct (Vulkan 1.3) */
+  int subgroup_arithmetic; /* subgroup add/max in compute shaders (linear, norm, attention) */
   int timestamps;        /* the compute queue writes timestamps */
   double timestamp_period_ns;
 } kiln_vk_device_info_t;

@@ -42,6 +42,8 @@ static kiln_status_t read_step(reader_t *r, const kiln_vk_program_t *p, kiln_vk_
     return CORRUPT("dispatch %u: no such kernel", i);
   if (!next(r, &s->when) || s->when > KILN_GPU_WHEN_PREFILL)
     return CORRUPT("dispatch %u: bad batch condition", i);
+  if (!next(r, &s->op) || (i > 0 && s->op < s[-1].op))
+    return CORRUPT("dispatch %u: op out of order", i);
   if (!next(r, &s->n_spec) || s->n_spec > KILN_GPU_MAX_CONSTANTS)
     return CORRUPT("dispatch %u: bad constant count", i);
   for (uint32_t k = 0; k < s->n_spec; ++k)

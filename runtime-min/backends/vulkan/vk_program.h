@@ -20,6 +20,7 @@ typedef struct kiln_vk_groups {
 typedef struct kiln_vk_step {
   uint32_t kernel;
   uint32_t when; /* KILN_GPU_WHEN_* */
+  uint32_t op;   /* the model op it computes (steps come in op order) */
   uint32_t n_spec, spec[KILN_GPU_MAX_CONSTANTS];
   uint32_t n_bind, bind[KILN_GPU_MAX_BINDINGS];
   uint32_t n_push;

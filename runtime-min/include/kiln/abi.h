@@ -17,6 +17,9 @@ extern "C" {
 
 #define KILN_ABI_VERSION 2u /* 2: kiln_exec_ctx_t.last_logits_only */
 #define KILN_ABI_ENTRY "kiln_model_forward"
+/* Per-op entries (the entry's signature, no input check) that a `+vulkan` artifact's code
+ * also exports: this prefix followed by the op's place in the model. */
+#define KILN_OP_ENTRY_PREFIX "kiln_model_op_"
 
 /* Runs fn(arg, task, n_tasks) for every task in [0, n_tasks), possibly on several threads,
  * and returns when all are done. */

@@ -11,6 +11,7 @@
 #ifndef KILN_BACKEND_H_
 #define KILN_BACKEND_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kiln/kiln.h"
@@ -32,12 +33,17 @@ typedef struct kiln_backend_s {
    * (nanoseconds); returns how many were written. */
   const char *(*device)(void *state);
   uint32_t (*dispatch_times)(void *state, double *ns, uint32_t cap);
+  /* What runs where and why, one line into buf (cut to size, NUL-terminated); returns the
+   * length it wanted. NULL: everything on the backend's device. */
+  size_t (*placement)(void *state, char *buf, size_t size);
   void (*close)(void *state);
 } kiln_backend_t;
 
 /* The backend a session runs on (NULL: the CPU code), and its device's name ("cpu"). */
 const kiln_backend_t *kiln_session_backend(const kiln_session_t *session);
 const char *kiln_session_backend_device(const kiln_session_t *session);
+/* The backend's placement line (kiln_backend_t.placement) into buf; "" without one. */
+void kiln_session_backend_placement(const kiln_session_t *session, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,9 @@
  *   header    magic KILN_GPU_MAGIC, version, kernel count, dispatch count,
  *             gpu scratch bytes (low, high word), api (KILN_GPU_API_*)
  *   kernel    name length, name (padded to 4 bytes), word count, SPIR-V words
- *   dispatch  kernel index, when (KILN_GPU_WHEN_*), constant count, constants, binding count, bindings
+ *   dispatch  kernel index, when (KILN_GPU_WHEN_*), op (its place in the model: the CPU code's
+ *             per-op entry, KILN_OP_ENTRY_PREFIX in kiln/abi.h, computes the same), constant
+ *             count, constants, binding count, bindings
  *             (KILN_GPU_BUF_*), push word count, push words as (a, b) pairs,
  *             groups x, y, z as (a, b, div) triples
  *

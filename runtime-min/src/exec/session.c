@@ -398,3 +398,11 @@ const kiln_backend_t *kiln_session_backend(const kiln_session_t *s) {
 const char *kiln_session_backend_device(const kiln_session_t *s) {
   return s && s->backend && s->backend->device ? s->backend->device(s->backend_state) : "cpu";
 }
+
+void kiln_session_backend_placement(const kiln_session_t *s, char *buf, size_t size) {
+  if (!buf || size == 0)
+    return;
+  buf[0] = '\0';
+  if (s && s->backend && s->backend->placement)
+    s->backend->placement(s->backend_state, buf, size);
+}

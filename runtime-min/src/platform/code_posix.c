@@ -150,6 +150,11 @@ kiln_status_t kiln_platform_load_code(const uint8_t *code, size_t size, const ch
   return KILN_STATUS_OK;
 }
 
+void *kiln_platform_code_symbol(void *handle, const char *name) {
+  loaded_code_t *lc = (loaded_code_t *)handle;
+  return lc ? dlsym(lc->dl, name) : NULL;
+}
+
 void kiln_platform_unload_code(void *handle) {
   loaded_code_t *lc = (loaded_code_t *)handle;
   if (!lc)

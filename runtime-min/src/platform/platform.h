@@ -37,6 +37,8 @@ void kiln_platform_unmap_file(kiln_file_map_t *map);
 kiln_status_t kiln_platform_load_code(const uint8_t *code, size_t size, const char *entry,
                                       void **out_handle, void **out_entry, kiln_error_t *err);
 void kiln_platform_unload_code(void *handle);
+/* Another symbol of loaded code (a `+vulkan` artifact's per-op entries), or NULL. */
+void *kiln_platform_code_symbol(void *handle, const char *name);
 
 /* Where there is no dynamic loader (the freestanding Hexagon build), the model's code is
  * linked into the program: `kiln compile --emit=obj` output plus its header, described by

@@ -253,8 +253,10 @@ static kiln_status_t session_on_backend(const run_options_t *o, const kiln_artif
   so->backend = kiln_vulkan_backend();
   kiln_status_t st = kiln_session_create(a, so, out, err);
   if (st == KILN_STATUS_OK) {
-    fprintf(stderr, "kiln-run: backend vulkan (%s): every op on the GPU\n",
-            kiln_session_backend_device(*out));
+    char where[512];
+    kiln_session_backend_placement(*out, where, sizeof where);
+    fprintf(stderr, "kiln-run: backend vulkan (%s): %s\n", kiln_session_backend_device(*out),
+            where);
     return st;
   }
   if (!strcmp(want, "vulkan"))

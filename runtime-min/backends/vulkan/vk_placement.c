@@ -1,0 +1,112 @@
+/* Placing a GPU program's ops: the device's capabilities against each kernel's SPIR-V. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/platform/error.h"
+#include "vk_placement.h"
+
+/* SPIR-V: OpCapability, OpFunction, and the capabilities kiln's kernels may declare. */
+enum { OP_CAPABILITY = 17, OP_FUNCTION = 54 };
+enum { CAP_SHADER = 1, CAP_GROUP_NON_UNIFORM = 61, CAP_GROUP_NON_UNIFORM_ARITHMETIC = 63 };
+
+/* 1 when the device has every capability the module declares; else 0 and why. */
+static int kernel_runs(const kiln_vk_program_kernel_t *k, const kiln_vk_device_info_t *info,
+                       int arithmetic, char *why, size_t why_size) {
+  for (uint32_t i = 5; i < k->n_words;) {
+    const uint32_t op = k->words[i] & 0xffffu, len = k->words[i] >> 16;
+    if (len == 0 || op == OP_FUNCTION)
+      break;
+    if (op == OP_CAPABILITY && len >= 2 && i + 1 < k->n_words) {
+      const uint32_t cap = k->words[i + 1];
+      if (cap == CAP_GROUP_NON_UNIFORM_ARITHMETIC && !arithmetic) {
+        snprintf(why, why_size, "the device has no subgroup arithmetic");
+        return 0;
+      }
+      if (cap != CAP_SHADER && cap != CAP_GROUP_NON_UNIFORM &&
+          cap != CAP_GROUP_NON_UNIFORM_ARITHMETIC) {
+        snprintf(why, why_size, "it needs SPIR-V capability %u", cap);
+        return 0;
+      }
+    }
+    i += len;
+  }
+  (void)info;
+  return 1;
+}
+
+kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_info_t *info,
+                            int mask_arithmetic, kiln_vk_placement_t *pl, kiln_error_t *err) {
+  memset(pl, 0, sizeof *pl);
+  const int arithmetic = info->subgroup_arithmetic && !mask_arithmetic;
+  for (uint32_t k = 0; k < p->n_kernels; ++k)
+    pl->kernel_ok[k] = (uint8_t)kernel_runs(&p->kernels[k], info, arithmetic, pl->kernel_why[k],
+                                            sizeof pl->kernel_why[k]);
+  pl->n_ops = p->steps[p->n_steps - 1].op + 1;
+  for (int kind = 0; kind < 2; ++kind) {
+    pl->on_gpu[kind] = (uint8_t *)malloc(pl->n_ops);
+    if (!pl->on_gpu[kind]) {
+      kiln_vk_placement_free(pl);
+      return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
+    }
+    memset(pl->on_gpu[kind], 1, pl->n_ops);
+    const uint32_t n = kind == KILN_VK_DECODE ? 1 : 2;
+    pl->all_gpu[kind] = 1;
+    for (uint32_t i = 0; i < p->n_steps; ++i) {
+      const kiln_vk_step_t *st = &p->steps[i];
+      if (kiln_vk_step_applies(st, n) && !pl->kernel_ok[st->kernel]) {
+        pl->on_gpu[kind][st->op] = 0;
+        pl->all_gpu[kind] = 0;
+      }
+    }
+  }
+  return KILN_STATUS_OK;
+}
+
+void kiln_vk_placement_free(kiln_vk_placement_t *pl) {
+  free(pl->on_gpu[0]);
+  free(pl->on_gpu[1]);
+  pl->on_gpu[0] = pl->on_gpu[1] = NULL;
+}
+
+size_t kiln_vk_placement_text(const kiln_vk_placement_t *pl, const kiln_vk_program_t *p,
+                              char *buf, size_t size) {
+  size_t at = 0;
+#define PUT(...)                                                                           \
+  at += (size_t)snprintf(buf + (at < size ? at : size), at < size ? size - at : 0, __VA_ARGS__)
+  static const char *kinds[2] = {"decode", "prefill"};
+  for (int kind = 0; kind < 2; ++kind) {
+    const uint32_t n = kind == KILN_VK_DECODE ? 1 : 2;
+    uint32_t gpu = 0, ops = 0;
+    uint32_t cpu_by_kernel[KILN_GPU_MAX_KERNELS] = {0};
+    /* Each op once, counted under the first of its kernels the device cannot run. */
+    for (uint32_t i = 0; i < p->n_steps;) {
+      const uint32_t op = p->steps[i].op;
+      uint32_t blocking = UINT32_MAX;
+      int any = 0;
+      for (; i < p->n_steps && p->steps[i].op == op; ++i)
+        if (kiln_vk_step_applies(&p->steps[i], n)) {
+          any = 1;
+          if (!pl->kernel_ok[p->steps[i].kernel] && blocking == UINT32_MAX)
+            blocking = p->steps[i].kernel;
+        }
+      if (!any)
+        continue;
+      ++ops;
+      if (blocking == UINT32_MAX)
+        ++gpu;
+      else
+        ++cpu_by_kernel[blocking];
+    }
+    PUT("%s%s: %u of %u ops on the GPU", kind ? "; " : "", kinds[kind], gpu, ops);
+    int first = 1;
+    for (uint32_t k = 0; k < p->n_kernels; ++k)
+      if (cpu_by_kernel[k]) {
+        PUT("%s%u %s on the CPU (%s)", first ? ", " : ", ", cpu_by_kernel[k], p->kernels[k].name,
+            pl->kernel_why[k]);
+        first = 0;
+      }
+  }
+#undef PUT
+  return at;
+}

@@ -1,0 +1,40 @@
+/* Which ops of a GPU program run on the device and which on the CPU. A kernel runs on the
+ * device when every capability its SPIR-V declares is one the device has; an op runs there
+ * when every kernel it dispatches for that batch kind (decode, prefill) does, else the
+ * artifact's per-op CPU entry computes it. Internal. */
+#ifndef KILN_VK_PLACEMENT_H_
+#define KILN_VK_PLACEMENT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vk_device.h"
+#include "vk_program.h"
+
+enum { KILN_VK_DECODE = 0, KILN_VK_PREFILL = 1 };
+
+typedef struct kiln_vk_placement {
+  uint8_t kernel_ok[KILN_GPU_MAX_KERNELS];
+  char kernel_why[KILN_GPU_MAX_KERNELS][80]; /* why not, when not */
+  uint8_t *on_gpu[2];                        /* per op and batch kind */
+  uint32_t n_ops;
+  int all_gpu[2];
+} kiln_vk_placement_t;
+
+/* mask_arithmetic: treat the device as lacking subgroup arithmetic (tests, and a way to
+ * avoid a driver's broken subgroups). */
+kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_info_t *info,
+                            int mask_arithmetic, kiln_vk_placement_t *out, kiln_error_t *err);
+void kiln_vk_placement_free(kiln_vk_placement_t *pl);
+
+/* Whether step st belongs to a batch of n tokens. */
+static inline int kiln_vk_step_applies(const kiln_vk_step_t *st, uint32_t n) {
+  return st->when == KILN_GPU_WHEN_ALWAYS || (st->when == KILN_GPU_WHEN_DECODE) == (n == 1);
+}
+
+/* "decode: 60 of 72 ops on the GPU; on the CPU: 12 (linear: ...)", then the same for
+ * prefill, in buf (NUL-terminated, cut to size); returns the length it wanted. */
+size_t kiln_vk_placement_text(const kiln_vk_placement_t *pl, const kiln_vk_program_t *p,
+                              char *buf, size_t size);
+
+#endif /* KILN_VK_PLACEMENT_H_ */
