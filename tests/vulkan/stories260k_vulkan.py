@@ -19,7 +19,7 @@ Cases:
   backends      `kiln inspect` lists the gpu section; an artifact without one: `--backend
                 vulkan` is one error naming why, `--backend auto` falls back to the CPU
                 and says so, `--backend bogus` is refused; a corrupted GPU section is a
-                checksum error at open
+                checksum error at open; a module replacing tensors is refused on vulkan
 """
 import argparse
 import os
@@ -139,7 +139,18 @@ def backends(a):
                      env=vulkan_env(), expect_ok=False)
     if rc == 0 or "(gpu): checksum mismatch" not in err:
         fail(f"a corrupted gpu section: exit {rc}:\n{err}")
-    print("backends: inspect, refusal, fallback and corruption as expected")
+    # A module that replaces tensors is refused on the GPU (its weights are a copy there).
+    gguf = need(a.models, "stories260K.gguf")
+    lora = os.path.join(a.work, "adapter.gguf")
+    run([a.kiln, "synth-adapter", gguf, "-o", lora, "--rank", "2"])
+    mod = os.path.join(a.work, "adapter.kiln")
+    run([a.kiln, "compile", gguf, "--target", "host+vulkan", "--weights", "q8_0", "--adapter",
+         lora, "--base", gpu_art, "-o", mod])
+    rc, _, err = run([a.kiln_run, "generate", gpu_art, "-p", "x", "-n", "1", "--backend",
+                      "vulkan", "--module", mod], env=vulkan_env(), expect_ok=False)
+    if rc == 0 or "not applied on backend vulkan" not in err:
+        fail(f"a tensor module on the vulkan backend: exit {rc}:\n{err}")
+    print("backends: inspect, refusal, fallback, corruption and modules as expected")
 
 
 def main():

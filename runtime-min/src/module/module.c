@@ -9,6 +9,7 @@
 #include "../loader/artifact_internal.h"
 #include "../loader/artifact_schema.h"
 #include "../platform/error.h"
+#include "kiln/backend.h"
 #include "module_internal.h"
 
 #define KILN_PAGE 4096u
@@ -296,6 +297,10 @@ kiln_status_t kiln_session_apply_modules(kiln_session_t *s, const kiln_module_t 
   const kiln_artifact_t *base = kiln_session_artifact(s);
   uint32_t n_tensors, n_banned;
   KILN_RETURN_IF_ERROR(check_set(base, mods, n, &n_tensors, &n_banned, err));
+  if (n_tensors && kiln_session_backend(s)) /* its device has its own copy of the weights */
+    return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                          "modules that replace tensors are not applied on backend %s yet "
+                          "(token bans are)", kiln_session_backend(s)->name);
 
   kiln_session_modules_t rec = *kiln_session_modules(s);
   state_t *st = rec.user;
