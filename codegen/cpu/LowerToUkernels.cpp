@@ -114,6 +114,8 @@ private:
                           uint64_t rowAlign);
   void emit(func::FuncOp fn);
   void emitOpEntry(Operation *op, size_t k);
+  void bindEntryArgs(Block *body);
+  Value loadContext();
   void emitOp(Operation *op, Value row) {
     (this->*lowerings.at(op->getName().getTypeID()))(op, row);
   }
@@ -343,6 +345,33 @@ LogicalResult UkernelLowering::storeWeights(ArrayRef<Operation *> ops) {
   return success();
 }
 
+void UkernelLowering::bindEntryArgs(Block *body) {
+  ctxArg = body->getArgument(0);
+  tokensArg = body->getArgument(1);
+  positionsArg = body->getArgument(2);
+  nArg = body->getArgument(3);
+  logitsArg = body->getArgument(4);
+}
+
+// Loads the bases the kernels' pointers start from, at the insertion point; returns
+// ctx->last_logits_only.
+Value UkernelLowering::loadContext() {
+  Type i32 = b.getI32Type();
+  // kiln_exec_ctx_t = {u32 abi, u32 threads, weights, scratch, kv, parallel_for, pool,
+  // u32 last_logits_only}
+  auto ctxTy =
+      LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, ptrTy, i32});
+  auto field = [&](int32_t i) {
+    Value p = b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, i});
+    return b.create<LLVM::LoadOp>(loc, ptrTy, p).getResult();
+  };
+  weightsBase = field(2);
+  scratchBase = field(3);
+  kvBase = field(4);
+  return b.create<LLVM::LoadOp>(
+      loc, i32, b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, 7}));
+}
+
 void UkernelLowering::emit(func::FuncOp fn) {
   Type i32 = b.getI32Type();
   b.setInsertionPointToEnd(module.getBody());
@@ -361,11 +390,7 @@ void UkernelLowering::emit(func::FuncOp fn) {
   auto entry = b.create<LLVM::LLVMFuncOp>(
       loc, KILN_ABI_ENTRY, LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, ptrTy, i32, ptrTy}));
   Block *body = entry.addEntryBlock(b);
-  ctxArg = body->getArgument(0);
-  tokensArg = body->getArgument(1);
-  positionsArg = body->getArgument(2);
-  nArg = body->getArgument(3);
-  logitsArg = body->getArgument(4);
+  bindEntryArgs(body);
   Block *fail = entry.addBlock(), *run = entry.addBlock();
 
   // Inputs are checked once, up front; the kernels trust them.
@@ -380,19 +405,7 @@ void UkernelLowering::emit(func::FuncOp fn) {
   b.create<LLVM::ReturnOp>(loc, i32c(-1));
 
   b.setInsertionPointToStart(run);
-  // kiln_exec_ctx_t = {u32 abi, u32 threads, weights, scratch, kv, parallel_for, pool,
-  // u32 last_logits_only}
-  auto ctxTy =
-      LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, ptrTy, i32});
-  auto field = [&](int32_t i) {
-    Value p = b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, i});
-    return b.create<LLVM::LoadOp>(loc, ptrTy, p).getResult();
-  };
-  weightsBase = field(2);
-  scratchBase = field(3);
-  kvBase = field(4);
-  Value lastLogitsOnly = b.create<LLVM::LoadOp>(
-      loc, i32, b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, 7}));
+  Value lastLogitsOnly = loadContext();
 
   // Every op after the last one that mixes rows (attention) works row by row and feeds
   // only the logits: with ctx->last_logits_only that tail runs on row n - 1 alone, so it
@@ -436,21 +449,9 @@ void UkernelLowering::emitOpEntry(Operation *op, size_t k) {
       loc, std::string(KILN_OP_ENTRY_PREFIX) + std::to_string(k),
       LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, ptrTy, i32, ptrTy}));
   Block *body = fn.addEntryBlock(b);
-  ctxArg = body->getArgument(0);
-  tokensArg = body->getArgument(1);
-  positionsArg = body->getArgument(2);
-  nArg = body->getArgument(3);
-  logitsArg = body->getArgument(4);
+  bindEntryArgs(body);
   b.setInsertionPointToStart(body);
-  auto ctxTy =
-      LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, ptrTy, i32});
-  auto field = [&](int32_t i) {
-    Value p = b.create<LLVM::GEPOp>(loc, ptrTy, ctxTy, ctxArg, ArrayRef<LLVM::GEPArg>{0, i});
-    return b.create<LLVM::LoadOp>(loc, ptrTy, p).getResult();
-  };
-  weightsBase = field(2);
-  scratchBase = field(3);
-  kvBase = field(4);
+  loadContext();
   emitOp(op, Value());
   b.create<LLVM::ReturnOp>(loc, i32c(0));
 }

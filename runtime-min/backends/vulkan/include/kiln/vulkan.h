@@ -5,7 +5,9 @@
  *
  * Environment: KILN_VULKAN_DEVICE=<index> picks a physical device (default: the first that
  * can run kiln's kernels); KILN_VULKAN_VALIDATION=1 enables the Khronos validation layer
- * and prints how many messages it gave when the session ends (tests). */
+ * and prints how many messages it gave when the session ends (tests); KILN_VULKAN_PROFILE=1
+ * prints the GPU time per kernel then; KILN_VULKAN_MASK=subgroup-arithmetic treats the device
+ * as lacking it, so the ops whose kernels need it run on the CPU. */
 #ifndef KILN_VULKAN_H_
 #define KILN_VULKAN_H_
 
