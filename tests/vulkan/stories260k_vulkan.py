@@ -19,7 +19,8 @@ Cases:
   backends      `kiln inspect` lists the gpu section; an artifact without one: `--backend
                 vulkan` is one error naming why, `--backend auto` falls back to the CPU
                 and says so, `--backend bogus` is refused; a corrupted GPU section is a
-                checksum error at open; a module replacing tensors is refused on vulkan
+                checksum error at open; a module replacing tensors is refused on vulkan;
+                `kiln-run bench --backend vulkan` prints the GPU profile
 """
 import argparse
 import os
@@ -116,6 +117,16 @@ def backends(a):
     _, out, _ = run([a.kiln, "inspect", gpu_art])
     if not re.search(r"^\s+gpu\s+offset.*ok$", out, re.M):
         fail(f"kiln inspect lists no checked gpu section:\n{out}")
+    # bench on the GPU: per-kernel GPU time, dispatches and barriers per decoded token.
+    _, _, err = run([a.kiln_run, "bench", gpu_art, "-p", "8", "-n", "4", "-r", "1", "--backend",
+                     "vulkan"], env=vulkan_env())
+    m = re.search(r"per decoded token ([0-9.]+) dispatches, ([0-9.]+) barriers, (\d+) weight "
+                  r"bytes read", err)
+    if not m or float(m.group(1)) < 1 or not re.search(r"vulkan profile: linear +\d+ "
+                                                      r"dispatches +[0-9.]+ ms GPU", err):
+        fail(f"kiln-run bench --backend vulkan printed no GPU profile:\n{err}")
+    print(f"bench: {m.group(1)} dispatches and {m.group(2)} barriers per decoded token, "
+          f"{m.group(3)} weight bytes")
     cpu_art = compile_model(a, "q8_0", target="host")
     gen = [a.kiln_run, "generate", cpu_art, "-p", PROMPTS[0], "-n", "8"]
     rc, _, err = run(gen + ["--backend", "vulkan"], env=vulkan_env(), expect_ok=False)

@@ -40,7 +40,32 @@ typedef struct {
   double kernel_ns[KILN_GPU_MAX_KERNELS];
   uint64_t kernel_runs[KILN_GPU_MAX_KERNELS];
   double *times;      /* per dispatch, when profiling */
+  uint64_t decode_steps, prefill_batches, decode_dispatches, weight_bytes_per_token;
+  uint64_t kv_bytes_per_position;
+  uint64_t submitted; /* dispatches submitted over the session */
 } vk_state_t;
+
+/* KILN_VULKAN_PROFILE=1: what the GPU did over the session, at its end. Each dispatch is
+ * followed by one barrier (kiln_vk_dispatch). */
+static void print_profile(const vk_state_t *s) {
+  double total = 0;
+  for (uint32_t k = 0; k < s->program.n_kernels; ++k)
+    total += s->kernel_ns[k];
+  fprintf(stderr, "vulkan profile: %llu decode steps, %llu prefill batches\n",
+          (unsigned long long)s->decode_steps, (unsigned long long)s->prefill_batches);
+  if (s->decode_steps)
+    fprintf(stderr,
+            "vulkan profile: per decoded token %.1f dispatches, %.1f barriers, %llu weight "
+            "bytes read + %llu KV bytes per position attended\n",
+            (double)s->decode_dispatches / (double)s->decode_steps,
+            (double)s->decode_dispatches / (double)s->decode_steps,
+            (unsigned long long)s->weight_bytes_per_token,
+            (unsigned long long)s->kv_bytes_per_position);
+  for (uint32_t k = 0; k < s->program.n_kernels; ++k)
+    fprintf(stderr, "vulkan profile: %-10s %8llu dispatches %10.3f ms GPU %5.1f%%\n",
+            s->program.kernels[k].name, (unsigned long long)s->kernel_runs[k],
+            s->kernel_ns[k] / 1e6, total > 0 ? 100.0 * s->kernel_ns[k] / total : 0.0);
+}
 
 static void close_state(void *state) {
   vk_state_t *s = (vk_state_t *)state;
@@ -52,10 +77,7 @@ static void close_state(void *state) {
             kiln_vk_validation_messages(s->dev) ? "; first: " : "",
             kiln_vk_first_validation_message(s->dev));
   if (s->profile)
-    for (uint32_t k = 0; k < s->program.n_kernels; ++k)
-      fprintf(stderr, "vulkan: %-10s %8llu dispatches %10.3f ms GPU\n",
-              s->program.kernels[k].name, (unsigned long long)s->kernel_runs[k],
-              s->kernel_ns[k] / 1e6);
+    print_profile(s);
   free(s->times);
   free(s->recorded);
   free(s->op_entry);
@@ -151,6 +173,8 @@ static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error
     return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
   s->vocab = a->info.vocab_size;
   s->max_batch = a->info.max_batch;
+  s->weight_bytes_per_token = a->info.weight_bytes_per_token;
+  s->kv_bytes_per_position = a->info.kv_bytes_per_token;
   const char *device = getenv("KILN_VULKAN_DEVICE");
   const char *validation = getenv("KILN_VULKAN_VALIDATION");
   const char *profile = getenv("KILN_VULKAN_PROFILE");
@@ -223,6 +247,7 @@ static kiln_status_t dispatch_step(vk_state_t *s, uint32_t i, int32_t n, kiln_er
 /* Submits what is recorded and waits; the GPU times go to the profile. */
 static kiln_status_t submit(vk_state_t *s, kiln_error_t *err) {
   KILN_RETURN_IF_ERROR(kiln_vk_submit_wait(s->dev, 0, err));
+  s->submitted += s->n_recorded;
   if (s->profile) {
     const uint32_t got = kiln_vk_dispatch_times(s->dev, s->times, s->n_recorded);
     for (uint32_t i = 0; i < got; ++i) {
@@ -300,8 +325,15 @@ static kiln_status_t forward(void *state, const int32_t *tokens, const int32_t *
   memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_TOKENS]), tokens, (size_t)n * 4);
   memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_POSITIONS]), positions, (size_t)n * 4);
   const int kind = n == 1 ? KILN_VK_DECODE : KILN_VK_PREFILL;
+  const uint64_t before = s->submitted;
   KILN_RETURN_IF_ERROR(s->placement.all_gpu[kind] ? run_all_gpu(s, n, err)
                                                   : run_mixed(s, tokens, positions, n, err));
+  if (n == 1) {
+    s->decode_steps++;
+    s->decode_dispatches += s->submitted - before;
+  } else {
+    s->prefill_batches++;
+  }
   const float *out = (const float *)kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_LOGITS]);
   const size_t first = last_only ? (size_t)(n - 1) : 0;
   memcpy(logits + first * s->vocab, out + first * s->vocab,
