@@ -230,6 +230,7 @@ int main(int argc, char **argv) {
   o.reps = 5;
   if (parse(argc, argv, cmd, &o))
     return 1;
+  o.gpu_profile = !strcmp(cmd, "bench");
   if (!strcmp(cmd, "generate"))
     return o.chat ? run_generate_chat(&o) : run_generate(&o);
   if (!strcmp(cmd, "chat"))
@@ -250,6 +251,10 @@ static kiln_status_t session_on_backend(const run_options_t *o, const kiln_artif
   if (!strcmp(want, "cpu"))
     return kiln_session_create(a, so, out, err);
 #if defined(KILN_RUN_VULKAN)
+  /* bench: GPU time per kernel, dispatches and barriers per decoded token, bytes read
+   * (printed when the session ends). */
+  if (o->gpu_profile)
+    setenv("KILN_VULKAN_PROFILE", "1", 0);
   so->backend = kiln_vulkan_backend();
   kiln_status_t st = kiln_session_create(a, so, out, err);
   if (st == KILN_STATUS_OK) {

@@ -28,6 +28,7 @@ typedef struct run_options_s {
   int all_logits;          /* every position's logits: ppl, bench --all-logits */
   kiln_sampler_params_t sampler;
   const char *backend;      /* --backend cpu|vulkan|auto (NULL: cpu) */
+  int gpu_profile;          /* bench: a GPU backend reports its profile at the end */
   const char *governor;     /* --governor SPEC (governor_flag.c) */
   const char *governor_log; /* --governor-log FILE */
 #define RUN_MAX_MODULES 8

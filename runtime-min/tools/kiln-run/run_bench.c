@@ -10,7 +10,6 @@
  * run also says when the cores were slower. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "kiln-run.h"
@@ -75,10 +74,6 @@ int run_bench(const run_options_t *o) {
   kiln_artifact_t *a;
   kiln_session_t *s;
   struct timespec t0, t1;
-  /* On a GPU backend the bench also reports GPU time per kernel, dispatches and barriers
-   * per decoded token, and bytes read (printed when the session ends). */
-  if (o->backend && strcmp(o->backend, "cpu") != 0)
-    setenv("KILN_VULKAN_PROFILE", "1", 0);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (run_open(o, &a, &s))
     return 1;
