@@ -124,15 +124,18 @@ kiln_status_t kiln_vk_submit_wait(kiln_vk_device_t *dev, uint64_t timeout_ns, ki
 uint32_t kiln_vk_dispatch_times(const kiln_vk_device_t *dev, double *ns, uint32_t cap) {
   if (!dev->timestamps || dev->recorded == 0)
     return 0;
-  uint64_t ticks[1025];
-  uint32_t n = dev->recorded < cap ? dev->recorded : cap;
-  if (n > 1024)
-    n = 1024;
-  if (dev->vk.vkGetQueryPoolResults(dev->device, dev->timestamps, 0, n + 1, sizeof ticks,
-                                    ticks, sizeof ticks[0],
-                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT))
-    return 0;
-  for (uint32_t i = 0; i < n; ++i)
-    ns[i] = (double)(ticks[i + 1] - ticks[i]) * dev->info.timestamp_period_ns;
+  const uint32_t n = dev->recorded < cap ? dev->recorded : cap;
+  const uint64_t mask =
+      dev->timestamp_bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << dev->timestamp_bits) - 1;
+  uint64_t ticks[257]; /* a chunk of 256 dispatches and the timestamp before them */
+  for (uint32_t at = 0; at < n; at += 256) {
+    const uint32_t k = n - at < 256 ? n - at : 256;
+    if (dev->vk.vkGetQueryPoolResults(dev->device, dev->timestamps, at, k + 1, sizeof ticks,
+                                      ticks, sizeof ticks[0],
+                                      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT))
+      return at;
+    for (uint32_t i = 0; i < k; ++i) /* a counter of fewer bits wraps */
+      ns[at + i] = (double)((ticks[i + 1] - ticks[i]) & mask) * dev->info.timestamp_period_ns;
+  }
   return n;
 }

@@ -195,6 +195,7 @@ static int describe(kiln_vk_device_t *dev, VkPhysicalDevice pd, uint32_t *family
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
       *family = i;
       info->timestamps = families[i].timestampValidBits > 0 && p->limits.timestampPeriod > 0;
+      dev->timestamp_bits = families[i].timestampValidBits;
       return 1;
     }
   snprintf(why, why_size, "%s has no compute queue", info->name);

@@ -37,6 +37,7 @@ struct kiln_vk_device {
   VkCommandBuffer commands;
   VkFence fence;
   VkQueryPool timestamps; /* max_dispatches + 1 slots, or VK_NULL_HANDLE */
+  uint32_t timestamp_bits; /* the queue's timestampValidBits */
   uint32_t max_dispatches;
   uint32_t recorded;      /* dispatches in the current recording */
   int recording;          /* between begin and end */

@@ -11,8 +11,8 @@ enum { OP_CAPABILITY = 17, OP_FUNCTION = 54 };
 enum { CAP_SHADER = 1, CAP_GROUP_NON_UNIFORM = 61, CAP_GROUP_NON_UNIFORM_ARITHMETIC = 63 };
 
 /* 1 when the device has every capability the module declares; else 0 and why. */
-static int kernel_runs(const kiln_vk_program_kernel_t *k, const kiln_vk_device_info_t *info,
-                       int arithmetic, char *why, size_t why_size) {
+static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic, char *why,
+                       size_t why_size) {
   for (uint32_t i = 5; i < k->n_words;) {
     const uint32_t op = k->words[i] & 0xffffu, len = k->words[i] >> 16;
     if (len == 0 || op == OP_FUNCTION)
@@ -31,7 +31,6 @@ static int kernel_runs(const kiln_vk_program_kernel_t *k, const kiln_vk_device_i
     }
     i += len;
   }
-  (void)info;
   return 1;
 }
 
@@ -40,8 +39,8 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
   memset(pl, 0, sizeof *pl);
   const int arithmetic = info->subgroup_arithmetic && !mask_arithmetic;
   for (uint32_t k = 0; k < p->n_kernels; ++k)
-    pl->kernel_ok[k] = (uint8_t)kernel_runs(&p->kernels[k], info, arithmetic, pl->kernel_why[k],
-                                            sizeof pl->kernel_why[k]);
+    pl->kernel_ok[k] =
+        (uint8_t)kernel_runs(&p->kernels[k], arithmetic, pl->kernel_why[k], sizeof pl->kernel_why[k]);
   pl->n_ops = p->steps[p->n_steps - 1].op + 1;
   for (int kind = 0; kind < 2; ++kind) {
     pl->on_gpu[kind] = (uint8_t *)malloc(pl->n_ops);
