@@ -67,6 +67,8 @@ template <> struct MappingTraits<GpuEngine> {
     io.mapRequired("int8_dot", g.int8Dot);
     io.mapOptional("int8_dot_accelerated", g.int8DotAccelerated);
     io.mapOptional("shader_cores", g.shaderCores);
+    io.mapOptional("fp32_gflops", g.fp32Gflops);
+    io.mapOptional("fp16_gflops", g.fp16Gflops);
   }
 };
 
@@ -145,6 +147,7 @@ const std::vector<std::string> &numericFields() {
       "cpu.clusters.max_ghz", "cpu.clusters.l2_kib", "hexagon.hvx_bytes", "hexagon.vtcm_kib",
       "hexagon.l2_kib", "gpu.api_version", "gpu.subgroup_sizes", "gpu.shared_memory_kib",
       "gpu.fp16", "gpu.int8_dot", "gpu.int8_dot_accelerated", "gpu.shader_cores",
+      "gpu.fp32_gflops", "gpu.fp16_gflops",
       "memory.mts",      "memory.bus_bits",      "memory.bandwidth_gbs",
       "thermal.ambient_c", "thermal.die_heat_capacity_j_per_k", "thermal.die_to_skin_k_per_w",
       "thermal.skin_heat_capacity_j_per_k", "thermal.skin_to_ambient_k_per_w",
@@ -285,6 +288,12 @@ std::string validateGpu(const GpuEngine &g) {
     return "gpu.int8_dot_accelerated: needs int8_dot";
   if (g.shaderCores && (*g.shaderCores < 1 || *g.shaderCores > 1024))
     return "gpu.shader_cores: must be in [1, 1024], got " + std::to_string(*g.shaderCores);
+  for (auto [field, v] : {std::pair{"fp32_gflops", g.fp32Gflops}, {"fp16_gflops", g.fp16Gflops}})
+    if (v && !(*v >= 1 && *v <= 1e6)) {
+      char got[32];
+      std::snprintf(got, sizeof got, "%g", *v);
+      return std::string("gpu.") + field + ": must be in [1, 1e6] GFLOP/s, got " + got;
+    }
   return "";
 }
 

@@ -54,6 +54,8 @@ struct GpuEngine {
   bool int8Dot = false;                   // shaderIntegerDotProduct (required by Vulkan 1.3)
   std::optional<bool> int8DotAccelerated; // integerDotProduct4x8BitPackedSignedAccelerated
   std::optional<int64_t> shaderCores;     // Arm's MCn; other vendors' units differ
+  std::optional<double> fp32Gflops;       // peak fp32 throughput (an FMA is 2 FLOPs)
+  std::optional<double> fp16Gflops;       // peak fp16 throughput
 };
 
 struct DramSystem {

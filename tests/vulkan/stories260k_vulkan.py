@@ -127,6 +127,15 @@ def backends(a):
         fail(f"kiln-run bench --backend vulkan printed no GPU profile:\n{err}")
     print(f"bench: {m.group(1)} dispatches and {m.group(2)} barriers per decoded token, "
           f"{m.group(3)} weight bytes")
+    # `kiln predict --engine gpu` counts the lowering's dispatches without compiling: it must
+    # count what the GPU ran (stories260K: dim 64, 5 layers, 8/4 heads, ffn 172, vocab 512).
+    _, pred, _ = run([a.kiln, "predict", "--dim", "64", "--layers", "5", "--heads", "8",
+                      "--kv-heads", "4", "--ffn", "172", "--vocab", "512", "--weights", "q8_0",
+                      "--chip", "snapdragon-8-gen-3:gpu"])
+    p = re.search(r"dispatches +(\d+) a pass", pred)
+    if not p or int(p.group(1)) != round(float(m.group(1))):
+        fail(f"kiln predict counts {p and p.group(1)} dispatches a pass, the GPU ran "
+             f"{m.group(1)}:\n{pred}")
     cpu_art = compile_model(a, "q8_0", target="host")
     gen = [a.kiln_run, "generate", cpu_art, "-p", PROMPTS[0], "-n", "8"]
     rc, _, err = run(gen + ["--backend", "vulkan"], env=vulkan_env(), expect_ok=False)

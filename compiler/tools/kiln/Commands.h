@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/targets/GpuRoofline.h"
 #include "codegen/targets/Roofline.h"
 #include "compiler/eval/Sampler.h"
 #include "compiler/tools/kiln/ModelEdits.h"
@@ -163,8 +164,11 @@ struct PredictOptions {
   std::string precision;        // uniform:F | rules:CLASS=F,... (overrides --weights)
   std::string kv = "f16";
   uint64_t ctx = 1024;          // positions the KV read covers
-  std::string chip;             // "" = every SoC profile
+  std::string chip;             // "" = every SoC profile; NAME:gpu = --engine gpu
   double efficiency = codegen::kDefaultDecodeEfficiency;
+  std::string engine = "cpu";   // cpu: the DRAM roofline; gpu: codegen/targets/GpuRoofline.h
+  uint64_t prompt = 128;        // gpu: the prefill batch
+  codegen::GpuAssumptions gpu;  // gpu: its compute share and dispatch overhead
 };
 
 // kiln thermal-sim: decode of a Llama shape on a chip's thermal model, without and with

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "codegen/targets/ChipRegistry.h"
+#include "codegen/targets/GpuRoofline.h"
 #include "codegen/targets/HostTargets.h"
 #include "codegen/targets/Roofline.h"
 #include "codegen/targets/TargetResolver.h"
@@ -57,6 +58,8 @@ std::string gpuLine(const ChipProfile &p) {
   if (g.int8DotAccelerated)
     line += std::string(*g.int8DotAccelerated ? " (accelerated)" : " (not accelerated)") +
             est("int8_dot_accelerated");
+  if (g.fp32Gflops)
+    line += ", " + std::to_string(int64_t(*g.fp32Gflops)) + " GFLOP/s fp32" + est("fp32_gflops");
   return line + ", " + (p.memory ? "shares " : "") + memoryLine(p);
 }
 
@@ -153,7 +156,7 @@ int runTargets(const TargetsOptions &opts) {
                 join(t->requiredFeatures, "+").c_str());
   }
   std::printf("chip engines (profiles in codegen/targets; :cpu generates aarch64 code, :hvx "
-              "Hexagon HVX code, :gpu is described only):\n");
+              "Hexagon HVX code, :gpu the :cpu code and a Vulkan program):\n");
   for (const codegen::BuiltinProfile &b : codegen::builtinProfiles())
     for (const std::string &e : b.profile.engines())
       std::printf("  %-28s %s\n", (b.profile.name + ":" + e).c_str(),
@@ -188,17 +191,40 @@ int runPredict(const PredictOptions &opts) {
               "row, the norms)\n",
               traffic.weightBytesPerToken);
 
+  const std::string chipName = opts.chip.substr(0, opts.chip.find(':'));
+  const bool gpu = opts.engine == "gpu" || (opts.chip.find(':') != std::string::npos &&
+                                            opts.chip.substr(opts.chip.find(':') + 1) == "gpu");
   std::vector<const ChipProfile *> chips;
   if (!opts.chip.empty()) {
-    const codegen::BuiltinProfile *b =
-        codegen::findBuiltinProfile(opts.chip.substr(0, opts.chip.find(':')));
+    const codegen::BuiltinProfile *b = codegen::findBuiltinProfile(chipName);
     if (!b)
       return fail("unknown chip '" + opts.chip + "' (kiln targets lists them)");
     chips.push_back(&b->profile);
   } else {
     for (const codegen::BuiltinProfile &b : codegen::builtinProfiles())
-      if (b.profile.memory)
+      if (b.profile.memory && (!gpu || (b.profile.gpu && b.profile.gpu->fp32Gflops)))
         chips.push_back(&b.profile);
+  }
+  if (gpu) {
+    codegen::GpuWorkload w;
+    w.decode = traffic;
+    w.decodeMacs = decodeMacs(shape, opts.ctx);
+    w.classifierMacs = shape.vocab * shape.dim;
+    // A prompt token attends to half the batch on average (causal); the classifier runs
+    // for the batch's last position only.
+    w.prefillMacs = decodeMacs(shape, opts.prompt / 2) - w.classifierMacs;
+    w.weightBytes = traffic.weightBytesPerToken;
+    w.promptTokens = opts.prompt;
+    w.dispatchesPerPass = codegen::vulkanDispatchesPerPass(shape.layers);
+    codegen::GpuAssumptions a = opts.gpu;
+    a.bandwidthEfficiency = opts.efficiency;
+    for (const ChipProfile *c : chips) {
+      codegen::GpuEstimate e;
+      if (!codegen::estimateGpu(w, *c, a, e, error))
+        return fail(error);
+      std::printf("%s", codegen::formatGpuEstimate(w, *c, a, e).c_str());
+    }
+    return 0;
   }
   for (const ChipProfile *c : chips) {
     codegen::DecodeEstimate e;

@@ -367,10 +367,21 @@ int main(int argc, char **argv) {
   predictCmd->add_option("--kv", pre.kv, "KV cache storage (default f16)")->check(kvFormatCheck());
   predictCmd->add_option("--ctx", pre.ctx, "positions of KV cache read per token (default 1024)")
       ->check(CLI::Range(uint64_t(0), uint64_t(1) << 24));
-  predictCmd->add_option("--chip", pre.chip, "one chip (default: every SoC profile)");
+  predictCmd->add_option("--chip", pre.chip,
+                         "one chip, NAME:gpu for its GPU (default: every SoC profile)");
   predictCmd->add_option("--efficiency", pre.efficiency,
                          "share of the peak bandwidth decode reaches (docs/targets.md)")
       ->check(CLI::Range(0.01, 1.0));
+  predictCmd->add_option("--engine", pre.engine, "cpu (default) or gpu: kiln's Vulkan code")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
+  predictCmd->add_option("--prompt", pre.prompt, "gpu: prefill batch in tokens (default 128)")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
+  predictCmd->add_option("--compute-efficiency", pre.gpu.computeEfficiency,
+                         "gpu: share of the fp32 peak kiln's kernels reach (default 0.10)")
+      ->check(CLI::Range(0.01, 1.0));
+  predictCmd->add_option("--dispatch-us", pre.gpu.dispatchMicros,
+                         "gpu: microseconds per dispatch and barrier (default 10)")
+      ->check(CLI::Range(0.0, 10000.0));
 
   ThermalSimOptions sim;
   auto *simCmd = app.add_subcommand(
