@@ -148,6 +148,38 @@ std::vector<uint32_t> tinyProgram() {
   return p;
 }
 
+// A lost device (injected at the second submit, as a driver reports it) is an error on
+// that submit and on every later one, and the device still closes cleanly.
+TEST(VulkanDeviceLost, IsAnErrorNotACrash) {
+  kiln_vk_options_t options = {1, -1, nullptr, 0, 2};
+  kiln_vk_device_t *d = nullptr;
+  kiln_error_t err;
+  if (kiln_vk_device_open(&options, &d, &err) != KILN_STATUS_OK)
+    GTEST_FAIL() << err.message;
+  const kiln_vk_kernel_t *k = kiln_vk_kernel_find("eltwise");
+  ASSERT_NE(k, nullptr);
+  const uint32_t spec[2] = {64, 0};
+  kiln_vk_pipeline_desc_t desc = {"eltwise", k->words, *k->word_count, 3, 16, spec, 2};
+  kiln_vk_pipeline_t *p = nullptr;
+  kiln_vk_buffer_t *x = nullptr;
+  ASSERT_EQ(kiln_vk_pipeline_create(d, &desc, &p, &err), KILN_STATUS_OK) << err.message;
+  ASSERT_EQ(kiln_vk_buffer_create(d, 256, &x, &err), KILN_STATUS_OK) << err.message;
+  kiln_vk_buffer_t *bufs[3] = {x, x, x};
+  uint32_t push[4] = {64, 0, 0, 0};
+  ASSERT_EQ(kiln_vk_begin(d, &err), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_vk_dispatch(d, p, bufs, push, 1, 1, 1, &err), KILN_STATUS_OK);
+  ASSERT_EQ(kiln_vk_end(d, &err), KILN_STATUS_OK);
+  EXPECT_EQ(kiln_vk_submit_wait(d, 0, &err), KILN_STATUS_OK) << err.message;
+  EXPECT_EQ(kiln_vk_submit_wait(d, 0, &err), KILN_STATUS_IO_ERROR);
+  EXPECT_NE(std::string(err.message).find("device lost"), std::string::npos) << err.message;
+  EXPECT_EQ(kiln_vk_submit_wait(d, 0, &err), KILN_STATUS_IO_ERROR);
+  EXPECT_STREQ(err.message, "vulkan: device lost");
+  EXPECT_EQ(kiln_vk_validation_messages(d), 0u) << kiln_vk_first_validation_message(d);
+  kiln_vk_buffer_destroy(x);
+  kiln_vk_pipeline_destroy(p);
+  kiln_vk_device_close(d);
+}
+
 TEST(VulkanProgram, ReadsWhatTheCompilerWrites) {
   std::vector<uint32_t> p = tinyProgram();
   kiln_vk_program_t prog;

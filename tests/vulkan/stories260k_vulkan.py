@@ -148,6 +148,15 @@ def backends(a):
     rc, _, err = run(gen + ["--backend", "bogus"], expect_ok=False)
     if rc == 0 or "--backend expects cpu, vulkan or auto" not in err:
         fail(f"--backend bogus: exit {rc}:\n{err}")
+    # A device lost mid-generation (the 3rd submit, injected as a driver reports it): one
+    # error line naming it and a non-zero exit, not a crash or made-up text.
+    env = vulkan_env()
+    env["KILN_VULKAN_FAULT"] = "device-lost:3"
+    rc, out_lost, err = run([a.kiln_run, "generate", gpu_art, "-p", PROMPTS[0], "-n", "8",
+                             "--backend", "vulkan"], env=env, expect_ok=False)
+    errors = [l for l in err.splitlines() if "error" in l]
+    if rc in (0, -11, -6) or len(errors) != 1 or "device lost" not in errors[0]:
+        fail(f"a lost device: exit {rc}, expected one error line naming it:\n{err}")
     # One byte of the GPU section flipped: the section's checksum refuses the file.
     m = re.search(r"^\s+gpu\s+offset\s+(\d+)\s+size\s+(\d+)", out and run(
         [a.kiln, "inspect", gpu_art])[1], re.M)
@@ -170,7 +179,7 @@ def backends(a):
                       "vulkan", "--module", mod], env=vulkan_env(), expect_ok=False)
     if rc == 0 or "not applied on backend vulkan" not in err:
         fail(f"a tensor module on the vulkan backend: exit {rc}:\n{err}")
-    print("backends: inspect, refusal, fallback, corruption and modules as expected")
+    print("backends: inspect, refusal, fallback, device lost, corruption and modules as expected")
 
 
 def main():

@@ -179,7 +179,10 @@ static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error
   const char *validation = getenv("KILN_VULKAN_VALIDATION");
   const char *profile = getenv("KILN_VULKAN_PROFILE");
   const char *mask = getenv("KILN_VULKAN_MASK");
+  const char *fault = getenv("KILN_VULKAN_FAULT");
   kiln_vk_options_t o = {validation && *validation == '1', device ? atoi(device) : -1, NULL, 0};
+  if (fault && strncmp(fault, "device-lost:", 12) == 0)
+    o.lose_device_at_submit = (uint32_t)strtoul(fault + 12, NULL, 10);
   s->validation = o.validation;
   s->profile = profile && *profile == '1';
   kiln_status_t st = kiln_vk_program_read(a->gpu, a->gpu_size, &s->program, err);

@@ -114,6 +114,8 @@ kiln_status_t kiln_vk_submit_wait(kiln_vk_device_t *dev, uint64_t timeout_ns, ki
   VkResult r;
   if ((r = dev->vk.vkResetFences(dev->device, 1, &dev->fence)))
     return kiln_vk_fail(dev, r, "vkResetFences", err);
+  if (++dev->submits == dev->lose_at_submit)
+    return kiln_vk_fail(dev, VK_ERROR_DEVICE_LOST, "vkQueueSubmit", err);
   if ((r = dev->vk.vkQueueSubmit(dev->queue, 1, &submit, dev->fence)))
     return kiln_vk_fail(dev, r, "vkQueueSubmit", err);
   r = dev->vk.vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE,

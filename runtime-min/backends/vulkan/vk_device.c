@@ -301,6 +301,7 @@ kiln_status_t kiln_vk_device_open(const kiln_vk_options_t *options, kiln_vk_devi
   if (!dev)
     return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
   dev->max_dispatches = opts.max_dispatches;
+  dev->lose_at_submit = opts.lose_device_at_submit;
   kiln_status_t s = load_loader(dev, opts.loader_path, err);
   if (!s)
     s = create_instance(dev, opts.validation, err);

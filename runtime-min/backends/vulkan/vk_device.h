@@ -29,6 +29,9 @@ typedef struct kiln_vk_options {
   const char *loader_path;
   /* Dispatches one recording may hold (descriptor sets, timestamps); 0: 1024. */
   uint32_t max_dispatches;
+  /* Fault injection (tests; KILN_VULKAN_FAULT=device-lost:K): the K-th submit reports
+   * VK_ERROR_DEVICE_LOST as a driver does instead of running; 0: never. */
+  uint32_t lose_device_at_submit;
 } kiln_vk_options_t;
 
 /* What the device reports. Kernels whose SPIR-V needs more than it has (subgroup
