@@ -117,6 +117,15 @@ def backends(a):
     _, out, _ = run([a.kiln, "inspect", gpu_art])
     if not re.search(r"^\s+gpu\s+offset.*ok$", out, re.M):
         fail(f"kiln inspect lists no checked gpu section:\n{out}")
+    # inspect's placement, made without a device, is the one the runtime makes on one: with
+    # subgroup arithmetic masked, the text is kiln-run's word for word.
+    shown = re.search(r"placement on a device without it: (.*)", out)
+    _, _, err = run([a.kiln_run, "generate", gpu_art, "-p", PROMPTS[0], "-n", "1", "--backend",
+                     "vulkan"], env=vulkan_env("subgroup-arithmetic"))
+    if not shown or shown.group(1) != placement(err):
+        fail(f"kiln inspect's placement differs from the runtime's:\n{out}\n{err}")
+    if "placement on a device with subgroup arithmetic: decode: 73 of 73 ops on the GPU" not in out:
+        fail(f"kiln inspect does not place every op on a full device:\n{out}")
     # bench on the GPU: per-kernel GPU time, dispatches and barriers per decoded token.
     _, _, err = run([a.kiln_run, "bench", gpu_art, "-p", "8", "-n", "4", "-r", "1", "--backend",
                      "vulkan"], env=vulkan_env())
@@ -179,7 +188,7 @@ def backends(a):
                       "vulkan", "--module", mod], env=vulkan_env(), expect_ok=False)
     if rc == 0 or "not applied on backend vulkan" not in err:
         fail(f"a tensor module on the vulkan backend: exit {rc}:\n{err}")
-    print("backends: inspect, refusal, fallback, device lost, corruption and modules as expected")
+    print("backends: inspect and its placement, refusal, fallback, device lost, corruption and modules as expected")
 
 
 def main():

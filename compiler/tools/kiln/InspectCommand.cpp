@@ -24,6 +24,9 @@
 #include "kiln/quant_packed.h"
 #include "runtime-min/src/sign/ed25519.h"
 #include "runtime-min/src/sign/signature_message.h"
+#ifdef KILN_HAVE_VULKAN
+#include "kiln/vulkan.h"
+#endif
 
 namespace kiln::tool {
 
@@ -137,6 +140,24 @@ bool checkSignature(const InspectOptions &opts, const kiln_artifact_preamble_t &
   return true;
 }
 
+// The GPU program: its kernels, what each needs of a device, and the placement a device
+// with and without it gets (kiln/vulkan.h). The reader's error when the section does not
+// read, else "".
+std::string printGpuProgram(const uint8_t *section, uint64_t size) {
+#ifdef KILN_HAVE_VULKAN
+  std::string text(8192, '\0');
+  kiln_error_t err;
+  if (kiln_vulkan_describe_program(section, size, text.data(), text.size(), &err))
+    return err.message;
+  std::printf("%s", text.c_str());
+#else
+  (void)section;
+  std::printf("gpu program: %" PRIu64 " bytes (this kiln is built without Vulkan: "
+              "-DKILN_VULKAN=ON describes it)\n", size);
+#endif
+  return "";
+}
+
 } // namespace
 
 int runInspect(const InspectOptions &opts) {
@@ -212,7 +233,7 @@ int runInspect(const InspectOptions &opts) {
                 k->chat_template() ? k->chat_template()->c_str() : "none");
   }
 
-  const fb::Section *weights = nullptr, *code = nullptr;
+  const fb::Section *weights = nullptr, *code = nullptr, *gpu = nullptr;
   bool sectionsOk = true;
   std::printf("sections:\n");
   for (flatbuffers::uoffset_t i = 0; a->sections() && i < a->sections()->size(); ++i) {
@@ -224,6 +245,8 @@ int runInspect(const InspectOptions &opts) {
       weights = s;
     if (s->kind() == KILN_SECTION_CODE)
       code = s;
+    if (s->kind() == KILN_SECTION_GPU && sumOk)
+      gpu = s;
     std::printf("  %-8s offset %10" PRIu64 " size %10" PRIu64 " align %5u xxh64 %016" PRIx64
                 " %s\n",
                 s->kind() == KILN_SECTION_WEIGHTS ? "weights"
@@ -233,6 +256,8 @@ int runInspect(const InspectOptions &opts) {
                 s->offset(), s->size(), s->alignment(), s->xxh64(),
                 !inside ? "OUTSIDE THE FILE" : sumOk ? "ok" : "CHECKSUM MISMATCH");
   }
+
+  const std::string gpuError = gpu ? printGpuProgram(data + gpu->offset(), gpu->size()) : "";
 
   uint64_t padding = 0, total = 0;
   bool tensorsOk = true;
@@ -277,6 +302,8 @@ int runInspect(const InspectOptions &opts) {
     return fail("a section lies outside the file or fails its checksum");
   if (!tensorsOk)
     return fail("a tensor lies outside the weights section");
+  if (!gpuError.empty())
+    return fail(gpuError);
   if (!opts.source.empty()) {
     const fb::Provenance *p = a->provenance();
     if (!p || !p->source_sha256() || p->source_sha256()->size() == 0)

@@ -20,6 +20,14 @@ extern "C" {
 
 const kiln_backend_t *kiln_vulkan_backend(void);
 
+/* A GPU program section (kiln_artifact_t.gpu, 4-byte aligned) described for a person: its
+ * kernels and what each needs of a device, dispatches a pass, and which ops a device with
+ * and without each optional capability would run, as the backend decides at open (no
+ * device is opened). Writes a NUL-terminated text of several lines to buf, cut to
+ * buf_size; KILN_STATUS_CORRUPT for a bad section. `kiln inspect` prints it. */
+kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, char *buf,
+                                           size_t buf_size, kiln_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif
