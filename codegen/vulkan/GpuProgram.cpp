@@ -57,6 +57,20 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
       index[d.kernel] = uint32_t(kernels.size());
       kernels.push_back(k);
     }
+  // Variants a device may take instead (same bindings, push constants and results): they
+  // follow the kernels, each naming the one it replaces (docs/vulkan.md, "Kernel variants").
+  static const std::pair<const char *, const char *> variants[] = {{"linear", "linear_dot"}};
+  std::vector<uint32_t> replaces(kernels.size(), KILN_GPU_NO_KERNEL);
+  for (const auto &[base, variant] : variants)
+    if (index.count(base)) {
+      const kiln_vk_kernel_t *k = kiln_vk_kernel_find(variant);
+      if (!k) {
+        error = std::string("no Vulkan kernel '") + variant + "'";
+        return false;
+      }
+      replaces.push_back(index[base]);
+      kernels.push_back(k);
+    }
   if (program.dispatches.empty() || program.dispatches.size() > KILN_GPU_MAX_DISPATCHES) {
     error = "a GPU program of " + std::to_string(program.dispatches.size()) + " dispatches";
     return false;
@@ -69,12 +83,14 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
   put(out, uint32_t(program.gpuScratchBytes));
   put(out, uint32_t(program.gpuScratchBytes >> 32));
   put(out, KILN_GPU_API_VULKAN_1_1);
-  for (const kiln_vk_kernel_t *k : kernels) {
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const kiln_vk_kernel_t *k = kernels[i];
     const std::string name = k->name;
     put(out, uint32_t(name.size()));
     std::string padded = name;
     padded.resize((name.size() + 3) / 4 * 4, '\0');
     out.insert(out.end(), padded.begin(), padded.end());
+    put(out, replaces[i]);
     put(out, uint32_t(*k->word_count));
     for (size_t i = 0; i < *k->word_count; ++i)
       put(out, k->words[i]);

@@ -64,7 +64,7 @@ uint32_t width(Value v) { return uint32_t(cast<RankedTensorType>(v.getType()).ge
 
 bool gpuFormat(uint32_t f) {
   return f == KILN_GGML_TYPE_F32 || f == KILN_GGML_TYPE_F16 || f == KILN_GGML_TYPE_Q8_0 ||
-         f == KILN_GGML_TYPE_Q4_0;
+         f == KILN_GGML_TYPE_Q4_0 || f == KILN_GGML_TYPE_Q4_1;
 }
 
 class DispatchLowering {
@@ -139,7 +139,7 @@ private:
     const WeightRead w = weightReadsOf(e).front();
     if (!gpuFormat(w.format))
       return e.emitOpError("reads format ") << w.format << "; the Vulkan kernels read f32, f16, "
-                                               "q8_0 and q4_0";
+                                               "q8_0, q4_0 and q4_1";
     const uint32_t dim = width(e.getResult());
     Dispatch d{"embed", {kWorkgroup, w.format}, {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_TOKENS,
                                                 KILN_GPU_BUF_SCRATCH}};
@@ -178,7 +178,7 @@ private:
       return op->emitOpError("reads packed row groups; a Vulkan target lays rows out plain");
     if (!gpuFormat(w.format))
       return op->emitOpError("reads format ") << w.format << "; the Vulkan kernels read f32, "
-                                                 "f16, q8_0 and q4_0";
+                                                 "f16, q8_0, q4_0 and q4_1";
     const bool logits = isa<LogitsOp>(op);
     const uint32_t out = width(op->getResult(0));
     // A decode step reduces each row across a workgroup (linear.comp); a prefill batch

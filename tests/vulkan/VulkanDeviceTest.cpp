@@ -139,6 +139,7 @@ std::vector<uint32_t> tinyProgram() {
   uint32_t name[2] = {};
   std::memcpy(name, "eltwise", 7);
   p.insert(p.end(), name, name + 2);
+  p.push_back(KILN_GPU_NO_KERNEL); // not a variant
   p.push_back(uint32_t(*k->word_count));
   p.insert(p.end(), k->words, k->words + *k->word_count);
   std::vector<uint32_t> dispatch = {0, KILN_GPU_WHEN_ALWAYS, 0, 2, 64, 0, 3, 1, 1, 1, 4,
@@ -213,7 +214,8 @@ TEST(VulkanProgram, CorruptSectionsAreErrors) {
     uint32_t value;
     const char *message;
   } edits[] = {{0, 0, "bad magic"},
-               {1, 2, "version 2"},
+               {1, 1, "version 1"},
+               {10, 0, "bad variant"},
                {6, 9, "API 9"},
                {dispatchAt, 1, "no such kernel"},
                {dispatchAt + 1, 3, "bad batch condition"},

@@ -4,6 +4,7 @@
 // float roundings of the sum of |terms|; decoding (embed) is exact.
 #include "VulkanTestDevice.h"
 
+#include <algorithm>
 #include <cmath>
 
 extern "C" {
@@ -13,7 +14,7 @@ extern "C" {
 namespace kiln::vktest {
 namespace {
 
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8;
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8;
 
 // Rows of `in` elements stored in `format`, padded with zeros to whole blocks.
 struct Matrix {
@@ -50,7 +51,27 @@ struct LinearCase {
   uint32_t format, in, out, tokens;
   bool residual;
   bool matmul; // matmul.comp (prefill) rather than linear.comp (decode)
+  bool dot = false; // linear_dot.comp: linear.comp's variant on integer dot products
 };
+
+// x as linear_dot.comp (and the CPU's integer kernels, packed_common.h) meets q8_0/q4_0
+// weights: each block of 32 quantised to int8 with d = amax / 127, round to nearest even,
+// then decoded, so the reference sums the same products the integer sums hold.
+std::vector<float> quantisedActivations(const std::vector<float> &x, uint32_t in) {
+  std::vector<float> out(x.size());
+  for (size_t row = 0; row < x.size() / in; ++row)
+    for (uint32_t b = 0; b < in; b += 32) {
+      const float *v = &x[row * in + b];
+      const uint32_t count = std::min(32u, in - b);
+      float amax = 0;
+      for (uint32_t j = 0; j < count; ++j)
+        amax = std::max(amax, std::fabs(v[j]));
+      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      for (uint32_t j = 0; j < count; ++j)
+        out[row * in + b + j] = std::nearbyint(v[j] * id) * d;
+    }
+  return out;
+}
 
 class VulkanLinear : public VulkanTest, public ::testing::WithParamInterface<LinearCase> {};
 
@@ -70,12 +91,14 @@ TEST_P(VulkanLinear, MatchesTheDecodedWeights) {
   auto rb = upload(res);
   // Token blocks: 8 (more than a decode step's 1 token), or 2 (3 tokens: a partial block).
   const uint32_t rows = 2, tokenBlock = c.tokens == 1 ? 8 : 2;
-  Pipeline p = pipeline(c.matmul ? "matmul" : "linear", 4, sizeof(LinearPush),
+  Pipeline p = pipeline(c.matmul ? "matmul" : c.dot ? "linear_dot" : "linear", 4, sizeof(LinearPush),
                         {64, c.format, rows, tokenBlock});
   LinearPush push{c.in, c.out, m.stride, lead, 0, 0, 0, c.residual ? 1u : 0u, c.tokens};
   run(p.get(), {wb.get(), xb.get(), yb.get(), rb.get()}, push,
       c.matmul ? groups(c.out, 64) : groups(c.out, rows), groups(c.tokens, tokenBlock));
   std::vector<float> y = download<float>(yb.get(), size_t(c.tokens) * c.out);
+  if (c.dot && (c.format == kQ8_0 || c.format == kQ4_0))
+    x = quantisedActivations(x, c.in);
   for (uint32_t t = 0; t < c.tokens; ++t)
     for (uint32_t o = 0; o < c.out; ++o) {
       double ref = 0, mag = 0;
@@ -95,20 +118,26 @@ TEST_P(VulkanLinear, MatchesTheDecodedWeights) {
 
 std::vector<LinearCase> linearCases() {
   std::vector<LinearCase> cases;
-  for (uint32_t f : {kF32, kF16, kQ8_0, kQ4_0})
+  for (uint32_t f : {kF32, kF16, kQ8_0, kQ4_0, kQ4_1})
     for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {256u, 257u}, {4096u, 33u}})
       for (uint32_t tokens : {1u, 3u})
         for (bool matmul : {false, true})
           cases.push_back({f, in, out, tokens, tokens == 3, matmul});
+  // linear_dot: every format (f32/f16 take the float path), a row longer than its shared
+  // chunk of 2048 (5000: three chunks, a partial last block), both token counts.
+  for (uint32_t f : {kF32, kF16, kQ8_0, kQ4_0, kQ4_1})
+    for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {5000u, 33u}})
+      for (uint32_t tokens : {1u, 3u})
+        cases.push_back({f, in, out, tokens, tokens == 3, false, true});
   return cases;
 }
 
 std::string linearName(const ::testing::TestParamInfo<LinearCase> &info) {
-  const char *f[] = {"f32", "f16", "q4_0", "", "", "", "", "", "q8_0"};
+  const char *f[] = {"f32", "f16", "q4_0", "q4_1", "", "", "", "", "q8_0"};
   const LinearCase &c = info.param;
   return std::string(f[c.format]) + "_" + std::to_string(c.in) + "x" + std::to_string(c.out) +
          "_t" + std::to_string(c.tokens) + (c.residual ? "_residual" : "") +
-         (c.matmul ? "_matmul" : "");
+         (c.matmul ? "_matmul" : "") + (c.dot ? "_dot" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, VulkanLinear, ::testing::ValuesIn(linearCases()), linearName);
@@ -119,7 +148,7 @@ struct EmbedPush {
 
 // Decoding a row is exact: the GPU's q * d is the same float product as kiln_dequantize's.
 TEST_F(VulkanTest, EmbedDecodesRowsExactly) {
-  for (uint32_t format : {kF32, kF16, kQ8_0, kQ4_0}) {
+  for (uint32_t format : {kF32, kF16, kQ8_0, kQ4_0, kQ4_1}) {
     SCOPED_TRACE(format);
     const uint32_t dim = 96, vocab = 11;
     Matrix m = makeMatrix(format, vocab, dim, 5);

@@ -16,6 +16,14 @@ Cases:
                 whose kernels need it (decode's linear, rms_norm, attention) run on the
                 CPU through the artifact's per-op entries, the others on the GPU; kiln-run
                 says which and why; greedy text identical to the CPU's, PPL within 0.1%
+  dot-FMT       (q8_0, q4_0) linear_dot, linear's integer-dot variant, forced on lavapipe
+                (KILN_VULKAN_PREFER=variants: its dot products are not accelerated): every
+                token of 6 chunks scored as a decode step (`ppl --batch 1`), within 0.1% of
+                the CPU;
+                kiln-run names the variant; 0 validation messages
+  q4_k_m        a synthetic Q4_K_M GGUF (`kiln synth`) compiled for host+vulkan: its
+                K-quants requantised to q4_1 / q8_0 (the GPU has no K kernels yet) and the
+                text identical on both backends, 0 validation messages
   backends      `kiln inspect` lists the gpu section; an artifact without one: `--backend
                 vulkan` is one error naming why, `--backend auto` falls back to the CPU
                 and says so, `--backend bogus` is refused; a corrupted GPU section is a
@@ -43,12 +51,14 @@ def run(cmd, env=None, expect_ok=True):
     return p.returncode, out, err
 
 
-def vulkan_env(mask=None):
+def vulkan_env(mask=None, prefer=None):
     env = dict(os.environ)
     env["KILN_VULKAN_VALIDATION"] = "1"
     env["MESA_SHADER_CACHE_DISABLE"] = "true"
     if mask:
         env["KILN_VULKAN_MASK"] = mask
+    if prefer:
+        env["KILN_VULKAN_PREFER"] = prefer
     return env
 
 
@@ -110,6 +120,43 @@ def ppl(a, art, fmt, mask=None):
     print(f"{fmt}: PPL cpu {p_cpu:.4f}, vulkan {p_gpu:.4f}, relative difference {rel:.2e}")
     if rel > 1e-3:
         fail(f"{fmt}: vulkan's PPL {p_gpu} is more than 0.1% from the CPU's {p_cpu}")
+
+
+def dot(a, art, fmt):
+    text = need(a.models, "tinystories-dev.txt")
+    cmd = [a.kiln_run, "ppl", art, text, "--ctx", "128", "--chunks", "6", "--batch", "1"]
+    _, cpu, _ = run(cmd + ["--backend", "cpu"])
+    _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env(prefer="variants"))
+    check_validation(err)
+    if "linear as linear_dot" not in placement(err):
+        fail(f"{fmt}: KILN_VULKAN_PREFER=variants did not take linear_dot:\n{err}")
+    p_cpu, p_gpu = ppl_of(cpu), ppl_of(gpu)
+    rel = abs(p_gpu - p_cpu) / p_cpu
+    print(f"{fmt}: decode-step PPL cpu {p_cpu:.4f}, vulkan linear_dot {p_gpu:.4f}, "
+          f"relative difference {rel:.2e}")
+    if rel > 1e-3:
+        fail(f"{fmt}: linear_dot's PPL {p_gpu} is more than 0.1% from the CPU's {p_cpu}")
+
+
+def q4_k_m(a):
+    os.makedirs(a.work, exist_ok=True)
+    gguf = os.path.join(a.work, "q4km.gguf")
+    art = os.path.join(a.work, "q4km.kiln")
+    run([a.kiln, "synth", "--type", "q4_k_m", "--dim", "256", "--heads", "4", "--kv-heads", "2",
+         "--layers", "2", "--ffn", "512", "--vocab", "320", "-o", gguf])
+    _, _, err = run([a.kiln, "compile", gguf, "--target", "host+vulkan", "--ctx", "128",
+                     "-o", art])
+    if "q4_K -> q4_1" not in err:
+        fail(f"the Q4_K_M file's q4_K was not requantised to q4_1 for the GPU:\n{err}")
+    cmd = [a.kiln_run, "generate", art, "-p", "hello", "-n", "24"]
+    _, cpu, _ = run(cmd + ["--backend", "cpu"])
+    _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env())
+    check_validation(err)
+    if not re.match(r"decode: (\d+) of \1 ops on the GPU", placement(err)):
+        fail(f"Q4_K_M on vulkan: not every op ran on the GPU:\n{err}")
+    if cpu != gpu:
+        fail(f"Q4_K_M on vulkan: the text differs:\ncpu:    {cpu!r}\nvulkan: {gpu!r}")
+    print(f"q4_k_m: identical ({len(cpu)} bytes)")
 
 
 def backends(a):
@@ -209,6 +256,10 @@ def main():
         art = compile_model(a, fmt)
         generate(a, art, fmt, mask="subgroup-arithmetic")
         ppl(a, art, fmt, mask="subgroup-arithmetic")
+    elif kind == "dot":
+        dot(a, compile_model(a, fmt), fmt)
+    elif a.case == "q4_k_m":
+        q4_k_m(a)
     elif a.case == "backends":
         backends(a)
     else:

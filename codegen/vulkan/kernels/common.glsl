@@ -1,6 +1,6 @@
 // Shared by kiln's Vulkan kernels: byte-addressed reads of ggml's block formats from a
 // buffer of 32-bit words. The plain path: only 32-bit storage access, so it runs on any
-// Vulkan 1.1 device; blocks of q8_0 (34 bytes) and q4_0 (18 bytes) are 2-byte aligned.
+// Vulkan 1.1 device; blocks of q8_0 (34 bytes), q4_0 (18) and q4_1 (20) are 2-byte aligned.
 #ifndef KILN_VK_COMMON_GLSL
 #define KILN_VK_COMMON_GLSL
 
@@ -8,6 +8,7 @@
 #define KILN_F32 0u
 #define KILN_F16 1u
 #define KILN_Q4_0 2u
+#define KILN_Q4_1 3u
 #define KILN_Q8_0 8u
 
 // The 32 bits starting at byte `off`, which is 2-byte aligned.

@@ -1,4 +1,4 @@
-// out[t, i] = table[ids[t], i] decoded from FORMAT: kiln_uk_embed's math, one row read a
+// out[t, i] = table[ids[t], i] decoded from FORMAT (f32, f16, q8_0, q4_0, q4_1): kiln_uk_embed's math, one row read a
 // token. One thread per element; ids are checked by the caller (kiln_uk_check_inputs).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -26,7 +26,7 @@ void main() {
   if (i >= p.dim || t >= p.n)
     return;
   const uint row = p.w_offset + uint(ids[p.ids_offset + t]) * p.row_stride;
-  float v;
+  precise float v;  // q * d + m unfused, as kiln_dequantize computes it
   if (FORMAT == KILN_F32) {
     v = uintBitsToFloat(w[(row >> 2) + i]);
   } else if (FORMAT == KILN_F16) {
@@ -35,6 +35,12 @@ void main() {
     const uint off = row + 34u * (i >> 5);
     const uint e = i & 31u;
     v = float(KILN_S8(KILN_LOAD_U32(w, off + 2u + (e & ~3u)), e & 3u)) * KILN_LOAD_F16(w, off);
+  } else if (FORMAT == KILN_Q4_1) {
+    const uint off = row + 20u * (i >> 5);
+    const uint e = i & 31u;
+    const uint byte = (KILN_LOAD_U32(w, off + 4u + ((e & 15u) & ~3u)) >> (8u * (e & 3u))) & 0xffu;
+    v = float(e < 16u ? (byte & 15u) : (byte >> 4)) * KILN_LOAD_F16(w, off) +
+        KILN_LOAD_F16(w, off + 2u);
   } else {  // KILN_Q4_0
     const uint off = row + 18u * (i >> 5);
     const uint e = i & 31u;

@@ -1,5 +1,5 @@
 // y[t, o] = sum_i x[t, i] * W[o, i] (+ residual[t, o]): kiln_uk_linear's math, W in ggml's
-// block rows of FORMAT (f32, f16, q8_0, q4_0), fp32 accumulation.
+// block rows of FORMAT (f32, f16, q8_0, q4_0, q4_1), fp32 accumulation.
 //
 // One workgroup takes ROWS consecutive rows for TOKENS consecutive tokens (gl_WorkGroupID.y
 // counts token blocks). Its threads split each row's blocks, and each block read is used

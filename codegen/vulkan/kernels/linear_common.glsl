@@ -1,5 +1,5 @@
 // The operands of linear.comp and matmul.comp and one block's dot product: W in ggml's
-// block rows of FORMAT (f32, f16, q8_0, q4_0), fp32 accumulation. Included after FORMAT.
+// block rows of FORMAT (f32, f16, q8_0, q4_0, q4_1), fp32 accumulation. Included after FORMAT.
 #ifndef KILN_VK_LINEAR_COMMON_GLSL
 #define KILN_VK_LINEAR_COMMON_GLSL
 
@@ -47,26 +47,48 @@ float block_dot(uint row_off, uint b, uint xb) {
       }
     }
     s *= KILN_LOAD_F16(w, off);
+  } else if (FORMAT == KILN_Q4_1) {
+    // d * sum(q x) + m * sum(x): a block's values are q * d + m
+    const uint off = row_off + 20u * b;
+    const uint base = xb + 32u * b;
+    float sx = 0.0;
+    for (uint k = 0u; k < 4u; ++k) {
+      const uint word = KILN_LOAD_U32(w, off + 4u + 4u * k);
+      for (uint j = 0u; j < 4u; ++j) {
+        const uint byte = (word >> (8u * j)) & 0xffu;
+        const float lo = x[base + 4u * k + j], hi = x[base + 16u + 4u * k + j];
+        s += float(byte & 15u) * lo + float(byte >> 4) * hi;
+        sx += lo + hi;
+      }
+    }
+    s = s * KILN_LOAD_F16(w, off) + sx * KILN_LOAD_F16(w, off + 2u);
   }
   return s;
 }
 
+// Bytes of one block of a 32-element FORMAT, and where its codes start.
+uint block_bytes() { return FORMAT == KILN_Q8_0 ? 34u : FORMAT == KILN_Q4_1 ? 20u : 18u; }
+uint codes_at() { return FORMAT == KILN_Q4_1 ? 4u : 2u; }
+
 // Row `row_off`'s partial last block (elements 32 * b .. in_features) dotted with the
 // activation at xb, element by element so that x is never read past the row.
 float tail_dot(uint row_off, uint b, uint xb) {
-  const uint off = row_off + (FORMAT == KILN_Q8_0 ? 34u : 18u) * b;
+  const uint off = row_off + block_bytes() * b;
   const float d = KILN_LOAD_F16(w, off);
+  const float m = FORMAT == KILN_Q4_1 ? KILN_LOAD_F16(w, off + 2u) : 0.0;
   float s = 0.0;
   for (uint j = 32u * b; j < p.in_features; ++j) {
     const uint e = j - 32u * b;
-    float q;
+    float v;
     if (FORMAT == KILN_Q8_0) {
-      q = float(KILN_S8(KILN_LOAD_U32(w, off + 2u + (e & ~3u)), e & 3u));
+      v = float(KILN_S8(KILN_LOAD_U32(w, off + 2u + (e & ~3u)), e & 3u)) * d;
     } else {
-      const uint byte = (KILN_LOAD_U32(w, off + 2u + ((e & 15u) & ~3u)) >> (8u * (e & 3u))) & 0xffu;
-      q = float(int(e < 16u ? (byte & 15u) : (byte >> 4)) - 8);
+      const uint byte =
+          (KILN_LOAD_U32(w, off + codes_at() + ((e & 15u) & ~3u)) >> (8u * (e & 3u))) & 0xffu;
+      const uint nibble = e < 16u ? (byte & 15u) : (byte >> 4);
+      v = FORMAT == KILN_Q4_1 ? float(nibble) * d + m : float(int(nibble) - 8) * d;
     }
-    s += q * d * x[xb + j];
+    s += v * x[xb + j];
   }
   return s;
 }

@@ -62,7 +62,8 @@ static void print_profile(const vk_state_t *s) {
             (unsigned long long)s->weight_bytes_per_token,
             (unsigned long long)s->kv_bytes_per_position);
   for (uint32_t k = 0; k < s->program.n_kernels; ++k)
-    fprintf(stderr, "vulkan profile: %-10s %8llu dispatches %10.3f ms GPU %5.1f%%\n",
+    if (s->kernel_runs[k] || s->program.kernels[k].replaces == KILN_GPU_NO_KERNEL)
+      fprintf(stderr, "vulkan profile: %-10s %8llu dispatches %10.3f ms GPU %5.1f%%\n",
             s->program.kernels[k].name, (unsigned long long)s->kernel_runs[k],
             s->kernel_ns[k] / 1e6, total > 0 ? 100.0 * s->kernel_ns[k] / total : 0.0);
 }
@@ -118,7 +119,7 @@ static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
     }
     if (s->pipelines[i])
       continue;
-    const kiln_vk_program_kernel_t *k = &p->kernels[st->kernel];
+    const kiln_vk_program_kernel_t *k = &p->kernels[s->placement.use[st->kernel]];
     kiln_vk_pipeline_desc_t d = {k->name, k->words, k->n_words, st->n_bind, st->n_push * 4,
                                  st->spec, st->n_spec};
     KILN_RETURN_IF_ERROR(kiln_vk_pipeline_create(s->dev, &d, &s->pipelines[i], err));
@@ -190,9 +191,13 @@ static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error
     o.max_dispatches = s->program.n_steps;
   if (!st)
     st = kiln_vk_device_open(&o, &s->dev, err);
-  if (!st)
-    st = kiln_vk_place(&s->program, kiln_vk_device_info(s->dev),
-                       mask && strstr(mask, "subgroup-arithmetic") != NULL, &s->placement, err);
+  if (!st) {
+    const char *prefer = getenv("KILN_VULKAN_PREFER");
+    const kiln_vk_place_options_t po = {mask && strstr(mask, "subgroup-arithmetic") != NULL,
+                                        mask && strstr(mask, "variants") != NULL,
+                                        prefer && strstr(prefer, "variants") != NULL};
+    st = kiln_vk_place(&s->program, kiln_vk_device_info(s->dev), &po, &s->placement, err);
+  }
   const uint64_t max_batch = s->max_batch;
   if (!st)
     st = make_buffer(s, KILN_GPU_BUF_WEIGHTS, a->weights_size, err);
@@ -241,7 +246,7 @@ static kiln_status_t dispatch_step(vk_state_t *s, uint32_t i, int32_t n, kiln_er
   if (r) {
     kiln_error_t ignored;
     kiln_vk_end(s->dev, &ignored);
-    return kiln_error_prefix(err, r, s->program.kernels[st->kernel].name);
+    return kiln_error_prefix(err, r, s->program.kernels[s->placement.use[st->kernel]].name);
   }
   s->recorded[s->n_recorded++] = i;
   return KILN_STATUS_OK;
@@ -254,7 +259,7 @@ static kiln_status_t submit(vk_state_t *s, kiln_error_t *err) {
   if (s->profile) {
     const uint32_t got = kiln_vk_dispatch_times(s->dev, s->times, s->n_recorded);
     for (uint32_t i = 0; i < got; ++i) {
-      const uint32_t k = s->program.steps[s->recorded[i]].kernel;
+      const uint32_t k = s->placement.use[s->program.steps[s->recorded[i]].kernel];
       s->kernel_ns[k] += s->times[i];
       s->kernel_runs[k]++;
     }

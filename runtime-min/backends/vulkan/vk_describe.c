@@ -16,12 +16,20 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
   kiln_vk_device_info_t with, without;
   memset(&with, 0, sizeof with);
   with.subgroup_arithmetic = 1;
+  with.integer_dot = 1;
   without = with;
   without.subgroup_arithmetic = 0;
-  kiln_vk_placement_t on, off;
-  st = kiln_vk_place(&p, &with, 0, &on, err);
-  if (!st && (st = kiln_vk_place(&p, &without, 0, &off, err)))
+  kiln_vk_device_info_t no_dot = with;
+  no_dot.integer_dot = 0;
+  kiln_vk_placement_t on, off, dotless;
+  const kiln_vk_place_options_t as_compiled = {0, 1, 0};
+  st = kiln_vk_place(&p, &with, &as_compiled, &on, err);
+  if (!st && (st = kiln_vk_place(&p, &without, &as_compiled, &off, err)))
     kiln_vk_placement_free(&on);
+  if (!st && (st = kiln_vk_place(&p, &no_dot, &as_compiled, &dotless, err))) {
+    kiln_vk_placement_free(&on);
+    kiln_vk_placement_free(&off);
+  }
   if (st) {
     kiln_vk_program_free(&p);
     return st;
@@ -38,11 +46,16 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
       "prefill batch, %llu bytes of GPU scratch\n  kernels:",
       p.n_kernels, on.n_ops, per[0], per[1], (unsigned long long)p.gpu_scratch_bytes);
   for (uint32_t k = 0; k < p.n_kernels; ++k) {
-    const char *needs = !on.kernel_ok[k]    ? on.kernel_why[k]
-                        : !off.kernel_ok[k] ? "subgroup arithmetic"
-                                            : NULL;
-    PUT("%s %s%s%s%s", k ? "," : "", p.kernels[k].name, needs ? " (" : "", needs ? needs : "",
-        needs ? ")" : "");
+    const int arithmetic = !off.kernel_ok[k], dot = !dotless.kernel_ok[k];
+    PUT("%s %s", k ? "," : "", p.kernels[k].name);
+    if (!on.kernel_ok[k])
+      PUT(" (%s)", on.kernel_why[k]);
+    else if (arithmetic || dot)
+      PUT(" (%s%s%s)", arithmetic ? "subgroup arithmetic" : "", arithmetic && dot ? ", " : "",
+          dot ? "integer dot products" : "");
+    if (p.kernels[k].replaces != KILN_GPU_NO_KERNEL)
+      PUT(" as a variant of %s where dot products are accelerated",
+          p.kernels[p.kernels[k].replaces].name);
   }
   PUT("\n  placement on a device with subgroup arithmetic: ");
   at += kiln_vk_placement_text(&on, &p, buf + (at < buf_size ? at : buf_size),
@@ -55,6 +68,7 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
 #undef PUT
   kiln_vk_placement_free(&on);
   kiln_vk_placement_free(&off);
+  kiln_vk_placement_free(&dotless);
   kiln_vk_program_free(&p);
   return KILN_STATUS_OK;
 }

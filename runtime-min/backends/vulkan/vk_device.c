@@ -105,6 +105,7 @@ static kiln_status_t create_instance(kiln_vk_device_t *dev, int validation, kiln
   app.pApplicationName = "kiln";
   app.pEngineName = "kiln";
   app.apiVersion = version < VK_API_VERSION_1_3 ? version : VK_API_VERSION_1_3;
+  dev->instance_version = app.apiVersion;
   VkDebugUtilsMessengerCreateInfoEXT messenger = {
       VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
@@ -150,8 +151,15 @@ static int describe(kiln_vk_device_t *dev, VkPhysicalDevice pd, uint32_t *family
   memset(info, 0, sizeof *info);
   VkPhysicalDeviceSubgroupProperties subgroup = {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceVulkan13Properties p13 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES};
   VkPhysicalDeviceProperties2 props = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props.pNext = &subgroup;
+  dev->vk.vkGetPhysicalDeviceProperties(pd, &props.properties);
+  /* 1.3 features and properties where both the device and the instance are 1.3. */
+  const int v13 = props.properties.apiVersion >= VK_API_VERSION_1_3 &&
+                  dev->instance_version >= VK_API_VERSION_1_3;
+  if (v13)
+    subgroup.pNext = &p13;
   dev->vk.vkGetPhysicalDeviceProperties2(pd, &props);
   const VkPhysicalDeviceProperties *p = &props.properties;
   snprintf(info->name, sizeof info->name, "%s", p->deviceName);
@@ -171,7 +179,7 @@ static int describe(kiln_vk_device_t *dev, VkPhysicalDevice pd, uint32_t *family
   if (p->apiVersion >= VK_API_VERSION_1_2) {
     features.pNext = &f11;
     f11.pNext = &f12;
-    if (p->apiVersion >= VK_API_VERSION_1_3)
+    if (v13)
       f12.pNext = &f13;
   }
   dev->vk.vkGetPhysicalDeviceFeatures2(pd, &features);
@@ -180,6 +188,9 @@ static int describe(kiln_vk_device_t *dev, VkPhysicalDevice pd, uint32_t *family
   info->int8_arithmetic = f12.shaderInt8;
   info->storage_8bit = f12.storageBuffer8BitAccess;
   info->integer_dot = f13.shaderIntegerDotProduct;
+  info->integer_dot_accelerated =
+      info->integer_dot && p13.integerDotProduct4x8BitPackedSignedAccelerated &&
+      p13.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
 
   const VkSubgroupFeatureFlags arithmetic =
       VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
@@ -239,6 +250,11 @@ static kiln_status_t create_device(kiln_vk_device_t *dev, kiln_error_t *err) {
   VkDeviceCreateInfo info = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
+  /* What kernel variants may use (linear_dot.comp); describe() set it only on 1.3. */
+  VkPhysicalDeviceVulkan13Features f13 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  f13.shaderIntegerDotProduct = VK_TRUE;
+  if (dev->info.integer_dot)
+    info.pNext = &f13;
   VkResult r = dev->vk.vkCreateDevice(dev->physical, &info, NULL, &dev->device);
   if (r != VK_SUCCESS)
     return kiln_vk_fail(dev, r, "vkCreateDevice", err);

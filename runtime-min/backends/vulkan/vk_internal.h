@@ -42,6 +42,7 @@ struct kiln_vk_device {
   uint32_t recorded;      /* dispatches in the current recording */
   int recording;          /* between begin and end */
   int lost;
+  uint32_t instance_version; /* the apiVersion the instance was created with */
   uint32_t submits, lose_at_submit; /* kiln_vk_options_t.lose_device_at_submit */
   uint64_t validation_messages;
   char first_validation_message[512];

@@ -8,11 +8,19 @@
 
 /* SPIR-V: OpCapability, OpFunction, and the capabilities kiln's kernels may declare. */
 enum { OP_CAPABILITY = 17, OP_FUNCTION = 54 };
-enum { CAP_SHADER = 1, CAP_GROUP_NON_UNIFORM = 61, CAP_GROUP_NON_UNIFORM_ARITHMETIC = 63 };
+enum {
+  CAP_SHADER = 1,
+  CAP_GROUP_NON_UNIFORM = 61,
+  CAP_GROUP_NON_UNIFORM_ARITHMETIC = 63,
+  CAP_DOT_PRODUCT_INPUT_4X8_PACKED = 6018,
+  CAP_DOT_PRODUCT = 6019
+};
 
-/* 1 when the device has every capability the module declares; else 0 and why. */
-static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic, char *why,
-                       size_t why_size) {
+/* 1 when the device has every capability the module declares; else 0 and why. *dot: the
+ * module uses integer dot products. */
+static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic, int integer_dot,
+                       int *dot, char *why, size_t why_size) {
+  *dot = 0;
   for (uint32_t i = 5; i < k->n_words;) {
     const uint32_t op = k->words[i] & 0xffffu, len = k->words[i] >> 16;
     if (len == 0 || op == OP_FUNCTION)
@@ -23,8 +31,14 @@ static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic, char *
         snprintf(why, why_size, "the device has no subgroup arithmetic");
         return 0;
       }
-      if (cap != CAP_SHADER && cap != CAP_GROUP_NON_UNIFORM &&
-          cap != CAP_GROUP_NON_UNIFORM_ARITHMETIC) {
+      if (cap == CAP_DOT_PRODUCT || cap == CAP_DOT_PRODUCT_INPUT_4X8_PACKED) {
+        *dot = 1;
+        if (!integer_dot) {
+          snprintf(why, why_size, "the device has no integer dot products");
+          return 0;
+        }
+      } else if (cap != CAP_SHADER && cap != CAP_GROUP_NON_UNIFORM &&
+                 cap != CAP_GROUP_NON_UNIFORM_ARITHMETIC) {
         snprintf(why, why_size, "it needs SPIR-V capability %u", cap);
         return 0;
       }
@@ -35,12 +49,27 @@ static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic, char *
 }
 
 kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_info_t *info,
-                            int mask_arithmetic, kiln_vk_placement_t *pl, kiln_error_t *err) {
+                            const kiln_vk_place_options_t *o, kiln_vk_placement_t *pl,
+                            kiln_error_t *err) {
   memset(pl, 0, sizeof *pl);
-  const int arithmetic = info->subgroup_arithmetic && !mask_arithmetic;
-  for (uint32_t k = 0; k < p->n_kernels; ++k)
-    pl->kernel_ok[k] =
-        (uint8_t)kernel_runs(&p->kernels[k], arithmetic, pl->kernel_why[k], sizeof pl->kernel_why[k]);
+  const int arithmetic = info->subgroup_arithmetic && !o->mask_arithmetic;
+  int dot[KILN_GPU_MAX_KERNELS];
+  for (uint32_t k = 0; k < p->n_kernels; ++k) {
+    pl->use[k] = k;
+    pl->kernel_ok[k] = (uint8_t)kernel_runs(&p->kernels[k], arithmetic, info->integer_dot,
+                                            &dot[k], pl->kernel_why[k], sizeof pl->kernel_why[k]);
+  }
+  /* A variant replaces its kernel where the device runs it and is better at it: today's
+   * one variant is worth it where dot products are accelerated (docs/vulkan.md). */
+  for (uint32_t v = 0; v < p->n_kernels; ++v) {
+    const uint32_t base = p->kernels[v].replaces;
+    if (base == KILN_GPU_NO_KERNEL || !pl->kernel_ok[v] || o->mask_variants)
+      continue;
+    if (o->force_variants || !dot[v] || info->integer_dot_accelerated) {
+      pl->use[base] = v;
+      pl->kernel_ok[base] = 1;
+    }
+  }
   pl->n_ops = p->steps[p->n_steps - 1].op + 1;
   for (int kind = 0; kind < 2; ++kind) {
     pl->on_gpu[kind] = (uint8_t *)malloc(pl->n_ops);
@@ -98,6 +127,14 @@ size_t kiln_vk_placement_text(const kiln_vk_placement_t *pl, const kiln_vk_progr
         ++cpu_by_kernel[blocking];
     }
     PUT("%s%s: %u of %u ops on the GPU", kind ? "; " : "", kinds[kind], gpu, ops);
+    for (uint32_t k = 0; k < p->n_kernels; ++k) /* kernels run as a variant */
+      if (pl->use[k] != k && pl->kernel_ok[k]) {
+        int used = 0;
+        for (uint32_t i = 0; i < p->n_steps && !used; ++i)
+          used = p->steps[i].kernel == k && kiln_vk_step_applies(&p->steps[i], n);
+        if (used)
+          PUT(", %s as %s", p->kernels[k].name, p->kernels[pl->use[k]].name);
+      }
     int first = 1;
     for (uint32_t k = 0; k < p->n_kernels; ++k)
       if (cpu_by_kernel[k]) {

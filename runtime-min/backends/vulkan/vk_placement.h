@@ -14,17 +14,27 @@
 enum { KILN_VK_DECODE = 0, KILN_VK_PREFILL = 1 };
 
 typedef struct kiln_vk_placement {
-  uint8_t kernel_ok[KILN_GPU_MAX_KERNELS];
+  /* The kernel whose SPIR-V a step of kernel k runs: k, or a variant of k the device runs
+   * and is better at (linear_dot where 4x8-bit dot products are accelerated). */
+  uint32_t use[KILN_GPU_MAX_KERNELS];
+  uint8_t kernel_ok[KILN_GPU_MAX_KERNELS]; /* use[k] runs on the device */
   char kernel_why[KILN_GPU_MAX_KERNELS][80]; /* why not, when not */
   uint8_t *on_gpu[2];                        /* per op and batch kind */
   uint32_t n_ops;
   int all_gpu[2];
 } kiln_vk_placement_t;
 
-/* mask_arithmetic: treat the device as lacking subgroup arithmetic (tests, and a way to
- * avoid a driver's broken subgroups). */
+typedef struct kiln_vk_place_options {
+  int mask_arithmetic; /* treat the device as lacking subgroup arithmetic (tests, and a way
+                          around a driver's broken subgroups) */
+  int mask_variants;   /* take no variant: every kernel as compiled */
+  int force_variants;  /* take every variant the device can run, accelerated or not (tests:
+                          lavapipe has dot products, not accelerated ones) */
+} kiln_vk_place_options_t;
+
 kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_info_t *info,
-                            int mask_arithmetic, kiln_vk_placement_t *out, kiln_error_t *err);
+                            const kiln_vk_place_options_t *o, kiln_vk_placement_t *out,
+                            kiln_error_t *err);
 void kiln_vk_placement_free(kiln_vk_placement_t *pl);
 
 /* Whether step st belongs to a batch of n tokens. */

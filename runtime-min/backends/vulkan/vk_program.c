@@ -28,6 +28,11 @@ static kiln_status_t read_kernel(reader_t *r, kiln_vk_program_kernel_t *k, uint3
   memcpy(k->name, r->w + r->at, len);
   k->name[len] = '\0';
   r->at += (len + 3) / 4;
+  /* a variant follows the kernel it replaces, which is no variant itself */
+  if (!next(r, &k->replaces) ||
+      (k->replaces != KILN_GPU_NO_KERNEL &&
+       (k->replaces >= i || k[(int64_t)k->replaces - i].replaces != KILN_GPU_NO_KERNEL)))
+    return CORRUPT("kernel %u (%s): bad variant", i, k->name);
   if (!next(r, &words) || words < 5 || words > r->n - r->at)
     return CORRUPT("kernel %u (%s): %u SPIR-V words past the section", i, k->name, words);
   k->words = r->w + r->at;

@@ -30,6 +30,7 @@ typedef struct kiln_vk_step {
 
 typedef struct kiln_vk_program_kernel {
   char name[64];
+  uint32_t replaces; /* the kernel this variant may stand in for, or KILN_GPU_NO_KERNEL */
   const uint32_t *words; /* inside the section (4-byte aligned) */
   uint32_t n_words;
 } kiln_vk_program_kernel_t;

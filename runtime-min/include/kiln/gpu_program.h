@@ -8,7 +8,9 @@
  *
  *   header    magic KILN_GPU_MAGIC, version, kernel count, dispatch count,
  *             gpu scratch bytes (low, high word), api (KILN_GPU_API_*)
- *   kernel    name length, name (padded to 4 bytes), word count, SPIR-V words
+ *   kernel    name length, name (padded to 4 bytes), replaces (the index of the kernel this
+ *             one may stand in for on a device that has what it needs, else
+ *             KILN_GPU_NO_KERNEL), word count, SPIR-V words
  *   dispatch  kernel index, when (KILN_GPU_WHEN_*), op (its place in the model: the CPU code's
  *             per-op entry, KILN_OP_ENTRY_PREFIX in kiln/abi.h, computes the same), constant
  *             count, constants, binding count, bindings
@@ -26,7 +28,8 @@ extern "C" {
 #endif
 
 #define KILN_GPU_MAGIC 0x314B5047u /* "GPK1" */
-#define KILN_GPU_VERSION 1u
+#define KILN_GPU_VERSION 2u /* 2: kernel variants (the replaces word) */
+#define KILN_GPU_NO_KERNEL 0xffffffffu
 #define KILN_GPU_API_VULKAN_1_1 1u
 
 /* Which batches a dispatch belongs to: a decode step (n == 1) and a prefill batch can take

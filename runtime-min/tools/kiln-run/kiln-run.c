@@ -3,7 +3,7 @@
  *   kiln-run generate A.kiln -p PROMPT [-n N] [--temp T --top-k K --top-p P --seed S]
  *                     [--threads N] [--no-bos] [--chat [--system TEXT]] [--weights map|huge]
  *   kiln-run chat A.kiln [--system TEXT] [-n N] [--temp T ...] [--threads N]
- *   kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N] [--weights map|huge]
+ *   kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--batch B] [--threads N] [--weights map|huge]
  *   kiln-run bench A.kiln [-p 64] [-n 128] [-r 5] [--threads N] [--weights map|huge]
  *                  [--all-logits]
  * generate, chat, bench: --governor SPEC [--governor-log FILE] (governor_flag.c).
@@ -38,7 +38,8 @@ static const char kUsage[] =
     "                         [--chat [--system TEXT]]\n"
     "       kiln-run chat A.kiln [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
     "                     [--seed S] [--threads N] [--weights map|huge]\n"
-    "       kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--threads N] [--weights map|huge]\n"
+    "       kiln-run ppl A.kiln TEXT [--ctx C] [--chunks N] [--batch B] [--threads N]\n"
+    "                    [--weights map|huge]   (--batch 1: every token as a decode step)\n"
     "       kiln-run bench A.kiln [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--threads N]\n"
     "                      [--weights map|huge] [--all-logits]\n"
     "every command: [--public-key KEY.pub] opens only an artifact signed with its secret key\n"
@@ -187,6 +188,8 @@ static int parse(int argc, char **argv, const char *cmd, run_options_t *o) {
       bad = parse_u32(a, v, 4, 1u << 24, &o->ctx);
     else if (ppl && !strcmp(a, "--chunks"))
       bad = parse_u32(a, v, 0, 1u << 30, &o->chunks);
+    else if (ppl && !strcmp(a, "--batch"))
+      bad = parse_u32(a, v, 1, 1u << 20, &o->batch);
     else if (bench && !strcmp(a, "-p"))
       bad = parse_u32(a, v, 1, 1u << 20, &o->prompt_tokens);
     else if (bench && !strcmp(a, "--all-logits"))

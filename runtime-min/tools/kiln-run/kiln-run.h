@@ -17,6 +17,7 @@ typedef struct run_options_s {
   uint32_t reps;           /* bench: -r */
   uint32_t ctx;            /* ppl: --ctx (0: max_ctx) */
   uint32_t chunks;         /* ppl: --chunks (0: all) */
+  uint32_t batch;          /* ppl: --batch, tokens a forward pass (0: max_batch; 1: decode) */
   uint32_t threads;        /* 0: physical cores */
   int pin;                 /* --pin: kiln_session_options_t.pin_threads */
   int prefetch;            /* --prefetch: kiln_artifact_options_t.prefetch */

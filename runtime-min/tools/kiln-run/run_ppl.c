@@ -130,7 +130,9 @@ int run_ppl(const run_options_t *o) {
     int32_t *chunk = tokens + c * ctx;
     if (info.bos_id >= 0)
       chunk[0] = info.bos_id;
-    rc = run_chunk(s, chunk, ctx, info.max_batch, info.vocab_size, &sc);
+    rc = run_chunk(s, chunk, ctx,
+                   o->batch && o->batch < info.max_batch ? o->batch : info.max_batch,
+                   info.vocab_size, &sc);
     if (!rc)
       fprintf(stderr, "[%zu]%.4f ", c + 1, exp(sc.nll / (double)sc.n));
   }

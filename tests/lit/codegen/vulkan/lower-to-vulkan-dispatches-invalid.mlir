@@ -4,7 +4,7 @@
 module attributes {kiln.vocab_size = 32 : i32} {
 func.func @forward(%tok: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x32xf32> {
   %x = kiln.embed %tok weight "tok" format f32 : tensor<?xi32> -> tensor<?x256xf32>
-  // expected-error @below {{reads format 12; the Vulkan kernels read f32, f16, q8_0 and q4_0}}
+  // expected-error @below {{reads format 12; the Vulkan kernels read f32, f16, q8_0, q4_0 and q4_1}}
   %l = kiln.logits %x weight "out" format q4_k : tensor<?x256xf32> -> tensor<?x32xf32>
   return %l : tensor<?x32xf32>
 }
