@@ -48,7 +48,7 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
   std::map<std::string, uint32_t> index; // kernels in order of first use
   std::vector<const kiln_vk_kernel_t *> kernels;
   for (const Dispatch &d : program.dispatches)
-    if (!index.count(d.kernel)) {
+    if (!d.kernel.empty() && !index.count(d.kernel)) {
       const kiln_vk_kernel_t *k = kiln_vk_kernel_find(d.kernel.c_str());
       if (!k) {
         error = d.what + ": no Vulkan kernel '" + d.kernel + "'";
@@ -71,6 +71,11 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
       replaces.push_back(index[base]);
       kernels.push_back(k);
     }
+  if (kernels.empty()) {
+    error = "no op of the model lowers to the Vulkan kernels (every one is compiled for the "
+            "CPU only): compile for the CPU target instead";
+    return false;
+  }
   if (program.dispatches.empty() || program.dispatches.size() > KILN_GPU_MAX_DISPATCHES) {
     error = "a GPU program of " + std::to_string(program.dispatches.size()) + " dispatches";
     return false;
@@ -100,6 +105,14 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
         d.push.size() > KILN_GPU_MAX_PUSH_WORDS) {
       error = d.what + ": too many constants, bindings or push words";
       return false;
+    }
+    if (d.kernel.empty()) { // an op compiled for the CPU only: no kernel, nothing bound
+      for (uint32_t w : {KILN_GPU_NO_KERNEL, KILN_GPU_WHEN_ALWAYS, d.op, 0u, 0u, 0u})
+        put(out, w);
+      for (int i = 0; i < 3; ++i)
+        for (uint32_t w : {0u, 0u, 1u})
+          put(out, w);
+      continue;
     }
     put(out, index[d.kernel]);
     put(out, d.when);
@@ -134,6 +147,10 @@ std::string describe(const GpuProgram &program) {
   s << "vulkan program: " << program.dispatches.size() << " dispatches, gpu scratch "
     << program.gpuScratchBytes << " bytes\n";
   for (const Dispatch &d : program.dispatches) {
+    if (d.kernel.empty()) {
+      s << "  cpu (op " << d.op << " " << d.what << "): " << d.cpuReason << "\n";
+      continue;
+    }
     s << "  " << d.kernel << (d.when == 1 ? " [decode]" : d.when == 2 ? " [prefill]" : "")
       << " (op " << d.op << " " << d.what << ") constants [";
     for (size_t i = 0; i < d.constants.size(); ++i)

@@ -37,7 +37,8 @@ struct Groups {
 };
 
 struct Dispatch {
-  std::string kernel;              // a kernel of codegen/vulkan/kernels
+  std::string kernel;              // a kernel of codegen/vulkan/kernels; "": the op is
+                                   // compiled for the CPU only (cpuReason says why)
   std::vector<uint32_t> constants; // specialisation constants 0..
   std::vector<uint32_t> bindings;  // kiln_gpu_buffer_t
   std::vector<PushWord> push;
@@ -45,6 +46,7 @@ struct Dispatch {
   std::string what;                // the op it comes from (errors, describe)
   uint32_t when = 0;               // KILN_GPU_WHEN_*: every batch, decode or prefill only
   uint32_t op = 0;                 // its op's place in @forward (the CPU's per-op entry)
+  std::string cpuReason;           // kernel "": what the Vulkan lowering lacks for the op
 };
 
 struct GpuProgram {

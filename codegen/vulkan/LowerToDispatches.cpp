@@ -88,7 +88,8 @@ public:
               .Case<SiluOp, MulOp, AddOp>([&](auto) { return lowerEltwise(&op); })
               .Case<func::ReturnOp>([&](auto) { return success(); })
               .Default([&](Operation *o) {
-                return o->emitOpError("has no lowering to the Vulkan kernels yet");
+                return cpuOnly(o, "no Vulkan lowering for " +
+                                      o->getName().getStringRef().str() + " yet");
               });
       if (failed(r))
         return failure();
@@ -102,6 +103,18 @@ private:
     auto result = cast<OpResult>(v);
     auto buffers = result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(attr::kBuffers);
     return uint32_t(buffers[result.getResultNumber()] / 4);
+  }
+  // The op stays on the CPU: the artifact's per-op entry computes it wherever the program
+  // runs (docs/vulkan.md, "Placement"), and kiln compile says which ops and why.
+  LogicalResult cpuOnly(Operation *op, const std::string &why) {
+    Dispatch d;
+    d.cpuReason = why;
+    add(std::move(d), op);
+    return success();
+  }
+  static std::string formatReason(uint32_t format) {
+    return "weights of format " + std::to_string(format) +
+           " (the Vulkan kernels read f32, f16, q8_0, q4_0 and q4_1)";
   }
   void add(Dispatch d, Operation *op) {
     std::string loc;
@@ -138,8 +151,7 @@ private:
   LogicalResult lowerEmbed(EmbedOp e) {
     const WeightRead w = weightReadsOf(e).front();
     if (!gpuFormat(w.format))
-      return e.emitOpError("reads format ") << w.format << "; the Vulkan kernels read f32, f16, "
-                                               "q8_0, q4_0 and q4_1";
+      return cpuOnly(e, formatReason(w.format));
     const uint32_t dim = width(e.getResult());
     Dispatch d{"embed", {kWorkgroup, w.format}, {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_TOKENS,
                                                 KILN_GPU_BUF_SCRATCH}};
@@ -157,7 +169,8 @@ private:
     const bool hasWeight = !weights.empty();
     const uint32_t format = hasWeight ? weights.front().format : KILN_GGML_TYPE_F32;
     if (format != KILN_GGML_TYPE_F32 && format != KILN_GGML_TYPE_F16)
-      return op->emitOpError("has a norm scale of format ") << format << " (f32 or f16 only)";
+      return cpuOnly(op, "a norm scale of format " + std::to_string(format) +
+                             " (the Vulkan kernels: f32 or f16)");
     const float eps = op->getAttrOfType<FloatAttr>("eps").getValueAsDouble();
     Dispatch d{"rms_norm", {kWorkgroup, format},
                {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_SCRATCH}};
@@ -173,12 +186,11 @@ private:
   LogicalResult lowerLinear(Operation *op) {
     const WeightRead w = weightReadsOf(op).front();
     if (op->getAttr("bias"))
-      return op->emitOpError("has a bias, which the Vulkan lowering does not add yet");
+      return cpuOnly(op, "a bias, which the Vulkan lowering does not add yet");
     if (readsRowGroups(op))
       return op->emitOpError("reads packed row groups; a Vulkan target lays rows out plain");
     if (!gpuFormat(w.format))
-      return op->emitOpError("reads format ") << w.format << "; the Vulkan kernels read f32, "
-                                                 "f16, q8_0, q4_0 and q4_1";
+      return cpuOnly(op, formatReason(w.format));
     const bool logits = isa<LogitsOp>(op);
     const uint32_t out = width(op->getResult(0));
     // A decode step reduces each row across a workgroup (linear.comp); a prefill batch
@@ -220,8 +232,8 @@ private:
 
   LogicalResult lowerRope(RopeOp r) {
     if (at(r.getInput()) != at(r.getResult()))
-      return r.emitOpError("does not rotate in place (the memory plan gave its result another "
-                           "buffer)");
+      return cpuOnly(r, "it does not rotate in place (the memory plan gave its result another "
+                        "buffer)");
     rope(r, at(r.getResult()), width(r.getResult()), r.getHeadDim(), r.getRotaryDims(),
          r.getStyle() == RopeStyle::rotate_half,
          ropeTable(r.getTheta().convertToFloat(), r.getRotaryDims(), r.getFreqFactorsAttr()));
@@ -231,19 +243,20 @@ private:
   LogicalResult lowerAttention(AttentionOp a) {
     const uint32_t heads = a.getNumHeads(), kvHeads = a.getNumKvHeads(), d = a.getHeadDim();
     if (a.getKvHeadMap())
-      return a.emitOpError("maps query heads to KV heads explicitly (pruned heads), which the "
-                           "Vulkan attention does not take yet");
+      return cpuOnly(a, "query heads mapped to KV heads explicitly (pruned heads), which the "
+                        "Vulkan attention does not take yet");
     if (plan.kv.k != KvElem::F32 && plan.kv.k != KvElem::F16)
-      return a.emitOpError("keeps K as int8; the Vulkan kernels store f32 or f16 (--kv)");
+      return cpuOnly(a, "K kept as int8; the Vulkan kernels store f32 or f16 (--kv)");
     if (kvHeads == 0 || heads % kvHeads != 0 || (kvHeads * d) % 2 != 0)
-      return a.emitOpError("has ") << heads << " heads over " << kvHeads << " KV heads of "
-                                   << d << " (the Vulkan kernels need an even KV row)";
+      return cpuOnly(a, std::to_string(heads) + " heads over " + std::to_string(kvHeads) +
+                            " KV heads of " + std::to_string(d) +
+                            " (the Vulkan kernels need an even KV row)");
     ArrayRef<int64_t> slots = a->getAttrOfType<DenseI64ArrayAttr>(attr::kKvSlots).asArrayRef();
     if (a.getRopeRotaryDimsAttr()) {
       for (Value v : {a.getQ(), a.getK()})
         if (!v.hasOneUse())
-          return a.emitOpError("fuses RoPE, and its q or k has another reader: the Vulkan "
-                               "lowering rotates them in place");
+          return cpuOnly(a, "RoPE fused, and its q or k has another reader: the Vulkan "
+                            "lowering rotates them in place");
       const std::string &table =
           ropeTable(a.getRopeThetaAttr().getValue().convertToFloat(), *a.getRopeRotaryDims(),
                     a.getRopeFreqFactorsAttr());
@@ -324,6 +337,22 @@ struct LowerToVulkanDispatchesPass
     program = GpuProgram();
     if (failed(DispatchLowering(*plan, program).run(fn)))
       return signalPassFailure();
+    // One remark naming the ops left to the CPU and why, most frequent reason first.
+    std::map<std::string, std::vector<std::string>> cpu;
+    for (const Dispatch &d : program.dispatches)
+      if (d.kernel.empty())
+        cpu[d.cpuReason].push_back(d.what);
+    if (!cpu.empty()) {
+      std::string text;
+      size_t ops = 0;
+      for (const auto &[why, whats] : cpu) {
+        ops += whats.size();
+        text += (text.empty() ? "" : "; ") + std::to_string(whats.size()) +
+                (whats.size() > 1 ? " ops, the first " : " op, ") + whats.front() + ": " + why;
+      }
+      module.emitRemark() << ops << " ops compiled for the CPU only, run there by the "
+                          << "per-op fallback wherever the program runs (" << text << ")";
+    }
     if (!sink)
       llvm::outs() << describe(program);
   }

@@ -22,7 +22,8 @@ public:
   // Formats both the CPU code and codegen/vulkan/kernels read.
   bool supportsFormat(uint32_t f) const override {
     return cpu->supportsFormat(f) && (f == KILN_GGML_TYPE_F32 || f == KILN_GGML_TYPE_F16 ||
-                                      f == KILN_GGML_TYPE_Q8_0 || f == KILN_GGML_TYPE_Q4_0);
+                                      f == KILN_GGML_TYPE_Q8_0 || f == KILN_GGML_TYPE_Q4_0 ||
+                                      f == KILN_GGML_TYPE_Q4_1);
   }
   // The GPU kernels read ggml's block rows, so the CPU code reads them too: each weight is
   // stored once.

@@ -4,6 +4,7 @@
 
 extern "C" {
 #include "vk_internal.h"
+#include "vk_placement.h"
 #include "vk_program.h"
 }
 
@@ -233,6 +234,43 @@ TEST(VulkanProgram, CorruptSectionsAreErrors) {
   EXPECT_EQ(kiln_vk_program_read((const uint8_t *)longer.data(), longer.size() * 4, &prog, &err),
             KILN_STATUS_CORRUPT);
   EXPECT_NE(std::string(err.message).find("after the last dispatch"), std::string::npos);
+}
+
+// An op compiled for the CPU only is a step with no kernel and nothing bound: it reads,
+// places its op on the CPU whatever the device has, and says so; a binding on it is corrupt.
+TEST(VulkanProgram, CpuOnlyStepsArePlacedOnTheCpu) {
+  std::vector<uint32_t> p = tinyProgram();
+  p[3] = 2; // dispatches
+  const std::vector<uint32_t> cpuStep = {KILN_GPU_NO_KERNEL, KILN_GPU_WHEN_ALWAYS, 1, 0, 0, 0,
+                                         0, 0, 1, 0, 0, 1, 0, 0, 1};
+  p.insert(p.end(), cpuStep.begin(), cpuStep.end());
+  kiln_vk_program_t prog;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_vk_program_read((const uint8_t *)p.data(), p.size() * 4, &prog, &err),
+            KILN_STATUS_OK)
+      << err.message;
+  kiln_vk_device_info_t info{};
+  info.subgroup_arithmetic = 1;
+  info.integer_dot = 1;
+  const kiln_vk_place_options_t o = {0, 0, 0};
+  kiln_vk_placement_t pl;
+  ASSERT_EQ(kiln_vk_place(&prog, &info, &o, &pl, &err), KILN_STATUS_OK);
+  EXPECT_EQ(pl.on_gpu[KILN_VK_DECODE][0], 1);
+  EXPECT_EQ(pl.on_gpu[KILN_VK_DECODE][1], 0);
+  EXPECT_EQ(pl.on_gpu[KILN_VK_PREFILL][1], 0);
+  EXPECT_EQ(pl.all_gpu[KILN_VK_DECODE], 0);
+  char text[512];
+  kiln_vk_placement_text(&pl, &prog, text, sizeof text);
+  EXPECT_NE(std::string(text).find("decode: 1 of 2 ops on the GPU, 1 on the CPU (compiled for "
+                                   "the CPU only"),
+            std::string::npos)
+      << text;
+  kiln_vk_placement_free(&pl);
+  kiln_vk_program_free(&prog);
+  std::vector<uint32_t> bound = p;
+  bound[bound.size() - 11] = 1; // the CPU step's binding count
+  EXPECT_EQ(kiln_vk_program_read((const uint8_t *)bound.data(), bound.size() * 4, &prog, &err),
+            KILN_STATUS_CORRUPT);
 }
 
 } // namespace

@@ -21,6 +21,10 @@ Cases:
                 token of 6 chunks scored as a decode step (`ppl --batch 1`), within 0.1% of
                 the CPU;
                 kiln-run names the variant; 0 validation messages
+  cpu-ops       ops the Vulkan lowering lacks (`--fusion all`'s fused linears, `--kv
+                k=int8,v=f16`'s attention) compiled for the CPU only: kiln compile's remark
+                says which and why, kiln-run's placement counts them on the CPU, and the
+                text is the CPU artifact's; 0 validation messages
   q4_k_m        a synthetic Q4_K_M GGUF (`kiln synth`) compiled for host+vulkan: its
                 K-quants requantised to q4_1 / q8_0 (the GPU has no K kernels yet) and the
                 text identical on both backends, 0 validation messages
@@ -136,6 +140,28 @@ def dot(a, art, fmt):
           f"relative difference {rel:.2e}")
     if rel > 1e-3:
         fail(f"{fmt}: linear_dot's PPL {p_gpu} is more than 0.1% from the CPU's {p_cpu}")
+
+
+def cpu_ops(a):
+    gguf = need(a.models, "stories260K.gguf")
+    os.makedirs(a.work, exist_ok=True)
+    for flags, ops, why in [(["--fusion", "all"], 20, "no Vulkan lowering for kiln.fused_linear"),
+                            (["--kv", "k=int8,v=f16"], 5, "K kept as int8")]:
+        art = os.path.join(a.work, "cpu-ops-" + flags[0].strip("-") + ".kiln")
+        _, _, err = run([a.kiln, "compile", gguf, "--target", "host+vulkan", "--weights", "q8_0",
+                         "-o", art] + flags)
+        if f"{ops} ops compiled for the CPU only" not in err or why not in err:
+            fail(f"{flags}: expected a remark on {ops} CPU-only ops ({why}):\n{err}")
+        for prompt in PROMPTS[:2]:
+            cmd = [a.kiln_run, "generate", art, "-p", prompt, "-n", "32"]
+            _, cpu, _ = run(cmd + ["--backend", "cpu"])
+            _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env())
+            check_validation(err)
+            if f"{ops} on the CPU (compiled for the CPU only" not in placement(err):
+                fail(f"{flags}: kiln-run does not place {ops} ops on the CPU:\n{err}")
+            if cpu != gpu:
+                fail(f"{flags} '{prompt}': the text differs:\ncpu:    {cpu!r}\nvulkan: {gpu!r}")
+        print(f"{' '.join(flags)}: {ops} ops on the CPU only, text identical")
 
 
 def q4_k_m(a):
@@ -258,6 +284,8 @@ def main():
         ppl(a, art, fmt, mask="subgroup-arithmetic")
     elif kind == "dot":
         dot(a, compile_model(a, fmt), fmt)
+    elif a.case == "cpu-ops":
+        cpu_ops(a)
     elif a.case == "q4_k_m":
         q4_k_m(a)
     elif a.case == "backends":

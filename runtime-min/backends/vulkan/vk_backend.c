@@ -109,7 +109,7 @@ static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
     return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
   for (uint32_t i = 0; i < p->n_steps; ++i) {
     const kiln_vk_step_t *st = &p->steps[i];
-    if (!s->placement.kernel_ok[st->kernel])
+    if (!kiln_vk_step_runs(&s->placement, st))
       continue;
     for (uint32_t j = 0; j < i && !s->pipelines[i]; ++j) {
       const kiln_vk_step_t *o = &p->steps[j];

@@ -41,7 +41,8 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
   uint32_t per[2] = {0, 0}; /* dispatches of a decode step, of a prefill batch */
   for (uint32_t i = 0; i < p.n_steps; ++i)
     for (int kind = 0; kind < 2; ++kind)
-      per[kind] += (uint32_t)kiln_vk_step_applies(&p.steps[i], kind == KILN_VK_DECODE ? 1 : 2);
+      per[kind] += (uint32_t)(p.steps[i].kernel != KILN_GPU_NO_KERNEL &&
+                              kiln_vk_step_applies(&p.steps[i], kind == KILN_VK_DECODE ? 1 : 2));
   PUT("gpu program: Vulkan 1.1, %u kernels, %u ops, %u dispatches a decode step and %u a "
       "prefill batch, %llu bytes of GPU scratch\n  kernels:",
       p.n_kernels, on.n_ops, per[0], per[1], (unsigned long long)p.gpu_scratch_bytes);

@@ -82,7 +82,7 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
     pl->all_gpu[kind] = 1;
     for (uint32_t i = 0; i < p->n_steps; ++i) {
       const kiln_vk_step_t *st = &p->steps[i];
-      if (kiln_vk_step_applies(st, n) && !pl->kernel_ok[st->kernel]) {
+      if (kiln_vk_step_applies(st, n) && !kiln_vk_step_runs(pl, st)) {
         pl->on_gpu[kind][st->op] = 0;
         pl->all_gpu[kind] = 0;
       }
@@ -105,28 +105,34 @@ size_t kiln_vk_placement_text(const kiln_vk_placement_t *pl, const kiln_vk_progr
   static const char *kinds[2] = {"decode", "prefill"};
   for (int kind = 0; kind < 2; ++kind) {
     const uint32_t n = kind == KILN_VK_DECODE ? 1 : 2;
-    uint32_t gpu = 0, ops = 0;
+    uint32_t gpu = 0, ops = 0, cpu_only = 0;
     uint32_t cpu_by_kernel[KILN_GPU_MAX_KERNELS] = {0};
     /* Each op once, counted under the first of its kernels the device cannot run. */
     for (uint32_t i = 0; i < p->n_steps;) {
       const uint32_t op = p->steps[i].op;
-      uint32_t blocking = UINT32_MAX;
-      int any = 0;
+      uint32_t blocking = 0; /* the first step off the GPU, when `off` */
+      int any = 0, off = 0;
       for (; i < p->n_steps && p->steps[i].op == op; ++i)
         if (kiln_vk_step_applies(&p->steps[i], n)) {
           any = 1;
-          if (!pl->kernel_ok[p->steps[i].kernel] && blocking == UINT32_MAX)
+          if (!kiln_vk_step_runs(pl, &p->steps[i]) && !off) {
+            off = 1;
             blocking = p->steps[i].kernel;
+          }
         }
       if (!any)
         continue;
       ++ops;
-      if (blocking == UINT32_MAX)
+      if (!off)
         ++gpu;
+      else if (blocking == KILN_GPU_NO_KERNEL)
+        ++cpu_only;
       else
         ++cpu_by_kernel[blocking];
     }
     PUT("%s%s: %u of %u ops on the GPU", kind ? "; " : "", kinds[kind], gpu, ops);
+    if (cpu_only)
+      PUT(", %u on the CPU (compiled for the CPU only: kiln compile says why)", cpu_only);
     for (uint32_t k = 0; k < p->n_kernels; ++k) /* kernels run as a variant */
       if (pl->use[k] != k && pl->kernel_ok[k]) {
         int used = 0;

@@ -37,6 +37,11 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
                             kiln_error_t *err);
 void kiln_vk_placement_free(kiln_vk_placement_t *pl);
 
+/* Whether step st's kernel runs on the device (a step compiled for the CPU only never). */
+static inline int kiln_vk_step_runs(const kiln_vk_placement_t *pl, const kiln_vk_step_t *st) {
+  return st->kernel != KILN_GPU_NO_KERNEL && pl->kernel_ok[st->kernel];
+}
+
 /* Whether step st belongs to a batch of n tokens. */
 static inline int kiln_vk_step_applies(const kiln_vk_step_t *st, uint32_t n) {
   return st->when == KILN_GPU_WHEN_ALWAYS || (st->when == KILN_GPU_WHEN_DECODE) == (n == 1);

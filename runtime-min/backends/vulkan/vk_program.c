@@ -43,23 +43,24 @@ static kiln_status_t read_kernel(reader_t *r, kiln_vk_program_kernel_t *k, uint3
 
 static kiln_status_t read_step(reader_t *r, const kiln_vk_program_t *p, kiln_vk_step_t *s,
                                uint32_t i, kiln_error_t *err) {
-  if (!next(r, &s->kernel) || s->kernel >= p->n_kernels)
+  if (!next(r, &s->kernel) || (s->kernel >= p->n_kernels && s->kernel != KILN_GPU_NO_KERNEL))
     return CORRUPT("dispatch %u: no such kernel", i);
+  const int cpu = s->kernel == KILN_GPU_NO_KERNEL; /* an op compiled for the CPU only */
   if (!next(r, &s->when) || s->when > KILN_GPU_WHEN_PREFILL)
     return CORRUPT("dispatch %u: bad batch condition", i);
   if (!next(r, &s->op) || (i > 0 && s->op < s[-1].op))
     return CORRUPT("dispatch %u: op out of order", i);
-  if (!next(r, &s->n_spec) || s->n_spec > KILN_GPU_MAX_CONSTANTS)
+  if (!next(r, &s->n_spec) || s->n_spec > KILN_GPU_MAX_CONSTANTS || (cpu && s->n_spec))
     return CORRUPT("dispatch %u: bad constant count", i);
   for (uint32_t k = 0; k < s->n_spec; ++k)
     if (!next(r, &s->spec[k]))
       return CORRUPT("dispatch %u: truncated", i);
-  if (!next(r, &s->n_bind) || s->n_bind == 0 || s->n_bind > KILN_GPU_MAX_BINDINGS)
+  if (!next(r, &s->n_bind) || (s->n_bind == 0) != cpu || s->n_bind > KILN_GPU_MAX_BINDINGS)
     return CORRUPT("dispatch %u: bad binding count", i);
   for (uint32_t k = 0; k < s->n_bind; ++k)
     if (!next(r, &s->bind[k]) || s->bind[k] >= KILN_GPU_BUF_COUNT)
       return CORRUPT("dispatch %u: binding %u names no buffer", i, k);
-  if (!next(r, &s->n_push) || s->n_push > KILN_GPU_MAX_PUSH_WORDS)
+  if (!next(r, &s->n_push) || s->n_push > KILN_GPU_MAX_PUSH_WORDS || (cpu && s->n_push))
     return CORRUPT("dispatch %u: bad push word count", i);
   for (uint32_t k = 0; k < s->n_push; ++k) {
     uint32_t a;
