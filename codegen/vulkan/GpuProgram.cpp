@@ -59,7 +59,8 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
     }
   // Variants a device may take instead (same bindings, push constants and results): they
   // follow the kernels, each naming the one it replaces (docs/vulkan.md, "Kernel variants").
-  static const std::pair<const char *, const char *> variants[] = {{"linear", "linear_dot"}};
+  static const std::pair<const char *, const char *> variants[] = {{"linear", "linear_dot"},
+                                                                    {"matmul", "matmul_f16"}};
   std::vector<uint32_t> replaces(kernels.size(), KILN_GPU_NO_KERNEL);
   for (const auto &[base, variant] : variants)
     if (index.count(base)) {

@@ -52,6 +52,7 @@ struct LinearCase {
   bool residual;
   bool matmul; // matmul.comp (prefill) rather than linear.comp (decode)
   bool dot = false; // linear_dot.comp: linear.comp's variant on integer dot products
+  bool f16 = false; // matmul_f16.comp: matmul.comp's variant in fp16 arithmetic
 };
 
 // x as linear_dot.comp (and the CPU's integer kernels, packed_common.h) meets q8_0/q4_0
@@ -91,7 +92,8 @@ TEST_P(VulkanLinear, MatchesTheDecodedWeights) {
   auto rb = upload(res);
   // Token blocks: 8 (more than a decode step's 1 token), or 2 (3 tokens: a partial block).
   const uint32_t rows = 2, tokenBlock = c.tokens == 1 ? 8 : 2;
-  Pipeline p = pipeline(c.matmul ? "matmul" : c.dot ? "linear_dot" : "linear", 4, sizeof(LinearPush),
+  const char *kernel = c.f16 ? "matmul_f16" : c.matmul ? "matmul" : c.dot ? "linear_dot" : "linear";
+  Pipeline p = pipeline(kernel, 4, sizeof(LinearPush),
                         {64, c.format, rows, tokenBlock});
   LinearPush push{c.in, c.out, m.stride, lead, 0, 0, 0, c.residual ? 1u : 0u, c.tokens};
   run(p.get(), {wb.get(), xb.get(), yb.get(), rb.get()}, push,
@@ -111,7 +113,8 @@ TEST_P(VulkanLinear, MatchesTheDecodedWeights) {
         ref += res[size_t(t) * c.out + o];
         mag += std::fabs(res[size_t(t) * c.out + o]);
       }
-      ASSERT_NEAR(y[size_t(t) * c.out + o], ref, 1e-5 * mag + 1e-6)
+      // fp16 rounds each weight, activation and 4-product sum: ~2^-11 of each term
+      ASSERT_NEAR(y[size_t(t) * c.out + o], ref, (c.f16 ? 2e-3 : 1e-5) * mag + 1e-6)
           << "token " << t << " row " << o;
     }
 }
@@ -129,6 +132,11 @@ std::vector<LinearCase> linearCases() {
     for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {5000u, 33u}})
       for (uint32_t tokens : {1u, 3u})
         cases.push_back({f, in, out, tokens, tokens == 3, false, true});
+  // matmul_f16: every format, a row with a partial last block (172), 1 and 3 tokens.
+  for (uint32_t f : {kF32, kF16, kQ8_0, kQ4_0, kQ4_1})
+    for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {4096u, 33u}})
+      for (uint32_t tokens : {1u, 3u})
+        cases.push_back({f, in, out, tokens, tokens == 3, true, false, true});
   return cases;
 }
 
@@ -137,7 +145,7 @@ std::string linearName(const ::testing::TestParamInfo<LinearCase> &info) {
   const LinearCase &c = info.param;
   return std::string(f[c.format]) + "_" + std::to_string(c.in) + "x" + std::to_string(c.out) +
          "_t" + std::to_string(c.tokens) + (c.residual ? "_residual" : "") +
-         (c.matmul ? "_matmul" : "") + (c.dot ? "_dot" : "");
+         (c.matmul ? "_matmul" : "") + (c.dot ? "_dot" : "") + (c.f16 ? "_f16" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, VulkanLinear, ::testing::ValuesIn(linearCases()), linearName);

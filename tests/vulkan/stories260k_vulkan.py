@@ -21,6 +21,9 @@ Cases:
                 token of 6 chunks scored as a decode step (`ppl --batch 1`), within 0.1% of
                 the CPU;
                 kiln-run names the variant; 0 validation messages
+  f16-FMT       (f32, q4_0) matmul_f16, matmul's fp16 variant, forced on lavapipe (a CPU
+                device, where the placement does not take it): prefill PPL as ppl-FMT,
+                within 0.1% of the CPU; kiln-run names the variant
   cpu-ops       ops the Vulkan lowering lacks (`--fusion all`'s fused linears, `--kv
                 k=int8,v=f16`'s attention) compiled for the CPU only: kiln compile's remark
                 says which and why, kiln-run's placement counts them on the CPU, and the
@@ -113,12 +116,14 @@ def ppl_of(out):
     return float(m.group(1))
 
 
-def ppl(a, art, fmt, mask=None):
+def ppl(a, art, fmt, mask=None, prefer=None):
     text = need(a.models, "tinystories-dev.txt")
     cmd = [a.kiln_run, "ppl", art, text, "--ctx", "128", "--chunks", "12"]
     _, cpu, _ = run(cmd + ["--backend", "cpu"])
-    _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env(mask))
+    _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env(mask, prefer))
     check_validation(err)
+    if prefer and "matmul as matmul_f16" not in placement(err):
+        fail(f"{fmt}: KILN_VULKAN_PREFER={prefer} did not take matmul_f16:\n{err}")
     p_cpu, p_gpu = ppl_of(cpu), ppl_of(gpu)
     rel = abs(p_gpu - p_cpu) / p_cpu
     print(f"{fmt}: PPL cpu {p_cpu:.4f}, vulkan {p_gpu:.4f}, relative difference {rel:.2e}")
@@ -282,6 +287,8 @@ def main():
         art = compile_model(a, fmt)
         generate(a, art, fmt, mask="subgroup-arithmetic")
         ppl(a, art, fmt, mask="subgroup-arithmetic")
+    elif kind == "f16":
+        ppl(a, compile_model(a, fmt), fmt, prefer="variants")
     elif kind == "dot":
         dot(a, compile_model(a, fmt), fmt)
     elif a.case == "cpu-ops":

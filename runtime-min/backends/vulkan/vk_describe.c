@@ -17,11 +17,13 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
   memset(&with, 0, sizeof with);
   with.subgroup_arithmetic = 1;
   with.integer_dot = 1;
+  with.fp16_arithmetic = 1;
   without = with;
   without.subgroup_arithmetic = 0;
-  kiln_vk_device_info_t no_dot = with;
+  kiln_vk_device_info_t no_dot = with, no_fp16 = with;
   no_dot.integer_dot = 0;
-  kiln_vk_placement_t on, off, dotless;
+  no_fp16.fp16_arithmetic = 0;
+  kiln_vk_placement_t on, off, dotless, fp16less;
   const kiln_vk_place_options_t as_compiled = {0, 1, 0};
   st = kiln_vk_place(&p, &with, &as_compiled, &on, err);
   if (!st && (st = kiln_vk_place(&p, &without, &as_compiled, &off, err)))
@@ -29,6 +31,11 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
   if (!st && (st = kiln_vk_place(&p, &no_dot, &as_compiled, &dotless, err))) {
     kiln_vk_placement_free(&on);
     kiln_vk_placement_free(&off);
+  }
+  if (!st && (st = kiln_vk_place(&p, &no_fp16, &as_compiled, &fp16less, err))) {
+    kiln_vk_placement_free(&on);
+    kiln_vk_placement_free(&off);
+    kiln_vk_placement_free(&dotless);
   }
   if (st) {
     kiln_vk_program_free(&p);
@@ -47,16 +54,22 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
       "prefill batch, %llu bytes of GPU scratch\n  kernels:",
       p.n_kernels, on.n_ops, per[0], per[1], (unsigned long long)p.gpu_scratch_bytes);
   for (uint32_t k = 0; k < p.n_kernels; ++k) {
-    const int arithmetic = !off.kernel_ok[k], dot = !dotless.kernel_ok[k];
+    const char *needs[3] = {!off.kernel_ok[k] ? "subgroup arithmetic" : NULL,
+                            !dotless.kernel_ok[k] ? "integer dot products" : NULL,
+                            !fp16less.kernel_ok[k] ? "fp16 arithmetic" : NULL};
     PUT("%s %s", k ? "," : "", p.kernels[k].name);
-    if (!on.kernel_ok[k])
+    if (!on.kernel_ok[k]) {
       PUT(" (%s)", on.kernel_why[k]);
-    else if (arithmetic || dot)
-      PUT(" (%s%s%s)", arithmetic ? "subgroup arithmetic" : "", arithmetic && dot ? ", " : "",
-          dot ? "integer dot products" : "");
+    } else {
+      int n = 0;
+      for (int i = 0; i < 3; ++i)
+        if (needs[i])
+          PUT("%s%s", n++ ? ", " : " (", needs[i]);
+      if (n)
+        PUT(")");
+    }
     if (p.kernels[k].replaces != KILN_GPU_NO_KERNEL)
-      PUT(" as a variant of %s where dot products are accelerated",
-          p.kernels[p.kernels[k].replaces].name);
+      PUT(" as a variant of %s where that is fast", p.kernels[p.kernels[k].replaces].name);
   }
   PUT("\n  placement on a device with subgroup arithmetic: ");
   at += kiln_vk_placement_text(&on, &p, buf + (at < buf_size ? at : buf_size),
@@ -70,6 +83,7 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
   kiln_vk_placement_free(&on);
   kiln_vk_placement_free(&off);
   kiln_vk_placement_free(&dotless);
+  kiln_vk_placement_free(&fp16less);
   kiln_vk_program_free(&p);
   return KILN_STATUS_OK;
 }

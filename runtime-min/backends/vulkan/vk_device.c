@@ -170,13 +170,17 @@ static int describe(kiln_vk_device_t *dev, VkPhysicalDevice pd, uint32_t *family
   info->max_shared_memory_bytes = p->limits.maxComputeSharedMemorySize;
   info->max_storage_buffer_range = p->limits.maxStorageBufferRange;
   info->timestamp_period_ns = p->limits.timestampPeriod;
+  info->cpu_device = p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 
   VkPhysicalDeviceVulkan11Features f11 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceVulkan12Features f12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan13Features f13 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceFeatures2 features = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  /* The per-version structs exist only from the version that defines them. */
-  if (p->apiVersion >= VK_API_VERSION_1_2) {
+  /* The per-version structs exist only from the version that defines them (on both the
+   * device and the instance, as the features enabled at create). */
+  const int v12 = p->apiVersion >= VK_API_VERSION_1_2 &&
+                  dev->instance_version >= VK_API_VERSION_1_2;
+  if (v12) {
     features.pNext = &f11;
     f11.pNext = &f12;
     if (v13)
@@ -250,11 +254,19 @@ static kiln_status_t create_device(kiln_vk_device_t *dev, kiln_error_t *err) {
   VkDeviceCreateInfo info = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
-  /* What kernel variants may use (linear_dot.comp); describe() set it only on 1.3. */
+  /* What kernel variants may use (linear_dot.comp, matmul_f16.comp); describe() set them
+   * only where the 1.2 / 1.3 structs exist. */
+  VkPhysicalDeviceVulkan12Features f12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan13Features f13 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  f12.shaderFloat16 = VK_TRUE;
   f13.shaderIntegerDotProduct = VK_TRUE;
+  const void **tail = &info.pNext;
+  if (dev->info.fp16_arithmetic) {
+    *tail = &f12;
+    tail = (const void **)&f12.pNext;
+  }
   if (dev->info.integer_dot)
-    info.pNext = &f13;
+    *tail = &f13;
   VkResult r = dev->vk.vkCreateDevice(dev->physical, &info, NULL, &dev->device);
   if (r != VK_SUCCESS)
     return kiln_vk_fail(dev, r, "vkCreateDevice", err);

@@ -49,6 +49,7 @@ typedef struct kiln_vk_device_info {
   int storage_8bit;      /* storageBuffer8BitAccess */
   int integer_dot;       /* shaderIntegerDotProduct (Vulkan 1.3) */
   int integer_dot_accelerated; /* 4x8-bit packed, signed and mixed, run as fast instructions */
+  int cpu_device;        /* VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe): fp16 and dot emulated */
   int subgroup_arithmetic; /* subgroup add/max in compute shaders (linear, norm, attention) */
   int timestamps;        /* the compute queue writes timestamps */
   double timestamp_period_ns;

@@ -10,17 +10,22 @@
 enum { OP_CAPABILITY = 17, OP_FUNCTION = 54 };
 enum {
   CAP_SHADER = 1,
+  CAP_FLOAT16 = 9,
   CAP_GROUP_NON_UNIFORM = 61,
   CAP_GROUP_NON_UNIFORM_ARITHMETIC = 63,
   CAP_DOT_PRODUCT_INPUT_4X8_PACKED = 6018,
   CAP_DOT_PRODUCT = 6019
 };
 
-/* 1 when the device has every capability the module declares; else 0 and why. *dot: the
- * module uses integer dot products. */
-static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic, int integer_dot,
-                       int *dot, char *why, size_t why_size) {
-  *dot = 0;
+/* What a kernel needs beyond Vulkan 1.1 with subgroup arithmetic. */
+enum { NEEDS_DOT = 1, NEEDS_FP16 = 2 };
+
+/* 1 when the device has every capability the module declares; else 0 and why. *needs:
+ * NEEDS_* of the module. */
+static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic,
+                       const kiln_vk_device_info_t *info, int *needs, char *why,
+                       size_t why_size) {
+  *needs = 0;
   for (uint32_t i = 5; i < k->n_words;) {
     const uint32_t op = k->words[i] & 0xffffu, len = k->words[i] >> 16;
     if (len == 0 || op == OP_FUNCTION)
@@ -32,9 +37,15 @@ static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic, int in
         return 0;
       }
       if (cap == CAP_DOT_PRODUCT || cap == CAP_DOT_PRODUCT_INPUT_4X8_PACKED) {
-        *dot = 1;
-        if (!integer_dot) {
+        *needs |= NEEDS_DOT;
+        if (!info->integer_dot) {
           snprintf(why, why_size, "the device has no integer dot products");
+          return 0;
+        }
+      } else if (cap == CAP_FLOAT16) {
+        *needs |= NEEDS_FP16;
+        if (!info->fp16_arithmetic) {
+          snprintf(why, why_size, "the device has no fp16 arithmetic");
           return 0;
         }
       } else if (cap != CAP_SHADER && cap != CAP_GROUP_NON_UNIFORM &&
@@ -53,19 +64,22 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
                             kiln_error_t *err) {
   memset(pl, 0, sizeof *pl);
   const int arithmetic = info->subgroup_arithmetic && !o->mask_arithmetic;
-  int dot[KILN_GPU_MAX_KERNELS];
+  int needs[KILN_GPU_MAX_KERNELS];
   for (uint32_t k = 0; k < p->n_kernels; ++k) {
     pl->use[k] = k;
-    pl->kernel_ok[k] = (uint8_t)kernel_runs(&p->kernels[k], arithmetic, info->integer_dot,
-                                            &dot[k], pl->kernel_why[k], sizeof pl->kernel_why[k]);
+    pl->kernel_ok[k] = (uint8_t)kernel_runs(&p->kernels[k], arithmetic, info, &needs[k],
+                                            pl->kernel_why[k], sizeof pl->kernel_why[k]);
   }
-  /* A variant replaces its kernel where the device runs it and is better at it: today's
-   * one variant is worth it where dot products are accelerated (docs/vulkan.md). */
+  /* A variant replaces its kernel where the device runs it and is better at it: dot
+   * products where they are accelerated, fp16 on a GPU rather than a CPU device, where it
+   * is emulated (docs/vulkan.md, "Kernel variants"). */
+  const int better = (info->integer_dot_accelerated ? NEEDS_DOT : 0) |
+                     (info->fp16_arithmetic && !info->cpu_device ? NEEDS_FP16 : 0);
   for (uint32_t v = 0; v < p->n_kernels; ++v) {
     const uint32_t base = p->kernels[v].replaces;
     if (base == KILN_GPU_NO_KERNEL || !pl->kernel_ok[v] || o->mask_variants)
       continue;
-    if (o->force_variants || !dot[v] || info->integer_dot_accelerated) {
+    if (o->force_variants || (needs[v] & ~better) == 0) {
       pl->use[base] = v;
       pl->kernel_ok[base] = 1;
     }
