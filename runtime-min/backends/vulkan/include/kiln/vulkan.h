@@ -8,8 +8,8 @@
  * and prints how many messages it gave when the session ends (tests); KILN_VULKAN_PROFILE=1
  * prints the GPU time per kernel then; KILN_VULKAN_MASK=subgroup-arithmetic treats the device
  * as lacking it, so the ops whose kernels need it run on the CPU, and =variants runs every
- * kernel as compiled; KILN_VULKAN_PREFER=variants takes kernel variants (linear_dot) wherever
- * the device can run them, accelerated or not; KILN_VULKAN_FAULT=
+ * kernel as compiled; KILN_VULKAN_PREFER=variants takes kernel variants (linear_dot,
+ * matmul_f16) wherever the device can run them, faster there or not; KILN_VULKAN_FAULT=
  * device-lost:K makes the K-th submit report a lost device (tests of that error path). */
 #ifndef KILN_VULKAN_H_
 #define KILN_VULKAN_H_
