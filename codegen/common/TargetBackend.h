@@ -61,6 +61,9 @@ public:
   // Whether its kernels read q4_K/q5_K/q6_K's r16 groups with integer dot products (else
   // `--precision source` requantises K-quants into formats that have them).
   virtual bool integerKQuants() const { return false; }
+  // Whether its kernels read q4_K/q5_K/q6_K in ggml's block rows, its packed layout (a GPU
+  // program's): `--precision source` keeps them there too.
+  virtual bool readsKQuantBlockRows() const { return false; }
   virtual unsigned rowAlignBytes() const = 0;
   virtual bool supportsOp(mlir::Operation *op) const = 0;
   // The caches the prefill panels and the weight shards are sized to.

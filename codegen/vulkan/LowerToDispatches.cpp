@@ -64,7 +64,8 @@ uint32_t width(Value v) { return uint32_t(cast<RankedTensorType>(v.getType()).ge
 
 bool gpuFormat(uint32_t f) {
   return f == KILN_GGML_TYPE_F32 || f == KILN_GGML_TYPE_F16 || f == KILN_GGML_TYPE_Q8_0 ||
-         f == KILN_GGML_TYPE_Q4_0 || f == KILN_GGML_TYPE_Q4_1;
+         f == KILN_GGML_TYPE_Q4_0 || f == KILN_GGML_TYPE_Q4_1 || f == KILN_GGML_TYPE_Q4_K ||
+         f == KILN_GGML_TYPE_Q5_K || f == KILN_GGML_TYPE_Q6_K;
 }
 
 class DispatchLowering {
@@ -114,7 +115,7 @@ private:
   }
   static std::string formatReason(uint32_t format) {
     return "weights of format " + std::to_string(format) +
-           " (the Vulkan kernels read f32, f16, q8_0, q4_0 and q4_1)";
+           " (the Vulkan kernels read f32, f16, q8_0, q4_0, q4_1, q4_K, q5_K and q6_K)";
   }
   void add(Dispatch d, Operation *op) {
     std::string loc;

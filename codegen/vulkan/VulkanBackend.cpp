@@ -23,8 +23,12 @@ public:
   bool supportsFormat(uint32_t f) const override {
     return cpu->supportsFormat(f) && (f == KILN_GGML_TYPE_F32 || f == KILN_GGML_TYPE_F16 ||
                                       f == KILN_GGML_TYPE_Q8_0 || f == KILN_GGML_TYPE_Q4_0 ||
-                                      f == KILN_GGML_TYPE_Q4_1);
+                                      f == KILN_GGML_TYPE_Q4_1 || f == KILN_GGML_TYPE_Q4_K ||
+                                      f == KILN_GGML_TYPE_Q5_K || f == KILN_GGML_TYPE_Q6_K);
   }
+  // The kernels read K-quants in ggml's block rows: `--precision source` keeps a Q4_K_M
+  // file's q4_K/q5_K/q6_K as the file stores them.
+  bool readsKQuantBlockRows() const override { return true; }
   // The GPU kernels read ggml's block rows, so the CPU code reads them too: each weight is
   // stored once.
   std::string packedLayout() const override { return "rows64"; }

@@ -14,7 +14,8 @@ extern "C" {
 namespace kiln::vktest {
 namespace {
 
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8;
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13,
+                   kQ6_K = 14;
 
 // Rows of `in` elements stored in `format`, padded with zeros to whole blocks.
 struct Matrix {
@@ -132,6 +133,15 @@ std::vector<LinearCase> linearCases() {
     for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {5000u, 33u}})
       for (uint32_t tokens : {1u, 3u})
         cases.push_back({f, in, out, tokens, tokens == 3, false, true});
+  // K-quants: whole super-blocks, every kernel that reads weights.
+  for (uint32_t f : {kQ4_K, kQ5_K, kQ6_K})
+    for (auto [in, out] : {std::pair{256u, 33u}, {768u, 7u}})
+      for (uint32_t tokens : {1u, 3u}) {
+        for (bool matmul : {false, true})
+          cases.push_back({f, in, out, tokens, tokens == 3, matmul});
+        cases.push_back({f, in, out, tokens, tokens == 3, false, true});
+        cases.push_back({f, in, out, tokens, tokens == 3, true, false, true});
+      }
   // matmul_f16: every format, a row with a partial last block (172), 1 and 3 tokens.
   for (uint32_t f : {kF32, kF16, kQ8_0, kQ4_0, kQ4_1})
     for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {4096u, 33u}})
@@ -141,7 +151,8 @@ std::vector<LinearCase> linearCases() {
 }
 
 std::string linearName(const ::testing::TestParamInfo<LinearCase> &info) {
-  const char *f[] = {"f32", "f16", "q4_0", "q4_1", "", "", "", "", "q8_0"};
+  const char *f[] = {"f32", "f16", "q4_0", "q4_1", "", "", "", "", "q8_0", "", "", "",
+                     "q4_K", "q5_K", "q6_K"};
   const LinearCase &c = info.param;
   return std::string(f[c.format]) + "_" + std::to_string(c.in) + "x" + std::to_string(c.out) +
          "_t" + std::to_string(c.tokens) + (c.residual ? "_residual" : "") +
@@ -156,7 +167,7 @@ struct EmbedPush {
 
 // Decoding a row is exact: the GPU's q * d is the same float product as kiln_dequantize's.
 TEST_F(VulkanTest, EmbedDecodesRowsExactly) {
-  for (uint32_t format : {kF32, kF16, kQ8_0, kQ4_0, kQ4_1}) {
+  for (uint32_t format : {kF32, kF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K}) {
     SCOPED_TRACE(format);
     const uint32_t dim = 96, vocab = 11;
     Matrix m = makeMatrix(format, vocab, dim, 5);

@@ -29,8 +29,9 @@ Cases:
                 says which and why, kiln-run's placement counts them on the CPU, and the
                 text is the CPU artifact's; 0 validation messages
   q4_k_m        a synthetic Q4_K_M GGUF (`kiln synth`) compiled for host+vulkan: its
-                K-quants requantised to q4_1 / q8_0 (the GPU has no K kernels yet) and the
-                text identical on both backends, 0 validation messages
+                q4_K/q6_K kept as the file stores them (inspect: lossless, no requantised
+                remark), every op on the GPU, the text identical on both backends, 0
+                validation messages
   backends      `kiln inspect` lists the gpu section; an artifact without one: `--backend
                 vulkan` is one error naming why, `--backend auto` falls back to the CPU
                 and says so, `--backend bogus` is refused; a corrupted GPU section is a
@@ -177,8 +178,10 @@ def q4_k_m(a):
          "--layers", "2", "--ffn", "512", "--vocab", "320", "-o", gguf])
     _, _, err = run([a.kiln, "compile", gguf, "--target", "host+vulkan", "--ctx", "128",
                      "-o", art])
-    if "q4_K -> q4_1" not in err:
-        fail(f"the Q4_K_M file's q4_K was not requantised to q4_1 for the GPU:\n{err}")
+    _, shown, _ = run([a.kiln, "inspect", art])
+    kept = re.findall(r"^\s+\S+\.weight\s+(q4_K|q6_K)\s.*lossless$", shown, re.M)
+    if "requantised" in err or len(kept) < 10 or "q6_K" not in kept:
+        fail(f"the Q4_K_M file's K-quants were not kept for the GPU:\n{err}\n{shown}")
     cmd = [a.kiln_run, "generate", art, "-p", "hello", "-n", "24"]
     _, cpu, _ = run(cmd + ["--backend", "cpu"])
     _, gpu, err = run(cmd + ["--backend", "vulkan"], env=vulkan_env())

@@ -1,4 +1,5 @@
-// out[t, i] = table[ids[t], i] decoded from FORMAT (f32, f16, q8_0, q4_0, q4_1): kiln_uk_embed's math, one row read a
+// out[t, i] = table[ids[t], i] decoded from FORMAT (f32, f16, q8_0, q4_0, q4_1, q4_K, q5_K,
+// q6_K): kiln_uk_embed's math, one row read a
 // token. One thread per element; ids are checked by the caller (kiln_uk_check_inputs).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -10,6 +11,8 @@ layout(constant_id = 1) const uint FORMAT = 0u;
 layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 2) writeonly buffer Out { float o[]; };
+
+#include "kquant.glsl"
 
 layout(push_constant) uniform Params {
   uint dim;
@@ -35,6 +38,8 @@ void main() {
     const uint off = row + 34u * (i >> 5);
     const uint e = i & 31u;
     v = float(KILN_S8(KILN_LOAD_U32(w, off + 2u + (e & ~3u)), e & 3u)) * KILN_LOAD_F16(w, off);
+  } else if (is_kquant()) {
+    v = kq_element(row + kquant_bytes() * (i / 256u), i % 256u);
   } else if (FORMAT == KILN_Q4_1) {
     const uint off = row + 20u * (i >> 5);
     const uint e = i & 31u;

@@ -1,5 +1,5 @@
 // y[t, o] = sum_i x[t, i] * W[o, i] (+ residual[t, o]): kiln_uk_linear's math, W in ggml's
-// block rows of FORMAT (f32, f16, q8_0, q4_0, q4_1), fp32 accumulation.
+// block rows of FORMAT (f32, f16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K), fp32 accumulation.
 //
 // One workgroup takes ROWS consecutive rows for TOKENS consecutive tokens (gl_WorkGroupID.y
 // counts token blocks). Its threads split each row's blocks, and each block read is used
@@ -21,7 +21,7 @@ layout(constant_id = 3) const uint TOKENS = 1u;
 shared float partial[ROWS * TOKENS * 64];  // per row, token and subgroup (up to 64)
 
 void main() {
-  const uint per_block = (FORMAT == KILN_F32 || FORMAT == KILN_F16) ? 1u : 32u;
+  const uint per_block = elems_per_block();
   // Full blocks only: the compiler pads rows to whole blocks with zero elements, and the
   // partial last block of a q row is read with x masked (below).
   const uint blocks = (p.in_features + per_block - 1u) / per_block;

@@ -8,6 +8,8 @@ layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
 layout(std430, binding = 3) readonly buffer Residual { float res[]; };
 
+#include "kquant.glsl"
+
 layout(push_constant) uniform Params {
   uint in_features;  // logical row length
   uint out_features;
@@ -20,8 +22,22 @@ layout(push_constant) uniform Params {
   uint n;            // tokens in the batch
 } p;
 
+// Elements of one block of FORMAT: 1 for f32/f16 (an element at a time), 32, or 256 for
+// the K-quants' super-blocks (whole ones only: the compiler keeps a K-quant where its rows
+// are whole super-blocks).
+uint elems_per_block() {
+  return (FORMAT == KILN_F32 || FORMAT == KILN_F16) ? 1u : is_kquant() ? 256u : 32u;
+}
+
 float block_dot(uint row_off, uint b, uint xb) {
   float s = 0.0;
+  if (is_kquant()) {  // decoded an element at a time: right, not tuned
+    const uint off = row_off + kquant_bytes() * b;
+    const uint base = xb + 256u * b;
+    for (uint e = 0u; e < 256u; ++e)
+      s += kq_element(off, e) * x[base + e];
+    return s;
+  }
   if (FORMAT == KILN_F32) {
     s = uintBitsToFloat(w[(row_off >> 2) + b]) * x[xb + b];
   } else if (FORMAT == KILN_F16) {
@@ -73,6 +89,12 @@ uint codes_at() { return FORMAT == KILN_Q4_1 ? 4u : 2u; }
 // Row `row_off`'s partial last block (elements 32 * b .. in_features) dotted with the
 // activation at xb, element by element so that x is never read past the row.
 float tail_dot(uint row_off, uint b, uint xb) {
+  if (is_kquant()) {  // b counts super-blocks
+    float s = 0.0;
+    for (uint j = 256u * b; j < p.in_features; ++j)
+      s += kq_element(row_off + kquant_bytes() * b, j - 256u * b) * x[xb + j];
+    return s;
+  }
   const uint off = row_off + block_bytes() * b;
   const float d = KILN_LOAD_F16(w, off);
   const float m = FORMAT == KILN_Q4_1 ? KILN_LOAD_F16(w, off + 2u) : 0.0;

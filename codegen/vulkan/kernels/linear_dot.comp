@@ -8,7 +8,7 @@
 // dot-product instruction - OpSDot for q8_0's signed codes, OpSUDot for q4_0's nibbles,
 // whose -8 comes back as -8 x the block's code sum - and the block's sum scaled by
 // d_w * d_x. x goes through shared memory a chunk at a time, so any row length fits the
-// 16 KiB Vulkan guarantees. f32, f16 and q4_1 rows take linear.comp's float path.
+// 16 KiB Vulkan guarantees. f32, f16, q4_1 and K-quant rows take linear.comp's float path.
 // bookworm's glslang 12 has no GL_EXT_integer_dot_product: GL_EXT_spirv_intrinsics names the
 // SPIR-V instructions directly.
 #version 450
@@ -90,7 +90,7 @@ float block_dot_int(uint row_off, uint b, uint qb) {
 
 void main() {
   const bool integer = FORMAT == KILN_Q8_0 || FORMAT == KILN_Q4_0;
-  const uint per_block = (FORMAT == KILN_F32 || FORMAT == KILN_F16) ? 1u : 32u;
+  const uint per_block = elems_per_block();
   const uint blocks = (p.in_features + per_block - 1u) / per_block;
   const bool tail = blocks * per_block != p.in_features;
   const uint t0 = gl_WorkGroupID.y * TOKENS;

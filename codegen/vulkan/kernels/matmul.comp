@@ -13,7 +13,7 @@ layout(constant_id = 3) const uint TOKENS = 8u;
 #include "linear_common.glsl"
 
 void main() {
-  const uint per_block = (FORMAT == KILN_F32 || FORMAT == KILN_F16) ? 1u : 32u;
+  const uint per_block = elems_per_block();
   const uint blocks = (p.in_features + per_block - 1u) / per_block;
   const bool tail = blocks * per_block != p.in_features;
   const uint row = gl_GlobalInvocationID.x;

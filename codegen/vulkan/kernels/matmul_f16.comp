@@ -17,8 +17,10 @@ layout(constant_id = 3) const uint TOKENS = 8u;
 
 #include "linear_common.glsl"
 
-// Element e (0..31) of block b of the row at row_off, decoded in fp32 (exact).
+// Element e (0..31) of the 32-element group b of the row at row_off, decoded in fp32.
 float element(uint row_off, uint b, uint e) {
+  if (is_kquant())
+    return kq_element(row_off + kquant_bytes() * (b / 8u), 32u * (b % 8u) + e);
   if (FORMAT == KILN_F32)
     return uintBitsToFloat(w[(row_off >> 2) + 32u * b + e]);
   if (FORMAT == KILN_F16)

@@ -186,9 +186,11 @@ int runCompile(const CompileOptions &opts) {
   request.fusion = opts.fusion;
   request.layout = back.layout == "packed" ? target->packedLayout() : back.layout;
   request.rowAlign = target->rowAlignBytes();
-  // K-quant rows get r16 groups under either row-group layout
+  // K-quant rows get r16 groups under either row-group layout, or stay in block rows for a
+  // back end that reads them there
   request.integerKQuants =
-      (request.layout == "r16" || request.layout == "r32") && target->integerKQuants();
+      ((request.layout == "r16" || request.layout == "r32") && target->integerKQuants()) ||
+      target->readsKQuantBlockRows();
   request.target = target.get();
   codegen::LoweringWeights weights;
   request.weights = &weights;
