@@ -64,8 +64,8 @@ static void print_profile(const vk_state_t *s) {
   for (uint32_t k = 0; k < s->program.n_kernels; ++k)
     if (s->kernel_runs[k] || s->program.kernels[k].replaces == KILN_GPU_NO_KERNEL)
       fprintf(stderr, "vulkan profile: %-10s %8llu dispatches %10.3f ms GPU %5.1f%%\n",
-            s->program.kernels[k].name, (unsigned long long)s->kernel_runs[k],
-            s->kernel_ns[k] / 1e6, total > 0 ? 100.0 * s->kernel_ns[k] / total : 0.0);
+              s->program.kernels[k].name, (unsigned long long)s->kernel_runs[k],
+              s->kernel_ns[k] / 1e6, total > 0 ? 100.0 * s->kernel_ns[k] / total : 0.0);
 }
 
 static void close_state(void *state) {
@@ -167,8 +167,8 @@ static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error
   *out = NULL;
   if (!a->gpu)
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
-                          "the artifact has no GPU program (compile it with --target "
-                          "<cpu target>+vulkan)");
+                          "vulkan: the artifact has no GPU program (compile it with "
+                          "--target <cpu target>+vulkan)");
   vk_state_t *s = (vk_state_t *)calloc(1, sizeof *s);
   if (!s)
     return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
@@ -246,7 +246,7 @@ static kiln_status_t dispatch_step(vk_state_t *s, uint32_t i, int32_t n, kiln_er
   if (r) {
     kiln_error_t ignored;
     kiln_vk_end(s->dev, &ignored);
-    return kiln_error_prefix(err, r, s->program.kernels[s->placement.use[st->kernel]].name);
+    return r; /* "vulkan: ..." from the device layer */
   }
   s->recorded[s->n_recorded++] = i;
   return KILN_STATUS_OK;
@@ -328,8 +328,8 @@ static kiln_status_t forward(void *state, const int32_t *tokens, const int32_t *
                              int32_t n, float *logits, int last_only, kiln_error_t *err) {
   vk_state_t *s = (vk_state_t *)state;
   if (n < 1 || (uint32_t)n > s->max_batch)
-    return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE, "a batch of %d tokens (1..%u)", n,
-                          s->max_batch);
+    return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE, "vulkan: a batch of %d tokens (1..%u)",
+                          n, s->max_batch);
   memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_TOKENS]), tokens, (size_t)n * 4);
   memcpy(kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_POSITIONS]), positions, (size_t)n * 4);
   const int kind = n == 1 ? KILN_VK_DECODE : KILN_VK_PREFILL;

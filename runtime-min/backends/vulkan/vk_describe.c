@@ -1,6 +1,6 @@
 /* kiln_vulkan_describe_program: a GPU program section as `kiln inspect` prints it. The
- * placement is the one kiln_vk_place makes at open, here for a device with and without
- * each optional capability the kernels may need, so no device is opened. */
+ * placement is the one kiln_vk_place makes at open, here for a device with every optional
+ * capability and one without subgroup arithmetic, so no device is opened. */
 #include <stdio.h>
 #include <string.h>
 
@@ -20,23 +20,11 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
   with.fp16_arithmetic = 1;
   without = with;
   without.subgroup_arithmetic = 0;
-  kiln_vk_device_info_t no_dot = with, no_fp16 = with;
-  no_dot.integer_dot = 0;
-  no_fp16.fp16_arithmetic = 0;
-  kiln_vk_placement_t on, off, dotless, fp16less;
+  kiln_vk_placement_t on, off;
   const kiln_vk_place_options_t as_compiled = {0, 1, 0};
   st = kiln_vk_place(&p, &with, &as_compiled, &on, err);
   if (!st && (st = kiln_vk_place(&p, &without, &as_compiled, &off, err)))
     kiln_vk_placement_free(&on);
-  if (!st && (st = kiln_vk_place(&p, &no_dot, &as_compiled, &dotless, err))) {
-    kiln_vk_placement_free(&on);
-    kiln_vk_placement_free(&off);
-  }
-  if (!st && (st = kiln_vk_place(&p, &no_fp16, &as_compiled, &fp16less, err))) {
-    kiln_vk_placement_free(&on);
-    kiln_vk_placement_free(&off);
-    kiln_vk_placement_free(&dotless);
-  }
   if (st) {
     kiln_vk_program_free(&p);
     return st;
@@ -54,9 +42,10 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
       "prefill batch, %llu bytes of GPU scratch\n  kernels:",
       p.n_kernels, on.n_ops, per[0], per[1], (unsigned long long)p.gpu_scratch_bytes);
   for (uint32_t k = 0; k < p.n_kernels; ++k) {
-    const char *needs[3] = {!off.kernel_ok[k] ? "subgroup arithmetic" : NULL,
-                            !dotless.kernel_ok[k] ? "integer dot products" : NULL,
-                            !fp16less.kernel_ok[k] ? "fp16 arithmetic" : NULL};
+    const char *needs[3] = {
+        on.needs[k] & KILN_VK_NEEDS_ARITHMETIC ? "subgroup arithmetic" : NULL,
+        on.needs[k] & KILN_VK_NEEDS_DOT ? "integer dot products" : NULL,
+        on.needs[k] & KILN_VK_NEEDS_FP16 ? "fp16 arithmetic" : NULL};
     PUT("%s %s", k ? "," : "", p.kernels[k].name);
     if (!on.kernel_ok[k]) {
       PUT(" (%s)", on.kernel_why[k]);
@@ -82,8 +71,6 @@ kiln_status_t kiln_vulkan_describe_program(const void *section, uint64_t size, c
 #undef PUT
   kiln_vk_placement_free(&on);
   kiln_vk_placement_free(&off);
-  kiln_vk_placement_free(&dotless);
-  kiln_vk_placement_free(&fp16less);
   kiln_vk_program_free(&p);
   return KILN_STATUS_OK;
 }

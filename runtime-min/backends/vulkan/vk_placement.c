@@ -17,46 +17,41 @@ enum {
   CAP_DOT_PRODUCT = 6019
 };
 
-/* What a kernel needs beyond Vulkan 1.1 with subgroup arithmetic. */
-enum { NEEDS_DOT = 1, NEEDS_FP16 = 2 };
-
-/* 1 when the device has every capability the module declares; else 0 and why. *needs:
- * NEEDS_* of the module. */
+/* 1 when the device has every capability the module declares; else 0 and why (the first
+ * missing one). *needs: KILN_VK_NEEDS_* of the whole module, read to its end either way. */
 static int kernel_runs(const kiln_vk_program_kernel_t *k, int arithmetic,
-                       const kiln_vk_device_info_t *info, int *needs, char *why,
+                       const kiln_vk_device_info_t *info, uint8_t *needs, char *why,
                        size_t why_size) {
   *needs = 0;
+  int ok = 1;
   for (uint32_t i = 5; i < k->n_words;) {
     const uint32_t op = k->words[i] & 0xffffu, len = k->words[i] >> 16;
     if (len == 0 || op == OP_FUNCTION)
       break;
     if (op == OP_CAPABILITY && len >= 2 && i + 1 < k->n_words) {
       const uint32_t cap = k->words[i + 1];
-      if (cap == CAP_GROUP_NON_UNIFORM_ARITHMETIC && !arithmetic) {
-        snprintf(why, why_size, "the device has no subgroup arithmetic");
-        return 0;
-      }
-      if (cap == CAP_DOT_PRODUCT || cap == CAP_DOT_PRODUCT_INPUT_4X8_PACKED) {
-        *needs |= NEEDS_DOT;
-        if (!info->integer_dot) {
-          snprintf(why, why_size, "the device has no integer dot products");
-          return 0;
-        }
+      const char *missing = NULL;
+      if (cap == CAP_GROUP_NON_UNIFORM_ARITHMETIC) {
+        *needs |= KILN_VK_NEEDS_ARITHMETIC;
+        missing = arithmetic ? NULL : "the device has no subgroup arithmetic";
+      } else if (cap == CAP_DOT_PRODUCT || cap == CAP_DOT_PRODUCT_INPUT_4X8_PACKED) {
+        *needs |= KILN_VK_NEEDS_DOT;
+        missing = info->integer_dot ? NULL : "the device has no integer dot products";
       } else if (cap == CAP_FLOAT16) {
-        *needs |= NEEDS_FP16;
-        if (!info->fp16_arithmetic) {
-          snprintf(why, why_size, "the device has no fp16 arithmetic");
-          return 0;
-        }
-      } else if (cap != CAP_SHADER && cap != CAP_GROUP_NON_UNIFORM &&
-                 cap != CAP_GROUP_NON_UNIFORM_ARITHMETIC) {
+        *needs |= KILN_VK_NEEDS_FP16;
+        missing = info->fp16_arithmetic ? NULL : "the device has no fp16 arithmetic";
+      } else if (cap != CAP_SHADER && cap != CAP_GROUP_NON_UNIFORM) {
         snprintf(why, why_size, "it needs SPIR-V capability %u", cap);
         return 0;
+      }
+      if (missing && ok) {
+        snprintf(why, why_size, "%s", missing);
+        ok = 0;
       }
     }
     i += len;
   }
-  return 1;
+  return ok;
 }
 
 kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_info_t *info,
@@ -64,22 +59,22 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
                             kiln_error_t *err) {
   memset(pl, 0, sizeof *pl);
   const int arithmetic = info->subgroup_arithmetic && !o->mask_arithmetic;
-  int needs[KILN_GPU_MAX_KERNELS];
   for (uint32_t k = 0; k < p->n_kernels; ++k) {
     pl->use[k] = k;
-    pl->kernel_ok[k] = (uint8_t)kernel_runs(&p->kernels[k], arithmetic, info, &needs[k],
+    pl->kernel_ok[k] = (uint8_t)kernel_runs(&p->kernels[k], arithmetic, info, &pl->needs[k],
                                             pl->kernel_why[k], sizeof pl->kernel_why[k]);
   }
   /* A variant replaces its kernel where the device runs it and is better at it: dot
    * products where they are accelerated, fp16 on a GPU rather than a CPU device, where it
    * is emulated (docs/vulkan.md, "Kernel variants"). */
-  const int better = (info->integer_dot_accelerated ? NEEDS_DOT : 0) |
-                     (info->fp16_arithmetic && !info->cpu_device ? NEEDS_FP16 : 0);
+  const int better = KILN_VK_NEEDS_ARITHMETIC |
+                     (info->integer_dot_accelerated ? KILN_VK_NEEDS_DOT : 0) |
+                     (info->fp16_arithmetic && !info->cpu_device ? KILN_VK_NEEDS_FP16 : 0);
   for (uint32_t v = 0; v < p->n_kernels; ++v) {
     const uint32_t base = p->kernels[v].replaces;
     if (base == KILN_GPU_NO_KERNEL || !pl->kernel_ok[v] || o->mask_variants)
       continue;
-    if (o->force_variants || (needs[v] & ~better) == 0) {
+    if (o->force_variants || (pl->needs[v] & ~better) == 0) {
       pl->use[base] = v;
       pl->kernel_ok[base] = 1;
     }

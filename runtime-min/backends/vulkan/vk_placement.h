@@ -13,11 +13,15 @@
 
 enum { KILN_VK_DECODE = 0, KILN_VK_PREFILL = 1 };
 
+/* What a kernel's SPIR-V asks of a device beyond Vulkan 1.1. */
+enum { KILN_VK_NEEDS_ARITHMETIC = 1, KILN_VK_NEEDS_DOT = 2, KILN_VK_NEEDS_FP16 = 4 };
+
 typedef struct kiln_vk_placement {
   /* The kernel whose SPIR-V a step of kernel k runs: k, or a variant of k the device runs
    * and is better at (linear_dot where 4x8-bit dot products are accelerated). */
   uint32_t use[KILN_GPU_MAX_KERNELS];
   uint8_t kernel_ok[KILN_GPU_MAX_KERNELS]; /* use[k] runs on the device */
+  uint8_t needs[KILN_GPU_MAX_KERNELS];     /* KILN_VK_NEEDS_* of kernel k's own SPIR-V */
   char kernel_why[KILN_GPU_MAX_KERNELS][80]; /* why not, when not */
   uint8_t *on_gpu[2];                        /* per op and batch kind */
   uint32_t n_ops;

@@ -20,6 +20,8 @@
 extern "C" {
 #endif
 
+/* Every error a backend sets starts with its name ("vulkan: ..."); the session passes it on
+ * as it is. */
 typedef struct kiln_backend_s {
   const char *name; /* "vulkan" */
   /* Prepares everything a session needs on the device (weights uploaded once, buffers,

@@ -236,11 +236,7 @@ static kiln_status_t forward(kiln_session_t *s, const int32_t *tokens, size_t n,
       if (st != KILN_STATUS_OK) {
         s->rows = 0;
         kiln_pool_leave(s->pool);
-        const size_t len = strlen(s->backend->name); /* named once, not "vulkan: vulkan:" */
-        if (err && strncmp(err->message, s->backend->name, len) == 0 &&
-            err->message[len] == ':')
-          return st;
-        return kiln_error_prefix(err, st, s->backend->name);
+        return st; /* the backend's message names it (kiln/backend.h) */
       }
     }
     int32_t rc = s->backend ? 0 : fn(&s->ctx, tokens + done, s->positions, (int32_t)b, s->logits);
