@@ -133,9 +133,10 @@ std::vector<LinearCase> linearCases() {
     for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {5000u, 33u}})
       for (uint32_t tokens : {1u, 3u})
         cases.push_back({f, in, out, tokens, tokens == 3, false, true});
-  // K-quants: whole super-blocks, every kernel that reads weights.
+  // K-quants: whole super-blocks, every kernel that reads weights; 2048 gives each of the
+  // 64 threads one sub-block of 32.
   for (uint32_t f : {kQ4_K, kQ5_K, kQ6_K})
-    for (auto [in, out] : {std::pair{256u, 33u}, {768u, 7u}})
+    for (auto [in, out] : {std::pair{256u, 33u}, {768u, 7u}, {2048u, 5u}})
       for (uint32_t tokens : {1u, 3u}) {
         for (bool matmul : {false, true})
           cases.push_back({f, in, out, tokens, tokens == 3, matmul});

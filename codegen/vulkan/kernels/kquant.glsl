@@ -48,4 +48,57 @@ float kq_element(uint off, uint e) {
   return v;
 }
 
+// Sub-block j (0..7, 32 elements) of the super-block at byte `off`, its scales formed once:
+// element 4k + i is scale[k / 4] * codes[k][i] - min, which is kq_element's value (the
+// same products, unfused). q4_K/q5_K: both scales d * sc, min dmin * m; q6_K: d * sc of
+// each half (16 elements), min 0, the codes already less 32.
+struct KSub {
+  vec4 codes[8];
+  vec2 scale;
+  float min;
+};
+
+KSub kq_subblock(uint off, uint j) {
+  KSub s;
+  if (FORMAT == KILN_Q6_K) {
+    const uint h = j / 4u, g = j % 4u;
+    const uint ql = off + 64u * h + 32u * (g & 1u), qh = off + 128u + 32u * h;
+    const uint lo = 4u * (g >> 1), hi = 2u * g;
+    for (uint k = 0u; k < 8u; ++k) {
+      const uvec4 shifts = uvec4(0u, 8u, 16u, 24u);
+      const uvec4 q = ((uvec4(KILN_LOAD_U32(w, ql + 4u * k)) >> (shifts + lo)) & 15u) |
+                      (((uvec4(KILN_LOAD_U32(w, qh + 4u * k)) >> (shifts + hi)) & 3u) << 4);
+      s.codes[k] = vec4(ivec4(q) - 32);
+    }
+    const float d = KILN_LOAD_F16(w, off + 208u);
+    const uint sc = off + 192u + 8u * h + 2u * g;
+    precise float s0 = d * float(bitfieldExtract(int(kq_byte(sc)), 0, 8));
+    precise float s1 = d * float(bitfieldExtract(int(kq_byte(sc + 1u)), 0, 8));
+    s.scale = vec2(s0, s1);
+    s.min = 0.0;
+    return s;
+  }
+  const uvec2 sm = kq_scale_min(off + 4u, j);
+  const uint qs = off + (FORMAT == KILN_Q5_K ? 48u : 16u) + 32u * (j / 2u);
+  const uint lo = 4u * (j & 1u);
+  for (uint k = 0u; k < 8u; ++k) {
+    const uvec4 shifts = uvec4(0u, 8u, 16u, 24u);
+    uvec4 q = (uvec4(KILN_LOAD_U32(w, qs + 4u * k)) >> (shifts + lo)) & 15u;
+    if (FORMAT == KILN_Q5_K)
+      q |= ((uvec4(KILN_LOAD_U32(w, off + 16u + 4u * k)) >> (shifts + j)) & 1u) << 4;
+    s.codes[k] = vec4(q);
+  }
+  precise float d1 = KILN_LOAD_F16(w, off) * float(sm.x);
+  precise float m1 = KILN_LOAD_F16(w, off + 2u) * float(sm.y);
+  s.scale = vec2(d1);
+  s.min = m1;
+  return s;
+}
+
+// Element 4k + i of a sub-block, kq_element's value.
+vec4 kq_values(KSub s, uint k) {
+  precise vec4 v = s.scale[k / 4u] * s.codes[k] - s.min;
+  return v;
+}
+
 #endif

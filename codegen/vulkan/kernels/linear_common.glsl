@@ -1,5 +1,5 @@
 // The operands of linear.comp and matmul.comp and one block's dot product: W in ggml's
-// block rows of FORMAT (f32, f16, q8_0, q4_0, q4_1), fp32 accumulation. Included after FORMAT.
+// block rows of FORMAT (f32, f16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K), fp32 accumulation. Included after FORMAT.
 #ifndef KILN_VK_LINEAR_COMMON_GLSL
 #define KILN_VK_LINEAR_COMMON_GLSL
 
@@ -22,22 +22,31 @@ layout(push_constant) uniform Params {
   uint n;            // tokens in the batch
 } p;
 
-// Elements of one block of FORMAT: 1 for f32/f16 (an element at a time), 32, or 256 for
-// the K-quants' super-blocks (whole ones only: the compiler keeps a K-quant where its rows
-// are whole super-blocks).
-uint elems_per_block() {
-  return (FORMAT == KILN_F32 || FORMAT == KILN_F16) ? 1u : is_kquant() ? 256u : 32u;
+// Elements of one block of FORMAT: 1 for f32/f16 (an element at a time), else 32 - for the
+// K-quants a sub-block of their 256-element super-blocks (whole ones only: the compiler
+// keeps a K-quant where its rows are whole super-blocks), so that a row's work splits over
+// 8 times as many threads and each sub-block's scales are formed once.
+uint elems_per_block() { return (FORMAT == KILN_F32 || FORMAT == KILN_F16) ? 1u : 32u; }
+
+vec4 x4(uint at) { return vec4(x[at], x[at + 1u], x[at + 2u], x[at + 3u]); }
+
+// A K-quant sub-block dotted with x[xb .. xb + 32): the codes meet x four at a time and
+// each scale multiplies its half's sum once, the min the sum of x.
+float kq_dot(KSub s, uint xb) {
+  float half_sums[2] = float[2](0.0, 0.0);
+  float sx = 0.0;
+  for (uint k = 0u; k < 8u; ++k) {
+    const vec4 xv = x4(xb + 4u * k);
+    half_sums[k / 4u] += dot(s.codes[k], xv);
+    sx += xv.x + xv.y + xv.z + xv.w;
+  }
+  return s.scale.x * half_sums[0] + s.scale.y * half_sums[1] - s.min * sx;
 }
 
 float block_dot(uint row_off, uint b, uint xb) {
   float s = 0.0;
-  if (is_kquant()) {  // decoded an element at a time: right, not tuned
-    const uint off = row_off + kquant_bytes() * b;
-    const uint base = xb + 256u * b;
-    for (uint e = 0u; e < 256u; ++e)
-      s += kq_element(off, e) * x[base + e];
-    return s;
-  }
+  if (is_kquant())  // b counts 32-element sub-blocks
+    return kq_dot(kq_subblock(row_off + kquant_bytes() * (b / 8u), b % 8u), xb + 32u * b);
   if (FORMAT == KILN_F32) {
     s = uintBitsToFloat(w[(row_off >> 2) + b]) * x[xb + b];
   } else if (FORMAT == KILN_F16) {
@@ -89,10 +98,10 @@ uint codes_at() { return FORMAT == KILN_Q4_1 ? 4u : 2u; }
 // Row `row_off`'s partial last block (elements 32 * b .. in_features) dotted with the
 // activation at xb, element by element so that x is never read past the row.
 float tail_dot(uint row_off, uint b, uint xb) {
-  if (is_kquant()) {  // b counts super-blocks
+  if (is_kquant()) {  // b counts sub-blocks
     float s = 0.0;
-    for (uint j = 256u * b; j < p.in_features; ++j)
-      s += kq_element(row_off + kquant_bytes() * b, j - 256u * b) * x[xb + j];
+    for (uint j = 32u * b; j < p.in_features; ++j)
+      s += kq_element(row_off + kquant_bytes() * (b / 8u), j - 256u * (b / 8u)) * x[xb + j];
     return s;
   }
   const uint off = row_off + block_bytes() * b;

@@ -26,9 +26,16 @@ void main() {
   for (uint t = 0u; t < TOKENS; ++t)
     acc[t] = 0.0;
   const uint full = tail ? blocks - 1u : blocks;
-  for (uint b = 0u; b < full; ++b)
+  for (uint b = 0u; b < full; ++b) {
+    if (is_kquant()) {  // a sub-block's codes and scales read once for the tokens
+      const KSub s = kq_subblock(row_off + kquant_bytes() * (b / 8u), b % 8u);
+      for (uint t = 0u; t < tokens; ++t)
+        acc[t] += kq_dot(s, p.x_offset + (t0 + t) * p.in_features + 32u * b);
+      continue;
+    }
     for (uint t = 0u; t < tokens; ++t)
       acc[t] += block_dot(row_off, b, p.x_offset + (t0 + t) * p.in_features);
+  }
   if (tail)
     for (uint t = 0u; t < tokens; ++t)
       acc[t] += tail_dot(row_off, blocks - 1u, p.x_offset + (t0 + t) * p.in_features);

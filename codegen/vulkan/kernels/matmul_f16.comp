@@ -50,9 +50,15 @@ void main() {
     acc[t] = 0.0;
   for (uint b = 0u; b < blocks; ++b) {
     f16vec4 wv[8];
-    for (uint k = 0u; k < 8u; ++k)
-      wv[k] = f16vec4(element(row_off, b, 4u * k), element(row_off, b, 4u * k + 1u),
-                      element(row_off, b, 4u * k + 2u), element(row_off, b, 4u * k + 3u));
+    if (is_kquant()) {  // the sub-block's scales formed once
+      const KSub s = kq_subblock(row_off + kquant_bytes() * (b / 8u), b % 8u);
+      for (uint k = 0u; k < 8u; ++k)
+        wv[k] = f16vec4(kq_values(s, k));
+    } else {
+      for (uint k = 0u; k < 8u; ++k)
+        wv[k] = f16vec4(element(row_off, b, 4u * k), element(row_off, b, 4u * k + 1u),
+                        element(row_off, b, 4u * k + 2u), element(row_off, b, 4u * k + 3u));
+    }
     for (uint t = 0u; t < tokens; ++t) {
       const uint xb = p.x_offset + (t0 + t) * p.in_features + 32u * b;
       for (uint k = 0u; k < 8u; ++k) {
