@@ -11,6 +11,7 @@
 #include <memory>
 
 extern "C" {
+#include "kiln/backend.h"
 #include "kiln/tokenizer.h"
 #include "runtime-min/src/exec/pool.h"
 }
@@ -156,6 +157,58 @@ TEST_F(RuntimeSession, BadTokensAndArguments) {
   o = kiln_session_options_default();
   o.allocator = &half;
   EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_INVALID_ARGUMENT);
+}
+
+// A backend that never opens, as a device without a driver would say (kiln/backend.h).
+kiln_status_t npuOpen(const kiln_backend_host_t *, void **, kiln_error_t *err) {
+  err->status = KILN_STATUS_UNSUPPORTED;
+  snprintf(err->message, sizeof err->message, "npu: no device");
+  return err->status;
+}
+kiln_status_t npuForward(void *, const int32_t *, const int32_t *, int32_t, float *, int,
+                         kiln_error_t *) {
+  return KILN_STATUS_UNSUPPORTED;
+}
+void npuClose(void *) {}
+const kiln_backend_t kNpu = {"npu", 0, npuOpen, npuForward, nullptr, nullptr, nullptr, npuClose};
+
+// Backends are tried in the order given: the first that opens runs the session, and why the
+// ones before it did not is kept; none opening is one error with every reason.
+TEST_F(RuntimeSession, BackendsAreTriedInOrder) {
+  kiln_error_t err;
+  kiln_session_t *s = nullptr;
+  kiln_session_options_t o = kiln_session_options_default();
+  const kiln_backend_t *npuThenCpu[] = {&kNpu, kiln_cpu_backend()};
+  o.backends = npuThenCpu;
+  o.n_backends = 2;
+  ASSERT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_OK) << err.message;
+  EXPECT_EQ(kiln_session_backend(s), kiln_cpu_backend());
+  EXPECT_STREQ(kiln_session_backend_device(s), "cpu");
+  EXPECT_STREQ(kiln_session_backend_passed_over(s), "npu: no device");
+  int32_t toks[] = {5, 6};
+  ASSERT_EQ(kiln_session_prefill(s, toks, 2, &err), KILN_STATUS_OK) << err.message;
+  EXPECT_EQ(argmaxOf(kiln_session_logits(s)), 7); // the CPU code ran
+  kiln_session_destroy(s);
+
+  const kiln_backend_t *npuTwice[] = {&kNpu, &kNpu};
+  o.backends = npuTwice;
+  EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_UNSUPPORTED);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_STREQ(err.message, "no backend opened: npu: no device; npu: no device");
+  o.n_backends = 1; // one backend: its own error, as it is
+  EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_UNSUPPORTED);
+  EXPECT_STREQ(err.message, "npu: no device");
+  o.backend = &kNpu; // both forms at once
+  EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_INVALID_ARGUMENT);
+  o = kiln_session_options_default();
+  o.n_backends = 1; // a count with no list
+  EXPECT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_INVALID_ARGUMENT);
+  const kiln_backend_t *cpuFirst[] = {kiln_cpu_backend(), &kNpu};
+  o.backends = cpuFirst;
+  o.n_backends = 2;
+  ASSERT_EQ(kiln_session_create(a_, &o, &s, &err), KILN_STATUS_OK) << err.message;
+  EXPECT_STREQ(kiln_session_backend_passed_over(s), "");
+  kiln_session_destroy(s);
 }
 
 TEST_F(RuntimeSession, TokenizerRoundTrip) {

@@ -123,7 +123,8 @@ TEST_P(VulkanLinear, MatchesTheDecodedWeights) {
 std::vector<LinearCase> linearCases() {
   std::vector<LinearCase> cases;
   for (uint32_t f : {kF32, kF16, kQ8_0, kQ4_0, kQ4_1})
-    for (auto [in, out] : {std::pair{64u, 64u}, {172u, 7u}, {256u, 257u}, {4096u, 33u}})
+    for (auto [in, out] :
+         {std::pair{64u, 64u}, {172u, 7u}, {256u, 257u}, {300u, 9u}, {4096u, 33u}})
       for (uint32_t tokens : {1u, 3u})
         for (bool matmul : {false, true})
           cases.push_back({f, in, out, tokens, tokens == 3, matmul});

@@ -30,7 +30,8 @@ typedef struct {
   kiln_vk_pipeline_t **owned;
   uint32_t n_owned;
   kiln_model_forward_fn_t *op_entry; /* per op, for the ops placed on the CPU */
-  kiln_exec_ctx_t cpu;               /* their context: the mapped GPU buffers */
+  kiln_exec_ctx_t cpu;               /* their context: the mapped GPU buffers, and */
+  const kiln_exec_ctx_t *host;       /* the session's pool */
   uint32_t vocab, max_batch;
   int32_t recorded_n; /* batch size of the cached recording, 0: none */
   uint32_t *recorded; /* the steps of the last submission, in order */
@@ -128,12 +129,6 @@ static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
   return KILN_STATUS_OK;
 }
 
-static void serial_for(void *pool, kiln_task_fn_t fn, void *arg, int32_t n_tasks) {
-  (void)pool;
-  for (int32_t t = 0; t < n_tasks; ++t)
-    fn(arg, t, n_tasks);
-}
-
 /* The CPU entries of the ops placed on the CPU for either batch kind. */
 static kiln_status_t bind_cpu_ops(vk_state_t *s, const kiln_artifact_t *a, kiln_error_t *err) {
   const kiln_vk_placement_t *pl = &s->placement;
@@ -155,15 +150,15 @@ static kiln_status_t bind_cpu_ops(vk_state_t *s, const kiln_artifact_t *a, kiln_
     memcpy(&s->op_entry[op], &fn, sizeof fn);
   }
   s->cpu.abi_version = KILN_ABI_VERSION;
-  s->cpu.n_threads = 1;
   s->cpu.weights = a->weights;
   s->cpu.scratch = (uint8_t *)kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_SCRATCH]);
   s->cpu.kv = (uint8_t *)kiln_vk_buffer_data(s->buffers[KILN_GPU_BUF_KV]);
-  s->cpu.parallel_for = serial_for;
   return KILN_STATUS_OK;
 }
 
-static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error_t *err) {
+static kiln_status_t open_state(const kiln_backend_host_t *host, void **out,
+                                kiln_error_t *err) {
+  const kiln_artifact_t *a = host->artifact;
   *out = NULL;
   if (!a->gpu)
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
@@ -172,6 +167,7 @@ static kiln_status_t open_state(const kiln_artifact_t *a, void **out, kiln_error
   vk_state_t *s = (vk_state_t *)calloc(1, sizeof *s);
   if (!s)
     return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
+  s->host = host->ctx;
   s->vocab = a->info.vocab_size;
   s->max_batch = a->info.max_batch;
   s->weight_bytes_per_token = a->info.weight_bytes_per_token;
@@ -312,6 +308,11 @@ static kiln_status_t run_mixed(vk_state_t *s, const int32_t *tokens, const int32
       KILN_RETURN_IF_ERROR(submit(s, err));
       open = 0;
     }
+    /* on the session's threads, as the governor last set them */
+    s->cpu.n_threads = s->host->n_threads;
+    s->cpu.parallel_for = s->host->parallel_for;
+    s->cpu.pool = s->host->pool;
+    s->cpu.last_logits_only = s->host->last_logits_only;
     if (s->op_entry[op](&s->cpu, tokens, positions, n, logits) != 0)
       return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE, "vulkan: the CPU code of op %u "
                             "refused a batch of %d tokens", op, n);
@@ -363,7 +364,8 @@ static size_t placement(void *state, char *buf, size_t size) {
 }
 
 const kiln_backend_t *kiln_vulkan_backend(void) {
-  static const kiln_backend_t backend = {"vulkan",       open_state, forward,    device_name,
-                                         dispatch_times, placement,  close_state};
+  static const kiln_backend_t backend = {"vulkan",    0,              open_state,
+                                         forward,     device_name,    dispatch_times,
+                                         placement,   close_state};
   return &backend;
 }

@@ -248,13 +248,17 @@ typedef struct kiln_session_options_s {
    * thread), where the OS allows it: raising it (a background summary) always is, lowering
    * it below the process's needs a privilege. stats.niced_threads says how many got it. */
   int32_t thread_nice;
-  /* NULL: the artifact's CPU code runs the forward passes. Else that backend (kiln/backend.h)
-   * runs them, e.g. kiln_vulkan_backend(); session create fails if it cannot. */
-  const struct kiln_backend_s *backend;
+  /* What runs the forward passes (kiln/backend.h), in the order to try them: the first
+   * that opens runs the session, and session create fails, with every reason, when none
+   * does. Put kiln_cpu_backend() last to fall back to the CPU code, e.g. {vulkan, cpu}.
+   * n_backends 0: `backend` alone, or the CPU code when that is NULL too. */
+  const struct kiln_backend_s *const *backends;
+  uint32_t n_backends;
+  const struct kiln_backend_s *backend; /* one backend: the same as a list of it */
 } kiln_session_options_t;
 
 /* n_threads 0, allocator NULL, greedy sampler, all_logits 0, pin_threads 0,
- * thread_nice 0, backend NULL. */
+ * thread_nice 0, no backends (the CPU code). */
 kiln_session_options_t kiln_session_options_default(void);
 
 typedef struct kiln_session_stats_s {

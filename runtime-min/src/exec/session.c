@@ -1,6 +1,7 @@
 /* kiln_session_t: KV cache, scratch, logits, positions, pool and sampler, all allocated at
  * create; prefill/decode only fill positions and call the generated entry point. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kiln/backend.h"
@@ -45,8 +46,10 @@ struct kiln_session_s {
   int32_t cpus[KILN_SESSION_PLACE_CPUS]; /* pinned sessions: the cores, fastest first */
   uint32_t n_cpus, room;      /* ... how many; threads the placement has cores for */
   kiln_session_modules_t modules; /* kiln_session_set_modules */
-  const kiln_backend_t *backend;  /* options.backend: it runs the forward passes */
+  const kiln_backend_t *backend;  /* the first of options' backends that opened */
   void *backend_state;
+  kiln_backend_host_t host;       /* what the backend was lent: artifact, &ctx */
+  char passed_over[512];          /* why the backends before it did not open */
 };
 
 kiln_session_options_t kiln_session_options_default(void) {
@@ -98,20 +101,22 @@ static void *buffer(kiln_session_t *s, uint64_t bytes, int huge_pages, region_t 
   return start;
 }
 
+/* The CPU code's KV cache and scratch, for a backend that uses_host_memory (once). */
+static kiln_status_t allocate_host_memory(kiln_session_t *s, kiln_error_t *err) {
+  const kiln_artifact_info_t *i = &s->artifact->info;
+  if (!s->ctx.kv && !(s->ctx.kv = buffer(s, i->kv_bytes, 1, &s->kv_mem, "the KV cache", err)))
+    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
+  if (!s->ctx.scratch &&
+      !(s->ctx.scratch = buffer(s, i->scratch_bytes, 0, &s->scratch_mem, "scratch", err)))
+    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
+  return KILN_STATUS_OK;
+}
+
 static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o,
                               kiln_error_t *err) {
-  const kiln_artifact_info_t *i = &s->artifact->info;
   uint32_t threads = o->n_threads ? o->n_threads : kiln_platform_physical_cores();
   KILN_RETURN_IF_ERROR(kiln_sampler_create(s->vocab, &o->sampler, &s->alloc, &s->sampler, err));
   KILN_RETURN_IF_ERROR(kiln_pool_create(threads, &s->alloc, &s->pool, err));
-  /* A backend keeps its own KV cache and activations on its device. */
-  s->ctx.kv = o->backend ? NULL : buffer(s, i->kv_bytes, 1, &s->kv_mem, "the KV cache", err);
-  if (!s->ctx.kv && !o->backend)
-    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
-  s->ctx.scratch =
-      o->backend ? NULL : buffer(s, i->scratch_bytes, 0, &s->scratch_mem, "scratch", err);
-  if (!s->ctx.scratch && !o->backend)
-    return err ? err->status : KILN_STATUS_OUT_OF_MEMORY;
   s->logits = buffer(s, (uint64_t)s->max_batch * s->vocab * sizeof(float), 0, &s->logits_mem,
                      "logits", err);
   if (!s->logits)
@@ -138,6 +143,45 @@ static kiln_status_t allocate(kiln_session_t *s, const kiln_session_options_t *o
   if (o->thread_nice)
     s->niced = kiln_pool_set_nice(s->pool, o->thread_nice);
   return KILN_STATUS_OK;
+}
+
+/* The first of the options' backends that opens; the others' reasons into passed_over. */
+static kiln_status_t open_backend(kiln_session_t *s, const kiln_session_options_t *o,
+                                  kiln_error_t *err) {
+  const kiln_backend_t *one = o->backend ? o->backend : kiln_cpu_backend();
+  const kiln_backend_t *const *list = o->n_backends ? o->backends : &one;
+  const uint32_t n = o->n_backends ? o->n_backends : 1;
+  if (o->n_backends && !o->backends)
+    return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT, "n_backends %u with no backends",
+                          o->n_backends);
+  if (o->n_backends && o->backend)
+    return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
+                          "both backend and backends are set; give one");
+  s->host.artifact = s->artifact;
+  s->host.ctx = &s->ctx;
+  size_t used = 0;
+  kiln_status_t st = KILN_STATUS_INVALID_ARGUMENT;
+  for (uint32_t k = 0; k < n; ++k) {
+    const kiln_backend_t *b = list[k];
+    if (!b || !b->open || !b->forward || !b->close)
+      return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
+                            "backend %u (%s) lacks open, forward or close", k,
+                            b && b->name ? b->name : "?");
+    if (b->uses_host_memory)
+      KILN_RETURN_IF_ERROR(allocate_host_memory(s, err));
+    if ((st = b->open(&s->host, &s->backend_state, err)) == KILN_STATUS_OK) {
+      s->backend = b;
+      kiln_error_clear(err); /* an earlier backend's reason is in passed_over */
+      return KILN_STATUS_OK;
+    }
+    const int w = snprintf(s->passed_over + used, sizeof s->passed_over - used, "%s%s",
+                           used ? "; " : "", err ? err->message : b->name);
+    if (w > 0)
+      used = used + (size_t)w < sizeof s->passed_over ? used + (size_t)w
+                                                      : sizeof s->passed_over - 1;
+  }
+  /* none opened: every reason, in order */
+  return n == 1 ? st : kiln_error_set(err, st, "no backend opened: %s", s->passed_over);
 }
 
 kiln_status_t kiln_session_create(const kiln_artifact_t *artifact,
@@ -173,14 +217,8 @@ kiln_status_t kiln_session_create(const kiln_artifact_t *artifact,
   s->max_batch = artifact->info.max_batch;
   s->max_ctx = artifact->info.max_ctx;
   kiln_status_t st = allocate(s, o, out_error);
-  if (st == KILN_STATUS_OK && o->backend) {
-    const kiln_backend_t *b = o->backend;
-    if (!b->open || !b->forward || !b->close)
-      st = kiln_error_set(out_error, KILN_STATUS_INVALID_ARGUMENT,
-                          "backend %s lacks open, forward or close", b->name ? b->name : "?");
-    else if ((st = b->open(artifact, &s->backend_state, out_error)) == KILN_STATUS_OK)
-      s->backend = b;
-  }
+  if (st == KILN_STATUS_OK)
+    st = open_backend(s, o, out_error);
   if (st != KILN_STATUS_OK) {
     kiln_session_destroy(s);
     return st;
@@ -223,29 +261,18 @@ static kiln_status_t forward(kiln_session_t *s, const int32_t *tokens, size_t n,
       return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE,
                             "token %d (at index %zu) is outside the vocabulary of %u",
                             tokens[i], i, s->vocab);
-  const kiln_model_forward_fn_t fn = s->artifact->forward;
   kiln_pool_enter(s->pool);
   for (size_t done = 0; done < n;) {
     const uint32_t b = n - done < s->max_batch ? (uint32_t)(n - done) : s->max_batch;
     for (uint32_t i = 0; i < b; ++i)
       s->positions[i] = (int32_t)(s->n_past + i);
-    if (s->backend) {
-      kiln_status_t st = s->backend->forward(s->backend_state, tokens + done, s->positions,
-                                             (int32_t)b, s->logits,
-                                             (int)s->ctx.last_logits_only, err);
-      if (st != KILN_STATUS_OK) {
-        s->rows = 0;
-        kiln_pool_leave(s->pool);
-        return st; /* the backend's message names it (kiln/backend.h) */
-      }
-    }
-    int32_t rc = s->backend ? 0 : fn(&s->ctx, tokens + done, s->positions, (int32_t)b, s->logits);
-    if (rc != 0) {
+    kiln_status_t st = s->backend->forward(s->backend_state, tokens + done, s->positions,
+                                           (int32_t)b, s->logits, (int)s->ctx.last_logits_only,
+                                           err);
+    if (st != KILN_STATUS_OK) {
       s->rows = 0;
       kiln_pool_leave(s->pool);
-      return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE,
-                            "the model code rejected a batch of %u tokens at position %u "
-                            "(returned %d)", b, s->n_past, rc);
+      return st; /* the backend's message names it (kiln/backend.h) */
     }
     for (uint32_t i = 0; i < s->modules.n_banned; ++i) /* a filter module's bans */
       for (uint32_t r = 0; r < b; ++r)
@@ -397,6 +424,39 @@ const kiln_backend_t *kiln_session_backend(const kiln_session_t *s) {
 
 const char *kiln_session_backend_device(const kiln_session_t *s) {
   return s && s->backend && s->backend->device ? s->backend->device(s->backend_state) : "cpu";
+}
+
+const char *kiln_session_backend_passed_over(const kiln_session_t *s) {
+  return s ? s->passed_over : "";
+}
+
+/* The CPU backend: the artifact's code on the session's context (host->ctx), whose KV
+ * cache and scratch the session allocated for it. */
+static kiln_status_t cpu_open(const kiln_backend_host_t *host, void **state,
+                              kiln_error_t *err) {
+  (void)err;
+  *state = (void *)host;
+  return KILN_STATUS_OK;
+}
+
+static kiln_status_t cpu_forward(void *state, const int32_t *tokens, const int32_t *positions,
+                                 int32_t n, float *logits, int last_only, kiln_error_t *err) {
+  (void)last_only; /* ctx.last_logits_only says it to the code */
+  const kiln_backend_host_t *host = state;
+  const int32_t rc = host->artifact->forward(host->ctx, tokens, positions, n, logits);
+  if (rc != 0)
+    return kiln_error_set(err, KILN_STATUS_OUT_OF_RANGE,
+                          "cpu: the model code rejected a batch of %d tokens at position %d "
+                          "(returned %d)", n, positions[0], rc);
+  return KILN_STATUS_OK;
+}
+
+static void cpu_close(void *state) { (void)state; }
+
+const kiln_backend_t *kiln_cpu_backend(void) {
+  static const kiln_backend_t cpu = {"cpu", 1, cpu_open, cpu_forward, NULL, NULL, NULL,
+                                     cpu_close};
+  return &cpu;
 }
 
 void kiln_session_backend_placement(const kiln_session_t *s, char *buf, size_t size) {

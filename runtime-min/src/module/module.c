@@ -297,7 +297,7 @@ kiln_status_t kiln_session_apply_modules(kiln_session_t *s, const kiln_module_t 
   const kiln_artifact_t *base = kiln_session_artifact(s);
   uint32_t n_tensors, n_banned;
   KILN_RETURN_IF_ERROR(check_set(base, mods, n, &n_tensors, &n_banned, err));
-  if (n_tensors && kiln_session_backend(s)) /* its device has its own copy of the weights */
+  if (n_tensors && !kiln_session_backend(s)->uses_host_memory) /* its device has a copy */
     return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
                           "modules that replace tensors are not applied on backend %s yet "
                           "(token bans are)", kiln_session_backend(s)->name);

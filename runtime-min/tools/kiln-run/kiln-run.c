@@ -245,32 +245,22 @@ int main(int argc, char **argv) {
   return run_bench(&o);
 }
 
-/* The session on --backend: vulkan must work; auto falls back to the CPU code, saying why.
- * Where the forward passes run goes to stderr. */
+/* The session on --backend: the list of backends kiln_session_create tries in order -
+ * vulkan alone must open; auto is {vulkan, cpu} and says why vulkan was passed over. Where
+ * the forward passes run goes to stderr. */
 static kiln_status_t session_on_backend(const run_options_t *o, const kiln_artifact_t *a,
                                         kiln_session_options_t *so, kiln_session_t **out,
                                         kiln_error_t *err) {
   const char *want = o->backend ? o->backend : "cpu";
-  if (!strcmp(want, "cpu"))
-    return kiln_session_create(a, so, out, err);
+  const kiln_backend_t *list[2];
+  uint32_t n = 0;
 #if defined(KILN_RUN_VULKAN)
   /* bench: GPU time per kernel, dispatches and barriers per decoded token, bytes read
    * (printed when the session ends). */
-  if (o->gpu_profile)
+  if (o->gpu_profile && strcmp(want, "cpu") != 0)
     setenv("KILN_VULKAN_PROFILE", "1", 0);
-  so->backend = kiln_vulkan_backend();
-  kiln_status_t st = kiln_session_create(a, so, out, err);
-  if (st == KILN_STATUS_OK) {
-    char where[512];
-    kiln_session_backend_placement(*out, where, sizeof where);
-    fprintf(stderr, "kiln-run: backend vulkan (%s): %s\n", kiln_session_backend_device(*out),
-            where);
-    return st;
-  }
-  if (!strcmp(want, "vulkan"))
-    return st;
-  fprintf(stderr, "kiln-run: backend auto: vulkan unavailable (%s); every op on the CPU\n",
-          err->message);
+  if (strcmp(want, "cpu") != 0)
+    list[n++] = kiln_vulkan_backend();
 #else
   if (!strcmp(want, "vulkan")) {
     err->status = KILN_STATUS_UNSUPPORTED;
@@ -278,10 +268,31 @@ static kiln_status_t session_on_backend(const run_options_t *o, const kiln_artif
              "this kiln-run was built without Vulkan (KILN_VULKAN=OFF)");
     return err->status;
   }
-  fprintf(stderr, "kiln-run: backend auto: built without Vulkan; every op on the CPU\n");
+  if (!strcmp(want, "auto"))
+    fprintf(stderr, "kiln-run: backend auto: built without Vulkan; every op on the CPU\n");
 #endif
-  so->backend = NULL;
-  return kiln_session_create(a, so, out, err);
+  if (strcmp(want, "vulkan") != 0)
+    list[n++] = kiln_cpu_backend();
+  so->backends = list;
+  so->n_backends = n;
+  kiln_status_t st = kiln_session_create(a, so, out, err);
+  so->backends = NULL;
+  so->n_backends = 0;
+  if (st != KILN_STATUS_OK || !strcmp(want, "cpu"))
+    return st;
+  const char *passed = kiln_session_backend_passed_over(*out);
+  if (*passed) {
+    fprintf(stderr, "kiln-run: backend auto: vulkan unavailable (%s); every op on the CPU\n",
+            passed);
+    return st;
+  }
+  if (kiln_session_backend(*out)->uses_host_memory)
+    return st;
+  char where[512];
+  kiln_session_backend_placement(*out, where, sizeof where);
+  fprintf(stderr, "kiln-run: backend %s (%s): %s\n", kiln_session_backend(*out)->name,
+          kiln_session_backend_device(*out), where);
+  return st;
 }
 
 int run_open(const run_options_t *o, kiln_artifact_t **out_artifact,
