@@ -1,6 +1,7 @@
 //===- GpuProgram.cpp - the artifact's GPU section -------------------------===//
 #include "codegen/vulkan/GpuProgram.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -15,8 +16,13 @@ void put(std::vector<uint8_t> &out, uint32_t w) {
     out.push_back(uint8_t(w >> (8 * i)));
 }
 
+// The bytes [lo, hi) of the weights section a dispatch reads (lo > hi: none yet).
+struct Window {
+  uint64_t lo = UINT64_MAX, hi = 0;
+};
+
 bool resolve(const PushWord &p, const WeightLookup &lookup, const std::string &what,
-             uint32_t &b, std::string &error) {
+             uint32_t &b, Window &window, std::string &error) {
   uint64_t v = p.b;
   if (p.ref != PushWord::Ref::None) {
     std::optional<StoredWeight> w = lookup(p.weight);
@@ -32,6 +38,10 @@ bool resolve(const PushWord &p, const WeightLookup &lookup, const std::string &w
     }
     v += p.ref == PushWord::Ref::Offset ? w->offset + uint64_t(p.rows) * w->rowStride
                                         : w->rowStride;
+    if (p.ref == PushWord::Ref::Offset) {
+      window.lo = std::min(window.lo, w->offset);
+      window.hi = std::max(window.hi, w->offset + w->size);
+    }
   }
   if (v % p.divide != 0 || v / p.divide > UINT32_MAX) {
     error = what + ": offset " + std::to_string(v) + " does not fit a 32-bit push constant";
@@ -39,6 +49,16 @@ bool resolve(const PushWord &p, const WeightLookup &lookup, const std::string &w
   }
   b = uint32_t(v / p.divide);
   return true;
+}
+
+void putWindow(std::vector<uint8_t> &out, Window w, const std::vector<uint32_t> &offsets) {
+  for (uint64_t v : {w.lo, w.hi}) {
+    put(out, uint32_t(v));
+    put(out, uint32_t(v >> 32));
+  }
+  put(out, uint32_t(offsets.size() / 2));
+  for (uint32_t v : offsets)
+    put(out, v);
 }
 
 } // namespace
@@ -113,6 +133,7 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
       for (int i = 0; i < 3; ++i)
         for (uint32_t w : {0u, 0u, 1u})
           put(out, w);
+      putWindow(out, Window{0, 0}, {});
       continue;
     }
     put(out, index[d.kernel]);
@@ -125,18 +146,24 @@ bool serialize(const GpuProgram &program, const WeightLookup &lookup, std::vecto
     for (uint32_t b : d.bindings)
       put(out, b);
     put(out, uint32_t(d.push.size()));
-    for (const PushWord &p : d.push) {
+    Window window;
+    std::vector<uint32_t> offsets; // (word index, divisor) pairs
+    for (size_t k = 0; k < d.push.size(); ++k) {
+      const PushWord &p = d.push[k];
       uint32_t b = 0;
-      if (!resolve(p, lookup, d.what, b, error))
+      if (!resolve(p, lookup, d.what, b, window, error))
         return false;
       put(out, uint32_t(p.a));
       put(out, b);
+      if (p.ref == PushWord::Ref::Offset)
+        offsets.insert(offsets.end(), {uint32_t(k), p.divide});
     }
     for (const Groups &g : d.groups) {
       put(out, g.a);
       put(out, g.b);
       put(out, g.div);
     }
+    putWindow(out, window.lo < window.hi ? window : Window{0, 0}, offsets);
   }
   return true;
 }

@@ -56,7 +56,7 @@ struct GpuProgram {
 
 // A weight's stored offset, row stride and format in the weights section.
 struct StoredWeight {
-  uint64_t offset = 0, rowStride = 0;
+  uint64_t offset = 0, rowStride = 0, size = 0;
   uint32_t format = 0;
 };
 using WeightLookup = std::function<std::optional<StoredWeight>(const std::string &name)>;

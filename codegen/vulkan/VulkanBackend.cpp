@@ -68,7 +68,7 @@ public:
           const PackedTensor *t = layout.find(name);
           if (!t)
             return std::nullopt;
-          return vulkan::StoredWeight{t->offset, t->rowStride, t->format};
+          return vulkan::StoredWeight{t->offset, t->rowStride, t->size, t->format};
         },
         out.gpuProgram, error);
   }

@@ -145,7 +145,8 @@ std::vector<uint32_t> tinyProgram() {
   p.insert(p.end(), k->words, k->words + *k->word_count);
   std::vector<uint32_t> dispatch = {0, KILN_GPU_WHEN_ALWAYS, 0, 2, 64, 0, 3, 1, 1, 1, 4,
                                     64, 0, 0, 0, 0, 0, 0, 0, // push (a, b) pairs
-                                    64, 0, 64, 0, 1, 1, 0, 1, 1};
+                                    64, 0, 64, 0, 1, 1, 0, 1, 1,
+                                    0, 0, 0, 0, 0}; // no weights window, no offset words
   p.insert(p.end(), dispatch.begin(), dispatch.end());
   return p;
 }
@@ -209,7 +210,7 @@ TEST(VulkanProgram, CorruptSectionsAreErrors) {
               KILN_STATUS_OK)
         << words << " words";
   }
-  const size_t dispatchAt = good.size() - 28;
+  const size_t dispatchAt = good.size() - 33;
   struct Edit {
     size_t at;
     uint32_t value;
@@ -221,7 +222,9 @@ TEST(VulkanProgram, CorruptSectionsAreErrors) {
                {dispatchAt, 1, "no such kernel"},
                {dispatchAt + 1, 3, "bad batch condition"},
                {dispatchAt + 7, KILN_GPU_BUF_COUNT, "names no buffer"},
-               {good.size() - 7, 0, "bad group count"}};
+               {good.size() - 12, 0, "bad group count"},
+               {good.size() - 5, 1, "bad weights window"}, // lo 1 past hi 0
+               {good.size() - 1, 5, "bad offset word count"}}; // 4 push words
   for (const Edit &e : edits) {
     std::vector<uint32_t> bad = good;
     bad[e.at] = e.value;
@@ -242,7 +245,7 @@ TEST(VulkanProgram, CpuOnlyStepsArePlacedOnTheCpu) {
   std::vector<uint32_t> p = tinyProgram();
   p[3] = 2; // dispatches
   const std::vector<uint32_t> cpuStep = {KILN_GPU_NO_KERNEL, KILN_GPU_WHEN_ALWAYS, 1, 0, 0, 0,
-                                         0, 0, 1, 0, 0, 1, 0, 0, 1};
+                                         0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0};
   p.insert(p.end(), cpuStep.begin(), cpuStep.end());
   kiln_vk_program_t prog;
   kiln_error_t err;
@@ -268,9 +271,71 @@ TEST(VulkanProgram, CpuOnlyStepsArePlacedOnTheCpu) {
   kiln_vk_placement_free(&pl);
   kiln_vk_program_free(&prog);
   std::vector<uint32_t> bound = p;
-  bound[bound.size() - 11] = 1; // the CPU step's binding count
+  bound[bound.size() - 16] = 1; // the CPU step's binding count
   EXPECT_EQ(kiln_vk_program_read((const uint8_t *)bound.data(), bound.size() * 4, &prog, &err),
             KILN_STATUS_CORRUPT);
+}
+
+// Weights larger than a binding may span: each step binds the window it reads (its offset
+// words move with the window's base), and a step whose window is larger runs on the CPU.
+TEST(VulkanProgram, WeightsWindowsAndOversizedSteps) {
+  std::vector<uint32_t> p = tinyProgram();
+  p[3] = 2;
+  std::vector<uint32_t> second(p.end() - 33, p.end());
+  second[2] = 1; // op 1
+  // the first step reads bytes [1000, 1200), push word 1 an offset into them as a float
+  // index; the second reads [0, 5000)
+  const size_t first = p.size() - 5;
+  p[first] = 1000;
+  p[first + 2] = 1200;
+  p[first + 4] = 1;
+  p.insert(p.end(), {1u, 4u});
+  second[second.size() - 3] = 5000;
+  p.insert(p.end(), second.begin(), second.end());
+  kiln_vk_program_t prog;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_vk_program_read((const uint8_t *)p.data(), p.size() * 4, &prog, &err),
+            KILN_STATUS_OK)
+      << err.message;
+  EXPECT_EQ(prog.steps[0].weights_lo, 1000u);
+  EXPECT_EQ(prog.steps[0].weights_hi, 1200u);
+  ASSERT_EQ(prog.steps[0].n_offsets, 1u);
+  EXPECT_EQ(prog.steps[0].offset_word[0], 1u);
+  EXPECT_EQ(prog.steps[0].offset_divisor[0], 4u);
+  EXPECT_EQ(prog.steps[1].weights_hi, 5000u);
+  kiln_vk_device_info_t info{};
+  info.subgroup_arithmetic = 1;
+  info.max_storage_buffer_range = 1u << 30;
+  info.min_storage_buffer_offset_alignment = 256;
+  kiln_vk_placement_t pl;
+  // 8,192 bytes of weights, a binding of at most 4,096 (the test knob below the device's)
+  kiln_vk_place_options_t o = {0, 0, 0, 8192, 4096};
+  ASSERT_EQ(kiln_vk_place(&prog, &info, &o, &pl, &err), KILN_STATUS_OK);
+  ASSERT_TRUE(pl.windowed);
+  uint64_t base, range;
+  kiln_vk_window(&pl, &prog.steps[0], &base, &range);
+  EXPECT_EQ(base, 768u); // 1000 down to a multiple of 256
+  EXPECT_EQ(range, 432u);
+  EXPECT_EQ(pl.on_gpu[KILN_VK_DECODE][0], 1);
+  EXPECT_EQ(pl.on_gpu[KILN_VK_DECODE][1], 0); // 5,000 bytes in one dispatch
+  char text[512];
+  kiln_vk_placement_text(&pl, &prog, text, sizeof text);
+  EXPECT_NE(std::string(text).find("decode: 1 of 2 ops on the GPU, 1 on the CPU (one "
+                                   "dispatch's weights exceed the 4096 bytes"),
+            std::string::npos)
+      << text;
+  kiln_vk_placement_free(&pl);
+  o.weights_size = 4096; // fits one binding: bound whole, nothing oversized
+  ASSERT_EQ(kiln_vk_place(&prog, &info, &o, &pl, &err), KILN_STATUS_OK);
+  EXPECT_FALSE(pl.windowed);
+  EXPECT_EQ(pl.on_gpu[KILN_VK_DECODE][1], 1);
+  kiln_vk_placement_free(&pl);
+  kiln_vk_program_free(&prog);
+  std::vector<uint32_t> bad = p;
+  bad[first + 5] = 4; // offset word 4 of 4 push words
+  EXPECT_EQ(kiln_vk_program_read((const uint8_t *)bad.data(), bad.size() * 4, &prog, &err),
+            KILN_STATUS_CORRUPT);
+  EXPECT_NE(std::string(err.message).find("bad offset word"), std::string::npos);
 }
 
 } // namespace

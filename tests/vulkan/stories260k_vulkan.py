@@ -37,6 +37,10 @@ Cases:
                 and says so, `--backend bogus` is refused; a corrupted GPU section is a
                 checksum error at open; a module replacing tensors is refused on vulkan;
                 `kiln-run bench --backend vulkan` prints the GPU profile
+  windows       weights larger than one binding may span (KILN_VULKAN_MAX_RANGE): each
+                dispatch binds the window it reads and the text is the CPU's; an op whose
+                weights do not fit one binding runs on the CPU; another buffer past the
+                limit is one error naming it; 0 validation messages
 """
 import argparse
 import os
@@ -272,6 +276,37 @@ def backends(a):
     print("backends: inspect and its placement, refusal, fallback, device lost, corruption and modules as expected")
 
 
+def windows(a):
+    """Weights larger than one binding may span (maxStorageBufferRange, 128 MiB on some
+    phone drivers), simulated by KILN_VULKAN_MAX_RANGE below the 1.18 MB of f32 weights."""
+    os.makedirs(a.work, exist_ok=True)
+    art = os.path.join(a.work, "f32-ctx32.kiln")
+    run([a.kiln, "compile", need(a.models, "stories260K.gguf"), "--target", "host+vulkan",
+         "--weights", "f32", "--ctx", "32", "-o", art])
+    cmd = [a.kiln_run, "generate", art, "-p", PROMPTS[0], "-n", "24"]
+    _, cpu, _ = run(cmd + ["--backend", "cpu"])
+    # 600,000: every dispatch's window fits, every op on the GPU; 100,000: the 131,072-byte
+    # token_embd does not, so embed and the tied logits run on the CPU.
+    for limit, expect in (("600000", r"decode: 73 of 73 ops on the GPU; "),
+                          ("100000", r"decode: 71 of 73 ops on the GPU, 2 on the CPU \(one "
+                                     r"dispatch's weights exceed the 100000 bytes")):
+        env = vulkan_env()
+        env["KILN_VULKAN_MAX_RANGE"] = limit
+        _, gpu, err = run(cmd + ["--backend", "vulkan"], env=env)
+        check_validation(err)
+        if not re.match(expect, placement(err)):
+            fail(f"max range {limit}: expected the placement /{expect}/:\n{err}")
+        if cpu != gpu:
+            fail(f"max range {limit}: the text differs:\ncpu:    {cpu!r}\nvulkan: {gpu!r}")
+    # A buffer bound whole (the 74,240-byte scratch) past the limit is one error naming it.
+    env = vulkan_env()
+    env["KILN_VULKAN_MAX_RANGE"] = "50000"
+    rc, _, err = run(cmd + ["--backend", "vulkan"], env=env, expect_ok=False)
+    if rc == 0 or "vulkan: the scratch is 74240 bytes, more than the 50000" not in err:
+        fail(f"a scratch larger than a binding: exit {rc}:\n{err}")
+    print("windows: text identical with the weights in windows, oversized ops on the CPU")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -298,6 +333,8 @@ def main():
         cpu_ops(a)
     elif a.case == "q4_k_m":
         q4_k_m(a)
+    elif a.case == "windows":
+        windows(a)
     elif a.case == "backends":
         backends(a)
     else:

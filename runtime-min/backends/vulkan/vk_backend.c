@@ -100,6 +100,28 @@ static kiln_status_t make_buffer(vk_state_t *s, uint32_t id, uint64_t bytes, kil
   return kiln_vk_buffer_create(s->dev, bytes, &s->buffers[id], err);
 }
 
+/* Every buffer but the weights (bound in windows, vk_placement.h) is bound whole: one
+ * larger than a binding may span is an error naming it. */
+static kiln_status_t check_ranges(vk_state_t *s, kiln_error_t *err) {
+  static const char *what[KILN_GPU_BUF_COUNT] = {
+      "the weights", "the scratch", "the KV cache (compile with a smaller --ctx)",
+      "the tokens", "the positions", "the logits", "the GPU scratch (a smaller --ctx)"};
+  for (uint32_t i = 0; i < s->program.n_steps; ++i)
+    if (s->program.steps[i].weights_hi > kiln_vk_buffer_size(s->buffers[KILN_GPU_BUF_WEIGHTS]))
+      return kiln_error_set(err, KILN_STATUS_CORRUPT,
+                            "vulkan: dispatch %u reads past the weights section", i);
+  const uint64_t max = s->placement.max_range;
+  for (uint32_t b = KILN_GPU_BUF_SCRATCH; b < KILN_GPU_BUF_COUNT && max; ++b) {
+    const uint64_t size = kiln_vk_buffer_size(s->buffers[b]);
+    if (size > max)
+      return kiln_error_set(err, KILN_STATUS_UNSUPPORTED,
+                            "vulkan: %s is %llu bytes, more than the %llu one binding may span "
+                            "on this device (maxStorageBufferRange)",
+                            what[b], (unsigned long long)size, (unsigned long long)max);
+  }
+  return KILN_STATUS_OK;
+}
+
 /* One pipeline per step the device runs, shared by steps with the same kernel, constants
  * and interface. */
 static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
@@ -110,7 +132,7 @@ static kiln_status_t make_pipelines(vk_state_t *s, kiln_error_t *err) {
     return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
   for (uint32_t i = 0; i < p->n_steps; ++i) {
     const kiln_vk_step_t *st = &p->steps[i];
-    if (!kiln_vk_step_runs(&s->placement, st))
+    if (!kiln_vk_step_runs(&s->placement, p, i))
       continue;
     for (uint32_t j = 0; j < i && !s->pipelines[i]; ++j) {
       const kiln_vk_step_t *o = &p->steps[j];
@@ -189,9 +211,12 @@ static kiln_status_t open_state(const kiln_backend_host_t *host, void **out,
     st = kiln_vk_device_open(&o, &s->dev, err);
   if (!st) {
     const char *prefer = getenv("KILN_VULKAN_PREFER");
+    const char *max_range = getenv("KILN_VULKAN_MAX_RANGE");
     const kiln_vk_place_options_t po = {mask && strstr(mask, "subgroup-arithmetic") != NULL,
                                         mask && strstr(mask, "variants") != NULL,
-                                        prefer && strstr(prefer, "variants") != NULL};
+                                        prefer && strstr(prefer, "variants") != NULL,
+                                        a->weights_size,
+                                        max_range ? strtoull(max_range, NULL, 10) : 0};
     st = kiln_vk_place(&s->program, kiln_vk_device_info(s->dev), &po, &s->placement, err);
   }
   const uint64_t max_batch = s->max_batch;
@@ -212,6 +237,8 @@ static kiln_status_t open_state(const kiln_backend_host_t *host, void **out,
   if (!st)
     st = make_buffer(s, KILN_GPU_BUF_GPU_SCRATCH, s->program.gpu_scratch_bytes, err);
   if (!st)
+    st = check_ranges(s, err);
+  if (!st)
     st = make_pipelines(s, err);
   if (!st)
     st = bind_cpu_ops(s, a, err);
@@ -231,14 +258,24 @@ static kiln_status_t dispatch_step(vk_state_t *s, uint32_t i, int32_t n, kiln_er
   const kiln_vk_step_t *st = &s->program.steps[i];
   uint32_t push[KILN_GPU_MAX_PUSH_WORDS];
   kiln_vk_buffer_t *bufs[KILN_GPU_MAX_BINDINGS];
+  uint64_t offsets[KILN_GPU_MAX_BINDINGS] = {0}, ranges[KILN_GPU_MAX_BINDINGS] = {0};
   for (uint32_t k = 0; k < st->n_push; ++k)
     push[k] = kiln_vk_value_at(st->push[k], (uint32_t)n);
-  for (uint32_t k = 0; k < st->n_bind; ++k)
+  for (uint32_t k = 0; k < st->n_bind; ++k) {
     bufs[k] = s->buffers[st->bind[k]];
-  kiln_status_t r = kiln_vk_dispatch(s->dev, s->pipelines[i], bufs, push,
-                                     kiln_vk_groups_at(st->groups[0], (uint32_t)n),
-                                     kiln_vk_groups_at(st->groups[1], (uint32_t)n),
-                                     kiln_vk_groups_at(st->groups[2], (uint32_t)n), err);
+    if (st->bind[k] == KILN_GPU_BUF_WEIGHTS && s->placement.windowed) {
+      /* the window this step reads; its offsets become relative to the window's base */
+      kiln_vk_window(&s->placement, st, &offsets[k], &ranges[k]);
+      if (offsets[k] + ranges[k] > kiln_vk_buffer_size(bufs[k]))
+        ranges[k] = kiln_vk_buffer_size(bufs[k]) - offsets[k];
+      for (uint32_t j = 0; j < st->n_offsets; ++j)
+        push[st->offset_word[j]] -= (uint32_t)(offsets[k] / st->offset_divisor[j]);
+    }
+  }
+  kiln_status_t r = kiln_vk_dispatch_ranges(s->dev, s->pipelines[i], bufs, offsets, ranges, push,
+                                            kiln_vk_groups_at(st->groups[0], (uint32_t)n),
+                                            kiln_vk_groups_at(st->groups[1], (uint32_t)n),
+                                            kiln_vk_groups_at(st->groups[2], (uint32_t)n), err);
   if (r) {
     kiln_error_t ignored;
     kiln_vk_end(s->dev, &ignored);

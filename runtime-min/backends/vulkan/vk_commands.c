@@ -31,6 +31,15 @@ kiln_status_t kiln_vk_dispatch(kiln_vk_device_t *dev, kiln_vk_pipeline_t *pipeli
                                kiln_vk_buffer_t *const *buffers, const void *push,
                                uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
                                kiln_error_t *err) {
+  return kiln_vk_dispatch_ranges(dev, pipeline, buffers, NULL, NULL, push, groups_x, groups_y,
+                                 groups_z, err);
+}
+
+kiln_status_t kiln_vk_dispatch_ranges(kiln_vk_device_t *dev, kiln_vk_pipeline_t *pipeline,
+                                      kiln_vk_buffer_t *const *buffers, const uint64_t *offsets,
+                                      const uint64_t *ranges, const void *push,
+                                      uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
+                                      kiln_error_t *err) {
   kiln_error_clear(err);
   if (!dev->recording)
     return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT,
@@ -57,7 +66,8 @@ kiln_status_t kiln_vk_dispatch(kiln_vk_device_t *dev, kiln_vk_pipeline_t *pipeli
     if (!buffers[i])
       return kiln_error_set(err, KILN_STATUS_INVALID_ARGUMENT, "vulkan: binding %u has no buffer",
                             i);
-    VkDescriptorBufferInfo info = {buffers[i]->buffer, 0, VK_WHOLE_SIZE};
+    VkDescriptorBufferInfo info = {buffers[i]->buffer, offsets ? offsets[i] : 0,
+                                   ranges && ranges[i] ? ranges[i] : VK_WHOLE_SIZE};
     infos[i] = info;
     VkWriteDescriptorSet w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     w.dstSet = set;

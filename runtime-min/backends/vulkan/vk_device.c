@@ -169,6 +169,7 @@ static int describe(kiln_vk_device_t *dev, VkPhysicalDevice pd, uint32_t *family
   info->subgroup_size = subgroup.subgroupSize;
   info->max_shared_memory_bytes = p->limits.maxComputeSharedMemorySize;
   info->max_storage_buffer_range = p->limits.maxStorageBufferRange;
+  info->min_storage_buffer_offset_alignment = p->limits.minStorageBufferOffsetAlignment;
   info->timestamp_period_ns = p->limits.timestampPeriod;
   info->cpu_device = p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 

@@ -43,6 +43,7 @@ typedef struct kiln_vk_device_info {
   uint32_t subgroup_size;
   uint32_t max_shared_memory_bytes;
   uint64_t max_storage_buffer_range;
+  uint64_t min_storage_buffer_offset_alignment;
   int fp16_arithmetic;   /* shaderFloat16 */
   int int8_arithmetic;   /* shaderInt8 */
   int storage_16bit;     /* storageBuffer16BitAccess */
@@ -95,6 +96,13 @@ kiln_status_t kiln_vk_dispatch(kiln_vk_device_t *dev, kiln_vk_pipeline_t *pipeli
                                kiln_vk_buffer_t *const *buffers, const void *push,
                                uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
                                kiln_error_t *err);
+/* The same with binding i bound from byte offsets[i] for ranges[i] bytes (0: to the end);
+ * either array NULL: whole buffers. */
+kiln_status_t kiln_vk_dispatch_ranges(kiln_vk_device_t *dev, kiln_vk_pipeline_t *pipeline,
+                                      kiln_vk_buffer_t *const *buffers, const uint64_t *offsets,
+                                      const uint64_t *ranges, const void *push,
+                                      uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
+                                      kiln_error_t *err);
 kiln_status_t kiln_vk_end(kiln_vk_device_t *dev, kiln_error_t *err);
 /* Submits the recording and waits for it (timeout_ns; 0: no limit). A lost device is
  * KILN_STATUS_IO_ERROR, "vulkan: device lost"; the device is unusable after it. */

@@ -79,6 +79,25 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
       pl->kernel_ok[base] = 1;
     }
   }
+  uint64_t max = info->max_storage_buffer_range;
+  if (o->max_range && (!max || o->max_range < max))
+    max = o->max_range;
+  pl->max_range = max;
+  pl->window_align = info->min_storage_buffer_offset_alignment > 4
+                         ? info->min_storage_buffer_offset_alignment
+                         : 4;
+  pl->windowed = max && o->weights_size > max;
+  if (pl->windowed) {
+    if (!(pl->oversized = (uint8_t *)calloc(p->n_steps, 1)))
+      return kiln_error_set(err, KILN_STATUS_OUT_OF_MEMORY, "vulkan: out of memory");
+    for (uint32_t i = 0; i < p->n_steps; ++i) {
+      uint64_t base, range;
+      kiln_vk_window(pl, &p->steps[i], &base, &range);
+      pl->oversized[i] = range > max;
+      for (uint32_t j = 0; j < p->steps[i].n_offsets; ++j) /* an offset the base cannot move */
+        pl->oversized[i] |= base % p->steps[i].offset_divisor[j] != 0;
+    }
+  }
   pl->n_ops = p->steps[p->n_steps - 1].op + 1;
   for (int kind = 0; kind < 2; ++kind) {
     pl->on_gpu[kind] = (uint8_t *)malloc(pl->n_ops);
@@ -91,7 +110,7 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
     pl->all_gpu[kind] = 1;
     for (uint32_t i = 0; i < p->n_steps; ++i) {
       const kiln_vk_step_t *st = &p->steps[i];
-      if (kiln_vk_step_applies(st, n) && !kiln_vk_step_runs(pl, st)) {
+      if (kiln_vk_step_applies(st, n) && !kiln_vk_step_runs(pl, p, i)) {
         pl->on_gpu[kind][st->op] = 0;
         pl->all_gpu[kind] = 0;
       }
@@ -103,7 +122,9 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
 void kiln_vk_placement_free(kiln_vk_placement_t *pl) {
   free(pl->on_gpu[0]);
   free(pl->on_gpu[1]);
+  free(pl->oversized);
   pl->on_gpu[0] = pl->on_gpu[1] = NULL;
+  pl->oversized = NULL;
 }
 
 size_t kiln_vk_placement_text(const kiln_vk_placement_t *pl, const kiln_vk_program_t *p,
@@ -114,7 +135,7 @@ size_t kiln_vk_placement_text(const kiln_vk_placement_t *pl, const kiln_vk_progr
   static const char *kinds[2] = {"decode", "prefill"};
   for (int kind = 0; kind < 2; ++kind) {
     const uint32_t n = kind == KILN_VK_DECODE ? 1 : 2;
-    uint32_t gpu = 0, ops = 0, cpu_only = 0;
+    uint32_t gpu = 0, ops = 0, cpu_only = 0, oversized = 0;
     uint32_t cpu_by_kernel[KILN_GPU_MAX_KERNELS] = {0};
     /* Each op once, counted under the first of its kernels the device cannot run. */
     for (uint32_t i = 0; i < p->n_steps;) {
@@ -124,9 +145,10 @@ size_t kiln_vk_placement_text(const kiln_vk_placement_t *pl, const kiln_vk_progr
       for (; i < p->n_steps && p->steps[i].op == op; ++i)
         if (kiln_vk_step_applies(&p->steps[i], n)) {
           any = 1;
-          if (!kiln_vk_step_runs(pl, &p->steps[i]) && !off) {
+          if (!kiln_vk_step_runs(pl, p, i) && !off) {
             off = 1;
-            blocking = p->steps[i].kernel;
+            blocking = pl->windowed && pl->oversized[i] ? KILN_GPU_MAX_KERNELS
+                                                        : p->steps[i].kernel;
           }
         }
       if (!any)
@@ -136,12 +158,17 @@ size_t kiln_vk_placement_text(const kiln_vk_placement_t *pl, const kiln_vk_progr
         ++gpu;
       else if (blocking == KILN_GPU_NO_KERNEL)
         ++cpu_only;
+      else if (blocking == KILN_GPU_MAX_KERNELS)
+        ++oversized;
       else
         ++cpu_by_kernel[blocking];
     }
     PUT("%s%s: %u of %u ops on the GPU", kind ? "; " : "", kinds[kind], gpu, ops);
     if (cpu_only)
       PUT(", %u on the CPU (compiled for the CPU only: kiln compile says why)", cpu_only);
+    if (oversized)
+      PUT(", %u on the CPU (one dispatch's weights exceed the %llu bytes a binding may span)",
+          oversized, (unsigned long long)pl->max_range);
     for (uint32_t k = 0; k < p->n_kernels; ++k) /* kernels run as a variant */
       if (pl->use[k] != k && pl->kernel_ok[k]) {
         int used = 0;

@@ -26,6 +26,12 @@ typedef struct kiln_vk_placement {
   uint8_t *on_gpu[2];                        /* per op and batch kind */
   uint32_t n_ops;
   int all_gpu[2];
+  /* Weights larger than one binding may be (maxStorageBufferRange): each step binds the
+   * window of them it reads, from a base aligned to window_align; a step whose window is
+   * larger than max_range is oversized and its op runs on the CPU. */
+  int windowed;
+  uint64_t max_range, window_align;
+  uint8_t *oversized; /* per step, when windowed */
 } kiln_vk_placement_t;
 
 typedef struct kiln_vk_place_options {
@@ -34,6 +40,8 @@ typedef struct kiln_vk_place_options {
   int mask_variants;   /* take no variant: every kernel as compiled */
   int force_variants;  /* take every variant the device can run, accelerated or not (tests:
                           lavapipe has dot products, not accelerated ones) */
+  uint64_t weights_size; /* the weights section's bytes */
+  uint64_t max_range;    /* below the device's maxStorageBufferRange (tests); 0: the device's */
 } kiln_vk_place_options_t;
 
 kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_info_t *info,
@@ -41,9 +49,19 @@ kiln_status_t kiln_vk_place(const kiln_vk_program_t *p, const kiln_vk_device_inf
                             kiln_error_t *err);
 void kiln_vk_placement_free(kiln_vk_placement_t *pl);
 
-/* Whether step st's kernel runs on the device (a step compiled for the CPU only never). */
-static inline int kiln_vk_step_runs(const kiln_vk_placement_t *pl, const kiln_vk_step_t *st) {
-  return st->kernel != KILN_GPU_NO_KERNEL && pl->kernel_ok[st->kernel];
+/* Whether step i's kernel runs on the device (a step compiled for the CPU only never). */
+static inline int kiln_vk_step_runs(const kiln_vk_placement_t *pl, const kiln_vk_program_t *p,
+                                    uint32_t i) {
+  const kiln_vk_step_t *st = &p->steps[i];
+  return st->kernel != KILN_GPU_NO_KERNEL && pl->kernel_ok[st->kernel] &&
+         !(pl->windowed && pl->oversized[i]);
+}
+
+/* Where step st binds the weights from, and how many bytes, when pl->windowed. */
+static inline void kiln_vk_window(const kiln_vk_placement_t *pl, const kiln_vk_step_t *st,
+                                  uint64_t *base, uint64_t *range) {
+  *base = st->weights_lo & ~(pl->window_align - 1);
+  *range = st->weights_hi > st->weights_lo ? st->weights_hi - *base : pl->window_align;
 }
 
 /* Whether step st belongs to a batch of n tokens. */

@@ -72,6 +72,23 @@ static kiln_status_t read_step(reader_t *r, const kiln_vk_program_t *p, kiln_vk_
     if (!next(r, &s->groups[d].a) || !next(r, &s->groups[d].b) || !next(r, &s->groups[d].div) ||
         s->groups[d].div == 0)
       return CORRUPT("dispatch %u: bad group count", i);
+  uint32_t w[4];
+  for (int k = 0; k < 4; ++k)
+    if (!next(r, &w[k]))
+      return CORRUPT("dispatch %u: truncated", i);
+  s->weights_lo = (uint64_t)w[1] << 32 | w[0];
+  s->weights_hi = (uint64_t)w[3] << 32 | w[2];
+  if (s->weights_hi < s->weights_lo)
+    return CORRUPT("dispatch %u: bad weights window", i);
+  if (!next(r, &s->n_offsets) || s->n_offsets > s->n_push)
+    return CORRUPT("dispatch %u: bad offset word count", i);
+  for (uint32_t k = 0; k < s->n_offsets; ++k) {
+    uint32_t word;
+    if (!next(r, &word) || word >= s->n_push || !next(r, &s->offset_divisor[k]) ||
+        s->offset_divisor[k] == 0 || s->offset_divisor[k] > 256)
+      return CORRUPT("dispatch %u: bad offset word", i);
+    s->offset_word[k] = (uint8_t)word;
+  }
   return KILN_STATUS_OK;
 }
 

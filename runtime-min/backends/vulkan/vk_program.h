@@ -26,6 +26,12 @@ typedef struct kiln_vk_step {
   uint32_t n_push;
   kiln_vk_value_t push[KILN_GPU_MAX_PUSH_WORDS];
   kiln_vk_groups_t groups[3];
+  /* The bytes [weights_lo, weights_hi) of the weights section it reads (equal: none), and
+   * the push words holding an offset into it, each divided by its divisor. */
+  uint64_t weights_lo, weights_hi;
+  uint32_t n_offsets;
+  uint8_t offset_word[KILN_GPU_MAX_PUSH_WORDS];
+  uint32_t offset_divisor[KILN_GPU_MAX_PUSH_WORDS];
 } kiln_vk_step_t;
 
 typedef struct kiln_vk_program_kernel {

@@ -15,7 +15,12 @@
  *             per-op entry, KILN_OP_ENTRY_PREFIX in kiln/abi.h, computes the same), constant
  *             count, constants, binding count, bindings
  *             (KILN_GPU_BUF_*), push word count, push words as (a, b) pairs,
- *             groups x, y, z as (a, b, div) triples
+ *             groups x, y, z as (a, b, div) triples, then its weights window: the bytes
+ *             [lo, hi) of the weights section it reads (lo, hi as low, high word pairs;
+ *             0, 0 when it reads none) and the push words holding an offset into it, as a
+ *             count and (word index, divisor) pairs - a backend that binds the weights
+ *             buffer from a byte `base` at or below lo (maxStorageBufferRange) subtracts
+ *             base / divisor from each
  *
  * A push word is a * n + b (mod 2^32; a is signed) and a group count ceil((a * n + b) / div),
  * n being the batch's token count: one list serves every batch size.
@@ -28,7 +33,7 @@ extern "C" {
 #endif
 
 #define KILN_GPU_MAGIC 0x314B5047u /* "GPK1" */
-#define KILN_GPU_VERSION 2u /* 2: kernel variants (the replaces word) */
+#define KILN_GPU_VERSION 3u /* 2: kernel variants (the replaces word); 3: weights windows */
 #define KILN_GPU_NO_KERNEL 0xffffffffu
 #define KILN_GPU_API_VULKAN_1_1 1u
 

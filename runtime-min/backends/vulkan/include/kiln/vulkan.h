@@ -10,7 +10,9 @@
  * as lacking it, so the ops whose kernels need it run on the CPU, and =variants runs every
  * kernel as compiled; KILN_VULKAN_PREFER=variants takes kernel variants (linear_dot,
  * matmul_f16) wherever the device can run them, faster there or not; KILN_VULKAN_FAULT=
- * device-lost:K makes the K-th submit report a lost device (tests of that error path). */
+ * device-lost:K makes the K-th submit report a lost device (tests of that error path);
+ * KILN_VULKAN_MAX_RANGE=<bytes> binds at most that many bytes of a buffer, below the
+ * device's maxStorageBufferRange (tests of weights bound in windows). */
 #ifndef KILN_VULKAN_H_
 #define KILN_VULKAN_H_
 
