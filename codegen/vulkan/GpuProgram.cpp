@@ -39,8 +39,10 @@ bool resolve(const PushWord &p, const WeightLookup &lookup, const std::string &w
     v += p.ref == PushWord::Ref::Offset ? w->offset + uint64_t(p.rows) * w->rowStride
                                         : w->rowStride;
     if (p.ref == PushWord::Ref::Offset) {
-      window.lo = std::min(window.lo, w->offset);
-      window.hi = std::max(window.hi, w->offset + w->size);
+      const uint64_t from = w->offset + uint64_t(p.rows) * w->rowStride;
+      window.lo = std::min(window.lo, from);
+      window.hi = std::max(window.hi, p.windowRows ? from + uint64_t(p.windowRows) * w->rowStride
+                                                   : w->offset + w->size);
     }
   }
   if (v % p.divide != 0 || v / p.divide > UINT32_MAX) {

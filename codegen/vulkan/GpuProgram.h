@@ -28,6 +28,8 @@ struct PushWord {
   Ref ref = Ref::None;
   std::string weight;
   uint32_t rows = 0;
+  uint32_t windowRows = 0; // kind Offset: the rows the dispatch reads from `rows` on (0: to
+                           // the weight's end), its weights window
   uint32_t divide = 1;
   uint32_t format = 0; // the format the kernel reads the weight in (checked at serialize)
 };

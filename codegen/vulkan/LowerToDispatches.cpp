@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/vulkan/LowerToDispatches.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -70,8 +71,10 @@ bool gpuFormat(uint32_t f) {
 
 class DispatchLowering {
 public:
-  DispatchLowering(const memory::MemoryPlan &plan, GpuProgram &program)
-      : plan(plan), program(program) {}
+  DispatchLowering(const memory::MemoryPlan &plan, GpuProgram &program,
+                   uint64_t maxBindingBytes, uint64_t rowAlign)
+      : plan(plan), program(program), maxBindingBytes(maxBindingBytes),
+        rowAlign(rowAlign ? rowAlign : 1) {}
 
   LogicalResult run(func::FuncOp fn) {
     nameRopeTables(fn);
@@ -193,27 +196,45 @@ private:
     if (!gpuFormat(w.format))
       return cpuOnly(op, formatReason(w.format));
     const bool logits = isa<LogitsOp>(op);
-    const uint32_t out = width(op->getResult(0));
-    // A decode step reduces each row across a workgroup (linear.comp); a prefill batch
-    // gives each thread one row for kMatmulTokens tokens (matmul.comp).
-    Dispatch d{"linear", {kWorkgroup, w.format, kLinearRows, 1},
-               {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_SCRATCH,
-                logits ? uint32_t(KILN_GPU_BUF_LOGITS) : uint32_t(KILN_GPU_BUF_SCRATCH),
-                KILN_GPU_BUF_SCRATCH}};
-    d.push = {c(width(op->getOperand(0))), c(out), weightStride(w.name, w.format),
-              weightOffset(w.name, w.format), c(at(op->getOperand(0))),
-              c(logits ? 0 : at(op->getResult(0))), c(0), c(0), perToken(1)};
-    d.when = KILN_GPU_WHEN_DECODE;
-    d.groups[0] = fixed(ceilDiv(out, kLinearRows));
-    d.groups[1] = d.groups[2] = fixed(1);
-    Dispatch m = d;
-    m.kernel = "matmul";
-    m.when = KILN_GPU_WHEN_PREFILL;
-    m.constants = {kWorkgroup, w.format, kLinearRows, kMatmulTokens};
-    m.groups[0] = fixed(ceilDiv(out, kWorkgroup));
-    m.groups[1] = Groups{1, 0, kMatmulTokens};
-    add(std::move(d), op);
-    add(std::move(m), op);
+    const uint32_t in = width(op->getOperand(0)), out = width(op->getResult(0));
+    // Rows per dispatch: all of them, or as many whole workgroups of rows as fit one
+    // binding (maxStorageBufferRange; docs/vulkan.md, "Weights larger than a binding"), the
+    // row stride bounded by its row's bytes rounded up to the row alignment.
+    // (a row is padded to whole blocks: stories260K's ffn_down rows are 172 elements)
+    const uint64_t blockElems = kiln_ggml_block_elems(w.format);
+    const uint64_t rowBytes =
+        (in + blockElems - 1) / blockElems * kiln_ggml_block_bytes(w.format);
+    const uint64_t strideBound = (rowBytes + rowAlign - 1) / rowAlign * rowAlign;
+    const uint32_t chunk = uint32_t(std::min<uint64_t>(
+        out, std::max<uint64_t>(kWorkgroup, maxBindingBytes / strideBound / kWorkgroup *
+                                                kWorkgroup)));
+    for (uint32_t r0 = 0; r0 < out; r0 += chunk) {
+      const uint32_t rows = std::min(chunk, out - r0);
+      PushWord from = weightOffset(w.name, w.format);
+      from.rows = r0;
+      from.windowRows = rows < out ? rows : 0;
+      // A decode step reduces each row across a workgroup (linear.comp); a prefill batch
+      // gives each thread one row for kMatmulTokens tokens (matmul.comp). Both write
+      // columns r0.. of each token's row of y.
+      Dispatch d{"linear", {kWorkgroup, w.format, kLinearRows, 1},
+                 {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_SCRATCH,
+                  logits ? uint32_t(KILN_GPU_BUF_LOGITS) : uint32_t(KILN_GPU_BUF_SCRATCH),
+                  KILN_GPU_BUF_SCRATCH}};
+      d.push = {c(in),  c(rows), weightStride(w.name, w.format), from,
+                c(at(op->getOperand(0))), c((logits ? 0 : at(op->getResult(0))) + r0),
+                c(0),   c(0),    perToken(1), c(out)};
+      d.when = KILN_GPU_WHEN_DECODE;
+      d.groups[0] = fixed(ceilDiv(rows, kLinearRows));
+      d.groups[1] = d.groups[2] = fixed(1);
+      Dispatch m = d;
+      m.kernel = "matmul";
+      m.when = KILN_GPU_WHEN_PREFILL;
+      m.constants = {kWorkgroup, w.format, kLinearRows, kMatmulTokens};
+      m.groups[0] = fixed(ceilDiv(rows, kWorkgroup));
+      m.groups[1] = Groups{1, 0, kMatmulTokens};
+      add(std::move(d), op);
+      add(std::move(m), op);
+    }
     return success();
   }
 
@@ -306,6 +327,7 @@ private:
 
   const memory::MemoryPlan &plan;
   GpuProgram &program;
+  const uint64_t maxBindingBytes, rowAlign;
   uint32_t opIndex = uint32_t(-1); // the op being lowered: its place in @forward
   std::map<std::tuple<float, int64_t, const void *>, std::string> ropeNames;
 };
@@ -316,7 +338,20 @@ struct LowerToVulkanDispatchesPass
   LowerToVulkanDispatchesPass() = default;
   LowerToVulkanDispatchesPass(const LowerToVulkanDispatchesPass &other)
       : PassWrapper(other), sink(other.sink) {}
-  explicit LowerToVulkanDispatchesPass(GpuProgram *sink) : sink(sink) {}
+  LowerToVulkanDispatchesPass(GpuProgram *sink, uint64_t maxBinding, uint64_t align)
+      : sink(sink) {
+    maxBindingBytes = maxBinding;
+    rowAlign = align;
+  }
+
+  Option<uint64_t> maxBindingBytes{
+      *this, "max-binding-bytes",
+      llvm::cl::desc("weights one dispatch reads at most (a linear's rows are split over "
+                     "dispatches past it): the smallest maxStorageBufferRange planned for"),
+      llvm::cl::init(kMaxBindingBytes)};
+  Option<uint64_t> rowAlign{*this, "row-align",
+                            llvm::cl::desc("the CPU target's row alignment in bytes"),
+                            llvm::cl::init(64)};
 
   StringRef getArgument() const final { return "kiln-lower-to-vulkan-dispatches"; }
   StringRef getDescription() const final {
@@ -336,7 +371,7 @@ struct LowerToVulkanDispatchesPass
     GpuProgram own;
     GpuProgram &program = sink ? *sink : own;
     program = GpuProgram();
-    if (failed(DispatchLowering(*plan, program).run(fn)))
+    if (failed(DispatchLowering(*plan, program, maxBindingBytes, rowAlign).run(fn)))
       return signalPassFailure();
     // One remark naming the ops left to the CPU and why, most frequent reason first.
     std::map<std::string, std::vector<std::string>> cpu;
@@ -363,8 +398,10 @@ struct LowerToVulkanDispatchesPass
 
 } // namespace
 
-std::unique_ptr<Pass> createLowerToVulkanDispatches(GpuProgram *program) {
-  return std::make_unique<LowerToVulkanDispatchesPass>(program);
+std::unique_ptr<Pass> createLowerToVulkanDispatches(GpuProgram *program,
+                                                   uint64_t maxBindingBytes,
+                                                   uint64_t rowAlign) {
+  return std::make_unique<LowerToVulkanDispatchesPass>(program, maxBindingBytes, rowAlign);
 }
 
 void registerKilnVulkanCodegenPasses() {

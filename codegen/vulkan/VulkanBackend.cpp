@@ -44,7 +44,8 @@ public:
   // The dispatches first (the module is left as it is), then the CPU's lowering, which
   // lays the weights section out.
   void addLoweringPasses(mlir::OpPassManager &pm, LoweringWeights &w) const override {
-    pm.addPass(vulkan::createLowerToVulkanDispatches(program.get()));
+    pm.addPass(vulkan::createLowerToVulkanDispatches(program.get(), vulkan::kMaxBindingBytes,
+                                                     cpu->rowAlignBytes()));
     w.opEntries = true; // the ops a device lacks run on the CPU, one at a time
     cpu->addLoweringPasses(pm, w);
     weights = &w;

@@ -2,6 +2,8 @@
 // with per-dispatch timestamps.
 #include "VulkanTestDevice.h"
 
+#include "codegen/vulkan/GpuProgram.h"
+
 extern "C" {
 #include "vk_internal.h"
 #include "vk_placement.h"
@@ -336,6 +338,51 @@ TEST(VulkanProgram, WeightsWindowsAndOversizedSteps) {
   EXPECT_EQ(kiln_vk_program_read((const uint8_t *)bad.data(), bad.size() * 4, &prog, &err),
             KILN_STATUS_CORRUPT);
   EXPECT_NE(std::string(err.message).find("bad offset word"), std::string::npos);
+}
+
+// The compiler's writer and the runtime's reader agree on each dispatch's weights window:
+// a whole weight from its offset to its end, or the rows a split linear reads.
+TEST(VulkanProgram, WindowsAsTheCompilerWritesThem) {
+  using namespace kiln::codegen::vulkan;
+  GpuProgram program;
+  for (uint32_t r0 : {0u, 64u}) {
+    Dispatch d;
+    d.kernel = "linear";
+    d.constants = {64, 0, 2, 1};
+    d.bindings = {KILN_GPU_BUF_WEIGHTS, KILN_GPU_BUF_SCRATCH, KILN_GPU_BUF_LOGITS,
+                  KILN_GPU_BUF_SCRATCH};
+    PushWord stride, from;
+    stride.ref = PushWord::Ref::Stride;
+    from.ref = PushWord::Ref::Offset;
+    stride.weight = from.weight = "out";
+    from.rows = r0;
+    from.windowRows = r0 ? 64 : 0;
+    d.push = {PushWord{}, PushWord{}, stride, from};
+    d.op = 0;
+    program.dispatches.push_back(d);
+  }
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(serialize(program,
+                        [](const std::string &) {
+                          return std::optional<StoredWeight>(StoredWeight{1000, 256, 51200, 0});
+                        },
+                        bytes, error))
+      << error;
+  kiln_vk_program_t prog;
+  kiln_error_t err;
+  ASSERT_EQ(kiln_vk_program_read(bytes.data(), bytes.size(), &prog, &err), KILN_STATUS_OK)
+      << err.message;
+  ASSERT_EQ(prog.n_steps, 2u);
+  EXPECT_EQ(prog.steps[0].weights_lo, 1000u); // the whole weight
+  EXPECT_EQ(prog.steps[0].weights_hi, 52200u);
+  EXPECT_EQ(prog.steps[1].weights_lo, 1000u + 64 * 256); // rows 64..127
+  EXPECT_EQ(prog.steps[1].weights_hi, 1000u + 128 * 256);
+  EXPECT_EQ(kiln_vk_value_at(prog.steps[1].push[3], 1), 1000u + 64 * 256);
+  ASSERT_EQ(prog.steps[1].n_offsets, 1u);
+  EXPECT_EQ(prog.steps[1].offset_word[0], 3u);
+  EXPECT_EQ(prog.steps[1].offset_divisor[0], 1u);
+  kiln_vk_program_free(&prog);
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 extern "C" {
 #include "kiln/quant.h"
@@ -45,7 +46,7 @@ Matrix makeMatrix(uint32_t format, uint32_t rows, uint32_t in, uint32_t seed) {
 }
 
 struct LinearPush {
-  uint32_t in, out, stride, wOffset, xOffset, yOffset, resOffset, hasResidual, n;
+  uint32_t in, out, stride, wOffset, xOffset, yOffset, resOffset, hasResidual, n, yStride;
 };
 
 struct LinearCase {
@@ -96,7 +97,7 @@ TEST_P(VulkanLinear, MatchesTheDecodedWeights) {
   const char *kernel = c.f16 ? "matmul_f16" : c.matmul ? "matmul" : c.dot ? "linear_dot" : "linear";
   Pipeline p = pipeline(kernel, 4, sizeof(LinearPush),
                         {64, c.format, rows, tokenBlock});
-  LinearPush push{c.in, c.out, m.stride, lead, 0, 0, 0, c.residual ? 1u : 0u, c.tokens};
+  LinearPush push{c.in, c.out, m.stride, lead, 0, 0, 0, c.residual ? 1u : 0u, c.tokens, c.out};
   run(p.get(), {wb.get(), xb.get(), yb.get(), rb.get()}, push,
       c.matmul ? groups(c.out, 64) : groups(c.out, rows), groups(c.tokens, tokenBlock));
   std::vector<float> y = download<float>(yb.get(), size_t(c.tokens) * c.out);
@@ -162,6 +163,44 @@ std::string linearName(const ::testing::TestParamInfo<LinearCase> &info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, VulkanLinear, ::testing::ValuesIn(linearCases()), linearName);
+
+// A linear whose rows are split over dispatches (weights larger than one binding): each
+// dispatch takes rows r0.. of W, writes columns r0.. of every token's y row (y_stride the
+// whole width) and adds the same columns of the residual; together they are one linear.
+TEST_F(VulkanTest, SplitRowsWriteTheirColumns) {
+  const uint32_t in = 256, out = 130, tokens = 3, split = 64;
+  for (const char *kernel : {"linear", "linear_dot", "matmul", "matmul_f16"}) {
+    SCOPED_TRACE(kernel);
+    const bool matmul = kernel[0] == 'm';
+    Matrix m = makeMatrix(kQ8_0, out, in, 17);
+    std::vector<float> x = randomFloats(size_t(tokens) * in, 7);
+    std::vector<float> res = randomFloats(size_t(tokens) * out, 9);
+    auto wb = upload(m.bytes);
+    auto xb = upload(x);
+    auto yb = upload(std::vector<float>(size_t(tokens) * out, NAN));
+    auto rb = upload(res);
+    Pipeline p = pipeline(kernel, 4, sizeof(LinearPush), {64, kQ8_0, 2, 2});
+    for (uint32_t r0 : {0u, split}) {
+      const uint32_t rows = r0 ? out - split : split;
+      LinearPush push{in, rows, m.stride, r0 * m.stride, 0, r0, r0, 1, tokens, out};
+      run(p.get(), {wb.get(), xb.get(), yb.get(), rb.get()}, push,
+          matmul ? groups(rows, 64) : groups(rows, 2), groups(tokens, 2));
+    }
+    std::vector<float> y = download<float>(yb.get(), size_t(tokens) * out);
+    if (!strcmp(kernel, "linear_dot"))
+      x = quantisedActivations(x, in);
+    for (uint32_t t = 0; t < tokens; ++t)
+      for (uint32_t o = 0; o < out; ++o) {
+        double ref = res[size_t(t) * out + o], mag = std::fabs(ref);
+        for (uint32_t i = 0; i < in; ++i) {
+          ref += double(m.values[size_t(o) * in + i]) * x[size_t(t) * in + i];
+          mag += std::fabs(double(m.values[size_t(o) * in + i]) * x[size_t(t) * in + i]);
+        }
+        ASSERT_NEAR(y[size_t(t) * out + o], ref, (matmul && kernel[6] ? 2e-3 : 1e-5) * mag + 1e-6)
+            << "token " << t << " row " << o;
+      }
+  }
+}
 
 struct EmbedPush {
   uint32_t dim, n, stride, wOffset, idsOffset, outOffset;

@@ -20,6 +20,8 @@ layout(push_constant) uniform Params {
   uint res_offset;   // floats; used when has_residual
   uint has_residual;
   uint n;            // tokens in the batch
+  uint y_stride;     // floats from one token's y (and residual) row to the next: out_features,
+                     // or more where a linear's rows are split over dispatches
 } p;
 
 // Elements of one block of FORMAT: 1 for f32/f16 (an element at a time), else 32 - for the

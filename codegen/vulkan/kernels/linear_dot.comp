@@ -150,7 +150,7 @@ void main() {
       float s = 0.0;
       for (uint g = 0u; g < gl_NumSubgroups; ++g)
         s += partial[k * 64u + g];
-      const uint at = (t0 + t) * p.out_features + row;
+      const uint at = (t0 + t) * p.y_stride + row;
       if (p.has_residual != 0u)
         s += res[p.res_offset + at];
       y[p.y_offset + at] = s;

@@ -40,7 +40,7 @@ void main() {
     for (uint t = 0u; t < tokens; ++t)
       acc[t] += tail_dot(row_off, blocks - 1u, p.x_offset + (t0 + t) * p.in_features);
   for (uint t = 0u; t < tokens; ++t) {
-    const uint at = (t0 + t) * p.out_features + row;
+    const uint at = (t0 + t) * p.y_stride + row;
     y[p.y_offset + at] = acc[t] + (p.has_residual != 0u ? res[p.res_offset + at] : 0.0);
   }
 }

@@ -72,7 +72,7 @@ void main() {
     for (uint t = 0u; t < tokens; ++t)
       acc[t] += element(row_off, i / 32u, i % 32u) * x[p.x_offset + (t0 + t) * p.in_features + i];
   for (uint t = 0u; t < tokens; ++t) {
-    const uint at = (t0 + t) * p.out_features + row;
+    const uint at = (t0 + t) * p.y_stride + row;
     y[p.y_offset + at] = acc[t] + (p.has_residual != 0u ? res[p.res_offset + at] : 0.0);
   }
 }

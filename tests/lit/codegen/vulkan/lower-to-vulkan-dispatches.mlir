@@ -21,7 +21,7 @@ func.func @forward(%tok: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x32xf32>
 // CHECK: vulkan program: 16 dispatches, gpu scratch 8192 bytes
 // CHECK-NEXT: embed (op {{[0-9]+}} kiln.embed) constants [64, 8] bindings [weights, tokens, scratch] push [64, 1n+0, 0+stride(tok), 0+offset(tok), 0, [[X:[0-9]+]]] groups 1/1 1n+0/1 1/1
 // CHECK-NEXT: rms_norm (op {{[0-9]+}} kiln.rms_norm) constants [64, 0] bindings [weights, scratch, scratch] push [64, 0+offset(n0), [[X]], {{[0-9]+}}, 925353388, 1] groups 1n+0/1 1/1 1/1
-// CHECK-NEXT: linear [decode] (op {{[0-9]+}} kiln.linear) constants [64, 2, 2, 1] bindings [weights, scratch, scratch, scratch] push [64, 64, 0+stride(q), 0+offset(q), {{.*}}, 1n+0] groups 32/1 1/1 1/1
+// CHECK-NEXT: linear [decode] (op {{[0-9]+}} kiln.linear) constants [64, 2, 2, 1] bindings [weights, scratch, scratch, scratch] push [64, 64, 0+stride(q), 0+offset(q), {{.*}}, 1n+0, 64] groups 32/1 1/1 1/1
 // CHECK-NEXT: matmul [prefill] (op {{[0-9]+}} kiln.linear) constants [64, 2, 2, 8] {{.*}} groups 1/1 1n+0/8 1/1
 // CHECK-NEXT: linear [decode] (op {{[0-9]+}} kiln.linear) constants [64, 1, 2, 1]
 // CHECK-NEXT: matmul [prefill]
