@@ -1,5 +1,6 @@
 /* kiln_session_t: KV cache, scratch, logits, positions, pool and sampler, all allocated at
- * create; prefill/decode only fill positions and call the generated entry point. */
+ * create; prefill/decode only fill positions and call the backend's forward (the CPU
+ * backend's is the generated entry point). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
