@@ -1,5 +1,6 @@
 // The operands of linear.comp and matmul.comp and one block's dot product: W in ggml's
-// block rows of FORMAT (f32, f16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K), fp32 accumulation. Included after FORMAT.
+// block rows of FORMAT (f32, f16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K), fp32 accumulation.
+// Included after FORMAT.
 #ifndef KILN_VK_LINEAR_COMMON_GLSL
 #define KILN_VK_LINEAR_COMMON_GLSL
 

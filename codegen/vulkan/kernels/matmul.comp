@@ -1,7 +1,9 @@
 // y[t, o] = sum_i x[t, i] * W[o, i] (+ residual[t, o]) for a batch of tokens (prefill):
 // linear.comp's math and operands, laid out for many outputs instead of long rows. Each
-// thread takes one row for TOKENS tokens, so every weight block is decoded once for all of
-// them and no partial sums cross threads; a workgroup covers local_size_x rows.
+// thread takes one row for TOKENS tokens, so every weight block is read from memory once for
+// all of them (a K-quant sub-block is also decoded once; the 32-element formats decode
+// again per token, from cache) and no partial sums cross threads; a workgroup covers
+// local_size_x rows.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
